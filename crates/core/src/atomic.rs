@@ -1,0 +1,152 @@
+//! Atomic output: a file that appears only when it is complete.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A file written under a temporary name beside its target and renamed onto
+/// the target by [`AtomicFile::finish`].
+///
+/// Dropping it unfinished (an error, a panic, a cancelled job) removes the
+/// temporary file, so the target is either the complete new file or whatever
+/// was there before, never a partial write.
+///
+/// ```
+/// use std::io::Write;
+/// use dataformats_core::AtomicFile;
+/// let dir = std::env::temp_dir().join(format!("df-atomic-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let target = dir.join("out.bin");
+/// let mut f = AtomicFile::create(&target).unwrap();
+/// f.write_all(b"data").unwrap();
+/// assert!(!target.exists()); // not yet
+/// f.finish().unwrap();
+/// assert_eq!(std::fs::read(&target).unwrap(), b"data");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct AtomicFile {
+    file: Option<File>,
+    temp: PathBuf,
+    target: PathBuf,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn suffix() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_nanos()) ^ d.as_secs())
+        .unwrap_or(0);
+    format!("{:x}{:x}{n:x}", std::process::id(), t)
+}
+
+impl AtomicFile {
+    /// Creates `<target>.tmp-<random>` in the target's directory.
+    pub fn create(target: impl AsRef<Path>) -> io::Result<Self> {
+        let target = target.as_ref().to_path_buf();
+        let name = target
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "target has no file name"))?
+            .to_string_lossy()
+            .into_owned();
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut last = None;
+        for _ in 0..16 {
+            let temp = dir.join(format!(".{name}.tmp-{}", suffix()));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    return Ok(AtomicFile {
+                        file: Some(file),
+                        temp,
+                        target,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("could not create a temporary file")))
+    }
+
+    /// The path the file will have after [`AtomicFile::finish`].
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// The temporary path being written.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// The open temporary file (for positioned writes, `set_len`, ...).
+    pub fn file(&mut self) -> io::Result<&mut File> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("atomic file already finished"))
+    }
+
+    /// Flushes and syncs the data, renames the temporary file onto the target,
+    /// and syncs the directory (on Unix), so the target appears complete or
+    /// not at all.
+    pub fn finish(mut self) -> io::Result<()> {
+        let file = self.file.take().ok_or_else(|| io::Error::other("atomic file already finished"))?;
+        let result = (|| {
+            let mut file = file;
+            file.flush()?;
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&self.temp, &self.target)?;
+            #[cfg(unix)]
+            if let Some(dir) = self.target.parent() {
+                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+                if let Ok(d) = File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&self.temp);
+        }
+        // Nothing left for Drop to clean up either way.
+        self.temp = PathBuf::new();
+        result
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file()?.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file()?.flush()
+    }
+}
+
+impl Seek for AtomicFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.file()?.seek(pos)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let Some(f) = self.file.take() {
+            drop(f);
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Raw deflate and zlib through flate2 (C zlib backend).
+
+use std::io::Write;
+
+use flate2::{Compression, Decompress, FlushDecompress, Status};
+
+use super::{CodecError, DecodedSize, check_full};
+
+fn name(zlib: bool) -> &'static str {
+    if zlib { "zlib" } else { "deflate" }
+}
+
+pub(super) fn inflate_into(src: &[u8], dst: &mut [u8], zlib: bool) -> Result<usize, CodecError> {
+    let codec = name(zlib);
+    let mut d = Decompress::new(zlib);
+    loop {
+        let (in_pos, out_pos) = (total(d.total_in()), total(d.total_out()));
+        let input = src.get(in_pos..).unwrap_or_default();
+        let output = dst.get_mut(out_pos..).unwrap_or_default();
+        let status = d
+            .decompress(input, output, FlushDecompress::Finish)
+            .map_err(|e| CodecError::corrupt(codec, e.to_string()))?;
+        let (new_in, new_out) = (total(d.total_in()), total(d.total_out()));
+        match status {
+            Status::StreamEnd => {
+                check_full(codec, new_out, dst)?;
+                return Ok(new_in);
+            }
+            Status::Ok | Status::BufError => {
+                if new_out == dst.len() {
+                    // The buffer is full but the stream has not ended: see
+                    // whether it would produce more.
+                    let mut probe = [0u8; 1];
+                    let rest = src.get(new_in..).unwrap_or_default();
+                    let st = d
+                        .decompress(rest, &mut probe, FlushDecompress::Finish)
+                        .map_err(|e| CodecError::corrupt(codec, e.to_string()))?;
+                    if d.total_out() > new_out as u64 {
+                        return Err(CodecError::size(
+                            codec,
+                            dst.len(),
+                            DecodedSize::MoreThan(dst.len() as u64),
+                        ));
+                    }
+                    if st == Status::StreamEnd {
+                        return Ok(total(d.total_in()));
+                    }
+                    if total(d.total_in()) == new_in {
+                        return Err(CodecError::corrupt(codec, "compressed stream ends early"));
+                    }
+                    continue;
+                }
+                if new_in == in_pos && new_out == out_pos {
+                    // No progress: the input is used up before the stream ends.
+                    return Err(CodecError::corrupt(
+                        codec,
+                        format!("compressed stream ends early, after {new_out} decoded byte(s)"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn total(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+pub(super) fn deflate(src: &[u8], level: Option<i32>, zlib: bool) -> Result<Vec<u8>, CodecError> {
+    let codec = name(zlib);
+    let level = match level {
+        None => Compression::default(),
+        Some(l @ 0..=9) => Compression::new(l.unsigned_abs()),
+        Some(l) => return Err(CodecError::arg(codec, format!("level {l} is not in 0..=9"))),
+    };
+    let io = |e: std::io::Error| CodecError::corrupt(codec, e.to_string());
+    if zlib {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+        e.write_all(src).map_err(io)?;
+        e.finish().map_err(io)
+    } else {
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), level);
+        e.write_all(src).map_err(io)?;
+        e.finish().map_err(io)
+    }
+}

@@ -1,0 +1,311 @@
+//! Compression codecs: decode into a buffer of the size the file declares.
+//!
+//! Every decoder here takes the compressed bytes and a destination slice whose
+//! length is the size the file declares for the decoded data. It fills the
+//! slice and fails unless the payload decodes to exactly that many bytes: a
+//! payload that stops short and one that would go on past the end are both
+//! [`CodecError::SizeMismatch`]. Since the caller sizes the buffer (after
+//! checking the declared size against its [`Limits`](crate::Limits)), a
+//! decompression bomb cannot make us allocate anything.
+//!
+//! ```
+//! use dataformats_core::codec::{self, Codec};
+//! let data = b"hello hello hello hello hello hello".repeat(10);
+//! for c in Codec::ALL {
+//!     let packed = codec::compress(c, &data, None).unwrap();
+//!     let mut out = vec![0u8; data.len()];
+//!     codec::decompress_into(c, &packed, &mut out).unwrap();
+//!     assert_eq!(out, data);
+//!     // A declared size that lies is an error, never a short or long read.
+//!     let mut short = vec![0u8; data.len() - 1];
+//!     assert!(codec::decompress_into(c, &packed, &mut short).is_err());
+//! }
+//! ```
+
+pub mod blosc;
+mod deflate;
+mod lz4;
+mod zstd;
+
+use std::borrow::Cow;
+use std::fmt;
+
+pub use self::blosc::{BloscCompressor, BloscHeader, BloscParams, Shuffle};
+
+/// How many bytes a payload decoded to, when that differs from the declared size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodedSize {
+    /// Exactly this many bytes.
+    Exactly(u64),
+    /// More than this many bytes (decoding stopped when the buffer was full).
+    MoreThan(u64),
+}
+
+impl fmt::Display for DecodedSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodedSize::Exactly(n) => write!(f, "{n}"),
+            DecodedSize::MoreThan(n) => write!(f, "more than {n}"),
+        }
+    }
+}
+
+/// A codec failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The payload decoded to a different size than declared.
+    #[error("{codec}: payload decodes to {found} byte(s), but {expected} are declared")]
+    SizeMismatch {
+        /// The codec's name.
+        codec: &'static str,
+        /// The declared decoded size.
+        expected: u64,
+        /// What it actually decodes to.
+        found: DecodedSize,
+    },
+    /// A container header (for example a Blosc chunk header) breaks its rules.
+    #[error("{codec}: invalid header: {why}")]
+    InvalidHeader {
+        /// The codec's name.
+        codec: &'static str,
+        /// Which rule is broken.
+        why: Cow<'static, str>,
+    },
+    /// The compressed bytes are malformed.
+    #[error("{codec}: corrupt payload: {why}")]
+    Corrupt {
+        /// The codec's name.
+        codec: &'static str,
+        /// What the codec reported.
+        why: Cow<'static, str>,
+    },
+    /// The payload uses a codec or feature that is not built in.
+    #[error("{codec}: unsupported: {why}")]
+    Unsupported {
+        /// The codec's name.
+        codec: &'static str,
+        /// What is missing.
+        why: Cow<'static, str>,
+    },
+    /// The caller's arguments cannot work (buffer too small, level out of range...).
+    #[error("{codec}: invalid argument: {why}")]
+    InvalidArgument {
+        /// The codec's name.
+        codec: &'static str,
+        /// What is wrong.
+        why: Cow<'static, str>,
+    },
+}
+
+impl CodecError {
+    pub(crate) fn corrupt(codec: &'static str, why: impl Into<Cow<'static, str>>) -> Self {
+        CodecError::Corrupt {
+            codec,
+            why: why.into(),
+        }
+    }
+
+    pub(crate) fn arg(codec: &'static str, why: impl Into<Cow<'static, str>>) -> Self {
+        CodecError::InvalidArgument {
+            codec,
+            why: why.into(),
+        }
+    }
+
+    pub(crate) fn size(codec: &'static str, expected: usize, found: DecodedSize) -> Self {
+        CodecError::SizeMismatch {
+            codec,
+            expected: expected as u64,
+            found,
+        }
+    }
+}
+
+/// A stream codec (Blosc, which has its own chunk container, is in [`blosc`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Codec {
+    /// Raw deflate (RFC 1951), no header or trailer.
+    Deflate,
+    /// zlib (RFC 1950): deflate with a 2-byte header and an Adler-32 trailer.
+    Zlib,
+    /// An LZ4 block (no frame, no size prefix).
+    Lz4Block,
+    /// An LZ4 frame (the `04 22 4D 18` format).
+    Lz4Frame,
+    /// One or more Zstandard frames.
+    Zstd,
+}
+
+impl Codec {
+    /// Every codec.
+    pub const ALL: [Codec; 5] = [
+        Codec::Deflate,
+        Codec::Zlib,
+        Codec::Lz4Block,
+        Codec::Lz4Frame,
+        Codec::Zstd,
+    ];
+
+    /// The codec's name as used in messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codec::Deflate => "deflate",
+            Codec::Zlib => "zlib",
+            Codec::Lz4Block => "lz4-block",
+            Codec::Lz4Frame => "lz4-frame",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Decodes `src` into `dst`, which must come out exactly full.
+///
+/// Returns how many bytes of `src` the compressed stream used (for deflate and
+/// zlib, bytes after the end of the stream are left alone; the other codecs use
+/// all of `src`).
+pub fn decompress_into(codec: Codec, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
+    match codec {
+        Codec::Deflate => deflate::inflate_into(src, dst, false),
+        Codec::Zlib => deflate::inflate_into(src, dst, true),
+        Codec::Lz4Block => lz4::block_decompress_into(src, dst).map(|()| src.len()),
+        Codec::Lz4Frame => lz4::frame_decompress_into(src, dst).map(|()| src.len()),
+        Codec::Zstd => zstd::decompress_into(src, dst).map(|()| src.len()),
+    }
+}
+
+/// Compresses `src` with `codec` at `level` (the codec's default when `None`).
+///
+/// Levels: deflate/zlib 0–9, LZ4 block 1–12 (above 1 uses LZ4-HC; 1 and the
+/// default use the fast compressor, like `LZ4_compress_default`), LZ4 frame
+/// 0–16, zstd 1–22 (negative levels allowed).
+pub fn compress(codec: Codec, src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecError> {
+    match codec {
+        Codec::Deflate => deflate::deflate(src, level, false),
+        Codec::Zlib => deflate::deflate(src, level, true),
+        Codec::Lz4Block => lz4::block_compress(src, level),
+        Codec::Lz4Frame => lz4::frame_compress(src, level),
+        Codec::Zstd => zstd::compress(src, level),
+    }
+}
+
+/// Checks that `dst` is exactly full after a decoder wrote `written` bytes.
+fn check_full(codec: &'static str, written: usize, dst: &[u8]) -> Result<(), CodecError> {
+    if written == dst.len() {
+        Ok(())
+    } else {
+        Err(CodecError::size(
+            codec,
+            dst.len(),
+            DecodedSize::Exactly(written as u64),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        (0..50_000u32).map(|i| ((i / 7) % 13) as u8 ^ (i % 3) as u8).collect()
+    }
+
+    #[test]
+    fn round_trip_every_codec_and_level() {
+        let data = sample();
+        for c in Codec::ALL {
+            for level in [None, Some(1), Some(6)] {
+                let packed = compress(c, &data, level).unwrap();
+                assert!(packed.len() < data.len(), "{c} did not compress");
+                let mut out = vec![0u8; data.len()];
+                let used = decompress_into(c, &packed, &mut out).unwrap();
+                assert_eq!(used, packed.len(), "{c}");
+                assert_eq!(out, data, "{c} level {level:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn empty_payloads_round_trip() {
+        for c in Codec::ALL {
+            let packed = compress(c, b"", None).unwrap();
+            let mut out = [0u8; 0];
+            decompress_into(c, &packed, &mut out).unwrap();
+            let mut one = [0u8; 1];
+            let e = decompress_into(c, &packed, &mut one).unwrap_err();
+            assert!(
+                matches!(e, CodecError::SizeMismatch { expected: 1, found: DecodedSize::Exactly(0), .. }),
+                "{c}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn declared_size_must_be_exact() {
+        let data = sample();
+        for c in Codec::ALL {
+            let packed = compress(c, &data, None).unwrap();
+            // Declared too large: the payload stops short.
+            let mut big = vec![0u8; data.len() + 10];
+            let e = decompress_into(c, &packed, &mut big).unwrap_err();
+            assert!(
+                matches!(e, CodecError::SizeMismatch { found: DecodedSize::Exactly(n), .. } if n == data.len() as u64)
+                    || matches!(e, CodecError::Corrupt { .. } | CodecError::SizeMismatch { .. }),
+                "{c}: {e}"
+            );
+            assert!(matches!(e, CodecError::SizeMismatch { .. }), "{c} too-large: {e}");
+            // Declared too small: the payload would go on.
+            let mut small = vec![0u8; data.len() - 10];
+            let e = decompress_into(c, &packed, &mut small).unwrap_err();
+            match c {
+                // An LZ4 block cannot tell "more output" from "malformed".
+                Codec::Lz4Block => assert!(matches!(e, CodecError::Corrupt { .. }), "{c}: {e}"),
+                _ => assert!(
+                    matches!(e, CodecError::SizeMismatch { found: DecodedSize::MoreThan(_), .. }),
+                    "{c} too-small: {e}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_and_truncated_input_is_an_error() {
+        let data = sample();
+        for c in Codec::ALL {
+            let packed = compress(c, &data, None).unwrap();
+            let mut out = vec![0u8; data.len()];
+            // Truncated payload.
+            let cut = &packed[..packed.len() / 2];
+            assert!(decompress_into(c, cut, &mut out).is_err(), "{c} truncated");
+            // Garbage.
+            let junk: Vec<u8> = (0..200u32).map(|i| (i * 97 + 13).to_le_bytes()[0]).collect();
+            assert!(decompress_into(c, &junk, &mut out).is_err(), "{c} junk");
+            // Flipped bytes in the middle: an error or a different result, never a panic.
+            let mut flipped = packed.clone();
+            let mid = flipped.len() / 2;
+            flipped[mid] ^= 0xff;
+            flipped[mid + 1] ^= 0x55;
+            if decompress_into(c, &flipped, &mut out).is_ok() {
+                assert_ne!(out, data, "{c}: corruption went unnoticed");
+            }
+        }
+    }
+
+    #[test]
+    fn deflate_leaves_trailing_bytes() {
+        let data = sample();
+        let mut packed = compress(Codec::Deflate, &data, None).unwrap();
+        let n = packed.len();
+        packed.extend_from_slice(b"trailing");
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(decompress_into(Codec::Deflate, &packed, &mut out).unwrap(), n);
+        assert_eq!(out, data);
+    }
+}

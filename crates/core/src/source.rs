@@ -1,0 +1,222 @@
+//! Byte sources: one way to read a file whatever holds its bytes.
+//!
+//! A [`Source`] is a memory map, an owned buffer, or an open file read with
+//! positioned reads. All three read by offset through `&self` (no cursor, no
+//! `&mut`), are `Send + Sync`, and check every range against the length before
+//! touching a byte, so one reader can serve many threads.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::limits::{Limits, check_range, check_range_usize};
+
+/// Where the bytes of a file come from.
+///
+/// ```
+/// use dataformats_core::Source;
+/// let src = Source::from_vec(b"blpk\x03rest".to_vec());
+/// assert_eq!(src.len(), 9);
+/// assert_eq!(&*src.bytes(0, 4).unwrap(), b"blpk");
+/// let mut version = [0u8; 1];
+/// src.read_at(4, &mut version).unwrap();
+/// assert_eq!(version, [3]);
+/// assert!(src.bytes(8, 2).is_err()); // past the end: an error naming offset 8
+/// ```
+#[derive(Debug, Clone)]
+pub struct Source {
+    inner: Inner,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    Map(Arc<memmap2::Mmap>),
+    Owned(Arc<[u8]>),
+    File { file: Arc<File>, len: u64 },
+}
+
+impl Source {
+    /// Maps the file at `path` into memory.
+    ///
+    /// # Safety
+    ///
+    /// The mapping is only sound while no one truncates or modifies the file:
+    /// a file shrunk under the map makes later reads fault (SIGBUS), and a
+    /// file changed under the map makes borrowed slices change under their
+    /// borrower. Use [`Source::open`] when that cannot be promised.
+    pub unsafe fn map(path: impl AsRef<Path>) -> Result<Self> {
+        let file = File::open(path.as_ref())?;
+        // SAFETY: the caller upholds the no-concurrent-modification contract above.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Source {
+            inner: Inner::Map(Arc::new(map)),
+        })
+    }
+
+    /// Opens the file at `path` for positioned reads (no mapping, no cursor).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let file = File::open(path.as_ref())?;
+        Self::from_file(file)
+    }
+
+    /// Wraps an open file for positioned reads.
+    pub fn from_file(file: File) -> Result<Self> {
+        let len = file.metadata()?.len();
+        Ok(Source {
+            inner: Inner::File {
+                file: Arc::new(file),
+                len,
+            },
+        })
+    }
+
+    /// Reads the whole file at `path` into memory, refusing files larger than
+    /// `limits.max_alloc`.
+    pub fn read(path: impl AsRef<Path>, limits: &Limits) -> Result<Self> {
+        let src = Self::open(path)?;
+        let bytes = src.read_vec(0, src.len(), limits)?;
+        Ok(Self::from_vec(bytes))
+    }
+
+    /// Owns `bytes`.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Source {
+            inner: Inner::Owned(bytes.into()),
+        }
+    }
+
+    /// Shares an existing buffer.
+    pub fn from_arc(bytes: Arc<[u8]>) -> Self {
+        Source {
+            inner: Inner::Owned(bytes),
+        }
+    }
+
+    /// Total length in bytes.
+    pub fn len(&self) -> u64 {
+        match &self.inner {
+            Inner::Map(m) => m.len() as u64,
+            Inner::Owned(b) => b.len() as u64,
+            Inner::File { len, .. } => *len,
+        }
+    }
+
+    /// True when the source holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole contents as one slice, when they are in memory (a map or a
+    /// buffer); `None` for a file read with positioned reads.
+    pub fn as_slice(&self) -> Option<&[u8]> {
+        match &self.inner {
+            Inner::Map(m) => Some(&m[..]),
+            Inner::Owned(b) => Some(b),
+            Inner::File { .. } => None,
+        }
+    }
+
+    /// True when [`Source::bytes`] borrows instead of copying.
+    pub fn is_in_memory(&self) -> bool {
+        self.as_slice().is_some()
+    }
+
+    /// Fills `buf` with the bytes at `offset .. offset + buf.len()`.
+    ///
+    /// Fails with [`Error::OutOfBounds`] (naming the offset) when the range
+    /// passes the end; never reads a partial buffer.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let len = buf.len() as u64;
+        check_range(offset, len, self.len())?;
+        match &self.inner {
+            Inner::Map(_) | Inner::Owned(_) => {
+                let whole = self.as_slice().unwrap_or_default();
+                let r = check_range_usize(offset, len, whole.len() as u64)?;
+                let src = whole.get(r).ok_or(Error::OutOfBounds {
+                    offset,
+                    len,
+                    size: whole.len() as u64,
+                })?;
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            Inner::File { file, .. } => read_exact_at(file, buf, offset).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    // The file shrank since it was opened.
+                    Error::Truncated { at: offset, needed: len }
+                } else {
+                    Error::from(e)
+                }
+            }),
+        }
+    }
+
+    /// The bytes at `offset .. offset + len`: borrowed from a map or buffer,
+    /// copied for a file (the copy is limited by [`Limits::default`]; use
+    /// [`Source::read_vec`] to choose the limit).
+    pub fn bytes(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        check_range(offset, len, self.len())?;
+        match self.as_slice() {
+            Some(whole) => {
+                let r = check_range_usize(offset, len, whole.len() as u64)?;
+                whole.get(r).map(Cow::Borrowed).ok_or(Error::OutOfBounds {
+                    offset,
+                    len,
+                    size: whole.len() as u64,
+                })
+            }
+            None => self.read_vec(offset, len, &Limits::default()).map(Cow::Owned),
+        }
+    }
+
+    /// Copies the bytes at `offset .. offset + len` into a new vector, after
+    /// checking the range against the length and `len` against `limits`.
+    pub fn read_vec(&self, offset: u64, len: u64, limits: &Limits) -> Result<Vec<u8>> {
+        check_range(offset, len, self.len())?;
+        let mut v = limits.alloc_zeroed("read buffer", len)?;
+        self.read_at(offset, &mut v)?;
+        Ok(v)
+    }
+}
+
+impl From<Vec<u8>> for Source {
+    fn from(v: Vec<u8>) -> Self {
+        Source::from_vec(v)
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn is_send_sync() {
+        check_send_sync::<Source>();
+    }
+}

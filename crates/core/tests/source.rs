@@ -1,0 +1,111 @@
+//! `Source` reads the same bytes on every backend and refuses every
+//! out-of-bounds range with an error that names the offset.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::cast_possible_truncation, clippy::panic)]
+
+use std::path::PathBuf;
+
+use dataformats_core::{Error, ErrorKind, Limits, Source};
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("df-core-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn backends(name: &str, bytes: &[u8]) -> Vec<(&'static str, Source)> {
+    let path = temp_file(name, bytes);
+    vec![
+        ("owned", Source::from_vec(bytes.to_vec())),
+        // SAFETY: the test owns this file and does not change it while mapped.
+        ("mmap", unsafe { Source::map(&path) }.unwrap()),
+        ("file", Source::open(&path).unwrap()),
+        ("read", Source::read(&path, &Limits::default()).unwrap()),
+    ]
+}
+
+#[test]
+fn every_backend_reads_the_same_bytes() {
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+    for (name, src) in backends("same.bin", &bytes) {
+        assert_eq!(src.len(), 5000, "{name}");
+        assert_eq!(&*src.bytes(0, 5000).unwrap(), &bytes[..], "{name}");
+        assert_eq!(&*src.bytes(4990, 10).unwrap(), &bytes[4990..], "{name}");
+        assert_eq!(&*src.bytes(5000, 0).unwrap(), b"", "{name}");
+        let mut buf = [0u8; 7];
+        src.read_at(300, &mut buf).unwrap();
+        assert_eq!(buf, bytes[300..307], "{name}");
+        assert_eq!(src.is_in_memory(), name != "file", "{name}");
+    }
+}
+
+#[test]
+fn out_of_bounds_is_an_error_with_the_offset_on_every_backend() {
+    let bytes = vec![7u8; 100];
+    for (name, src) in backends("oob.bin", &bytes) {
+        for (offset, len) in [(100u64, 1u64), (99, 2), (0, 101), (u64::MAX, 1), (1, u64::MAX)] {
+            let e = src.bytes(offset, len).unwrap_err();
+            assert!(
+                matches!(e, Error::OutOfBounds { offset: o, len: l, size: 100 } if o == offset && l == len),
+                "{name} bytes({offset}, {len}): {e}"
+            );
+            assert!(e.to_string().contains(&format!("offset {offset}")), "{name}: {e}");
+        }
+        let mut buf = [0u8; 8];
+        let e = src.read_at(95, &mut buf).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds { offset: 95, len: 8, size: 100 }), "{name}: {e}");
+        // The buffer is untouched by a refused read.
+        assert_eq!(buf, [0u8; 8], "{name}");
+        let e = src.read_vec(50, 51, &Limits::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfBounds, "{name}");
+    }
+}
+
+#[test]
+fn read_vec_honours_limits() {
+    let bytes = vec![1u8; 1000];
+    let src = Source::from_vec(bytes);
+    let tight = Limits::default().with_max_alloc(100);
+    assert_eq!(src.read_vec(0, 100, &tight).unwrap().len(), 100);
+    let e = src.read_vec(0, 101, &tight).unwrap_err();
+    assert!(matches!(e, Error::LimitExceeded { requested: 101, limit: 100, .. }));
+    let path = temp_file("big.bin", &[0u8; 1000]);
+    assert_eq!(Source::read(&path, &tight).unwrap_err().kind(), ErrorKind::LimitExceeded);
+}
+
+#[test]
+fn a_file_that_shrinks_after_open_is_reported_not_read_short() {
+    let path = temp_file("shrink.bin", &[9u8; 64]);
+    let src = Source::open(&path).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(10).unwrap();
+    let mut buf = [0u8; 16];
+    let e = src.read_at(32, &mut buf).unwrap_err();
+    assert!(matches!(e, Error::Truncated { at: 32, needed: 16 }), "{e}");
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    let e = Source::open("/nonexistent/dataformats/file").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+}
+
+#[test]
+fn sources_are_shared_across_threads() {
+    let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 256) as u8).collect();
+    let src = Source::from_vec(bytes.clone());
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let src = &src;
+            let bytes = &bytes;
+            s.spawn(move || {
+                for k in 0..100u64 {
+                    let off = (t * 1000 + k * 7) % 9000;
+                    let got = src.bytes(off, 100).unwrap();
+                    assert_eq!(&*got, &bytes[off as usize..off as usize + 100]);
+                }
+            });
+        }
+    });
+}
