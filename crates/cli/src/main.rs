@@ -1,0 +1,208 @@
+//! `dataformats`: inspect, validate, dump and convert ML dataset files.
+//!
+//! Exit status: 0 success; 1 the file is invalid or an operation failed;
+//! 2 bad command line; 3 the format is not recognised or not supported by
+//! this build.
+
+mod demo;
+mod output;
+mod progress;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use dataformats::{Format, detect};
+use serde_json::json;
+
+use crate::output::say;
+
+/// Read, write, validate and convert the binary file formats ML datasets are stored in.
+#[derive(Debug, Parser)]
+#[command(name = "dataformats", version, about, long_about = None)]
+struct Cli {
+    /// Print machine-readable JSON on stdout (errors as JSON on stderr).
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show a file's format, header, schema and layout.
+    Inspect {
+        /// The file (or BLZ/bcolz directory) to inspect.
+        path: PathBuf,
+    },
+    /// Check a whole file: every structure, every checksum, every payload.
+    Validate {
+        /// The file (or BLZ/bcolz directory) to validate.
+        path: PathBuf,
+    },
+    /// Print a file's records.
+    Dump {
+        /// The file (or BLZ/bcolz directory) to dump.
+        path: PathBuf,
+        /// Only records in this range, `START..END` (end exclusive).
+        #[arg(long, value_parser = parse_range)]
+        range: Option<(u64, u64)>,
+    },
+    /// Convert a file to another format (chosen by the output's extension).
+    Convert {
+        /// The input file or directory.
+        input: PathBuf,
+        /// The output path; it appears only when the conversion succeeds.
+        output: PathBuf,
+    },
+    /// List the formats this build knows and whether it reads them.
+    Formats,
+    /// Write a small file of every supported format, read it back, and say what happened.
+    Demo {
+        /// Where to write the demo files (default: a new temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+fn parse_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not a range like 10..20"))?;
+    let a: u64 = a.trim().parse().map_err(|e| format!("range start `{a}`: {e}"))?;
+    let b: u64 = b.trim().parse().map_err(|e| format!("range end `{b}`: {e}"))?;
+    if b < a {
+        return Err(format!("range end {b} is before its start {a}"));
+    }
+    Ok((a, b))
+}
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    kind: &'static str,
+    path: Option<PathBuf>,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(code: u8, kind: &'static str, path: Option<&Path>, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            kind,
+            path: path.map(Path::to_path_buf),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<dataformats::Error> for Failure {
+    fn from(e: dataformats::Error) -> Self {
+        Failure::new(1, "error", None, e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            if json {
+                let v = json!({
+                    "error": {
+                        "kind": f.kind,
+                        "path": f.path.as_ref().map(|p| p.display().to_string()),
+                        "message": f.message,
+                    }
+                });
+                eprintln!("{v}");
+            } else {
+                match &f.path {
+                    Some(p) => eprintln!("error: {}: {}", p.display(), f.message),
+                    None => eprintln!("error: {}", f.message),
+                }
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Inspect { path } | Command::Validate { path } | Command::Dump { path, .. } => {
+            let format = sniff(&path)?;
+            Err(not_supported(&path, format))
+        }
+        Command::Convert { input, output } => {
+            let format = sniff(&input)?;
+            let _ = output;
+            Err(not_supported(&input, format))
+        }
+        Command::Formats => {
+            formats(cli.json);
+            Ok(())
+        }
+        Command::Demo { dir } => demo::run(dir, cli.json),
+    }
+}
+
+/// Detects `path`'s format, or fails with exit code 3 (unrecognised) / 1 (unreadable).
+fn sniff(path: &Path) -> Result<Format, Failure> {
+    match detect(path) {
+        Ok(Some(f)) => Ok(f),
+        Ok(None) => Err(Failure::new(
+            3,
+            "unrecognized",
+            Some(path),
+            "unrecognized format: no known magic number or layout",
+        )),
+        Err(e) => Err(Failure::new(1, "io", Some(path), e.to_string())),
+    }
+}
+
+fn not_supported(path: &Path, format: Format) -> Failure {
+    debug_assert!(!format.is_available());
+    Failure::new(
+        3,
+        "unsupported",
+        Some(path),
+        format!(
+            "detected {} ({}), but this build does not support it yet: the {} crate has not landed",
+            format.name(),
+            format.description(),
+            format.crate_name()
+        ),
+    )
+}
+
+fn formats(json: bool) {
+    if json {
+        let list: Vec<_> = Format::ALL
+            .iter()
+            .map(|f| {
+                json!({
+                    "name": f.name(),
+                    "description": f.description(),
+                    "crate": f.crate_name(),
+                    "extension": f.extension(),
+                    "supported": f.is_available(),
+                })
+            })
+            .collect();
+        say!("{}", json!({ "formats": list }));
+        return;
+    }
+    say!("{:<10} {:<9} {:<22} description", "format", "supported", "crate");
+    for f in Format::ALL {
+        say!(
+            "{:<10} {:<9} {:<22} {}",
+            f.name(),
+            if f.is_available() { "yes" } else { "not yet" },
+            f.crate_name(),
+            f.description()
+        );
+    }
+}

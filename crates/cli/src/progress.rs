@@ -1,0 +1,23 @@
+//! Progress bars that show only on a terminal.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A byte-throughput progress bar on stderr, hidden when stderr is not a
+/// terminal (pipes, CI logs) or when `quiet` is set.
+pub(crate) fn bytes(total: u64, message: &str, quiet: bool) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    if quiet || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+        return bar;
+    }
+    let style = ProgressStyle::with_template(
+        "{msg:>12} [{bar:32}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}

@@ -1,0 +1,28 @@
+//! One crate for every dataset format the workspace reads and writes.
+//!
+//! `dataformats` re-exports the shared core as [`core`] and, as each format
+//! crate lands, that crate as a module behind a feature of the same name. Its
+//! own job is to tell formats apart: [`detect`] sniffs a file (or a BLZ/bcolz
+//! directory) by its magic number or layout, without trusting the extension
+//! where the format has a magic.
+//!
+//! ```
+//! use dataformats::{Format, detect_bytes};
+//! assert_eq!(detect_bytes(b"blpk\x03\x00\x00\x00"), Some(Format::Bloscpack));
+//! assert_eq!(detect_bytes(b"TBL\x02\x02\x00\x00\x00"), Some(Format::Tbl2));
+//! assert_eq!(detect_bytes(b"\x89MLDF\r\n\x1a\n"), Some(Format::Mldf));
+//! assert_eq!(detect_bytes(b"plain text"), None);
+//! ```
+
+#![deny(missing_docs)]
+
+mod detect;
+
+pub use dataformats_core as core;
+pub use dataformats_core::{Error, ErrorKind, Result};
+pub use detect::{Format, detect, detect_bytes, detect_dir};
+
+/// The examples in the project README, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

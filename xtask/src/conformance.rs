@@ -1,0 +1,203 @@
+//! `cargo xtask conformance`: every shared vector against our readers.
+//!
+//! A vector is a file (or a BLZ/bcolz directory) beside a JSON sidecar that
+//! says which format it is, whether it is valid, and what it must decode to or
+//! why it must be rejected (`../shared/vectors/README.md`). Each sidecar is
+//! dispatched to the checker registered for its `format`. A format without a
+//! checker is UNSUPPORTED; once a format's crate has landed and registered its
+//! checker, its vectors must PASS, and an UNSUPPORTED answer from a registered
+//! checker counts as a FAIL.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// One vector and its sidecar.
+#[allow(dead_code)] // read by format checkers as they land
+pub(crate) struct Vector {
+    /// Path relative to the vectors root, as printed.
+    pub name: String,
+    /// The vector file or directory.
+    pub path: PathBuf,
+    /// The sidecar JSON.
+    pub sidecar: Value,
+    /// The sidecar's `valid`.
+    pub valid: bool,
+}
+
+/// What a checker concluded about one vector.
+#[allow(dead_code)] // Unsupported is answered by checkers as they land
+pub(crate) enum Outcome {
+    Pass,
+    Fail(String),
+    Unsupported(String),
+}
+
+/// A format's conformance checker.
+pub(crate) trait Checker {
+    /// Checks one vector of this checker's format.
+    fn check(&self, vector: &Vector) -> Outcome;
+}
+
+/// The registered checkers, keyed by the sidecars' `format` value. Each
+/// format crate adds its checker here when it lands.
+fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
+    BTreeMap::new()
+}
+
+struct Options {
+    vectors: PathBuf,
+    format: Option<String>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut vectors = None;
+    let mut format = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--vectors" => vectors = Some(PathBuf::from(it.next().ok_or("--vectors needs a directory")?)),
+            "--format" => format = Some(it.next().ok_or("--format needs a name")?.clone()),
+            other => return Err(format!("conformance: unknown argument `{other}`")),
+        }
+    }
+    let vectors = vectors
+        .or_else(|| std::env::var_os("DATAFORMATS_VECTORS").map(PathBuf::from))
+        .unwrap_or_else(|| crate::project_root().join("../shared/vectors"));
+    Ok(Options { vectors, format })
+}
+
+pub(crate) fn main(args: &[String]) -> Result<bool, String> {
+    let opts = parse_args(args)?;
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    if !opts.vectors.is_dir() {
+        println!(
+            "conformance: vectors folder {} not found{}",
+            opts.vectors.display(),
+            if ci { " (required under CI=true)" } else { "; skipping" }
+        );
+        return Ok(!ci);
+    }
+    let sidecars = find_sidecars(&opts.vectors)?;
+    let registry = checkers();
+    let (mut passed, mut failed, mut unsupported) = (0usize, 0usize, 0usize);
+    let mut seen_formats = BTreeMap::<String, usize>::new();
+    for sc in sidecars {
+        let line = match load(&opts.vectors, &sc) {
+            Err(why) => {
+                failed += 1;
+                format!("FAIL {}: {why}", rel(&opts.vectors, &sc))
+            }
+            Ok(v) => {
+                let format = v.sidecar.get("format").and_then(Value::as_str).unwrap_or("").to_string();
+                if opts.format.as_deref().is_some_and(|f| f != format) {
+                    continue;
+                }
+                *seen_formats.entry(format.clone()).or_default() += 1;
+                match registry.get(format.as_str()) {
+                    None => {
+                        unsupported += 1;
+                        format!("UNSUPPORTED {}", v.name)
+                    }
+                    Some(checker) => match checker.check(&v) {
+                        Outcome::Pass => {
+                            passed += 1;
+                            format!("PASS {}", v.name)
+                        }
+                        Outcome::Fail(why) => {
+                            failed += 1;
+                            format!("FAIL {}: {why}", v.name)
+                        }
+                        Outcome::Unsupported(why) => {
+                            failed += 1;
+                            format!("FAIL {}: unsupported by a landed reader: {why}", v.name)
+                        }
+                    },
+                }
+            }
+        };
+        println!("{line}");
+    }
+    if let Some(f) = &opts.format {
+        if !seen_formats.contains_key(f) {
+            return Err(format!("no vectors of format `{f}` under {}", opts.vectors.display()));
+        }
+    }
+    println!("conformance: {passed} passed, {failed} failed, {unsupported} unsupported");
+    Ok(failed == 0)
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+/// Every sidecar under `root`, sorted: `*.json` files other than
+/// `MANIFEST*.json`, not inside a vector directory.
+fn find_sidecars(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for e in entries {
+            let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                // A directory with a sidecar beside it is a vector (BLZ/bcolz): do not descend.
+                if !dir.join(format!("{name}.json")).is_file() {
+                    stack.push(p);
+                }
+            } else if name.ends_with(".json") && !name.starts_with("MANIFEST") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads a sidecar and finds the vector it describes: `X.json` describes `X`
+/// when that exists, else the one `X.<ext>` beside it.
+fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
+    let text = fs::read_to_string(sidecar).map_err(|e| format!("cannot read sidecar: {e}"))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| format!("sidecar is not JSON: {e}"))?;
+    if json.get("format").and_then(Value::as_str).is_none() {
+        return Err("sidecar has no `format`".into());
+    }
+    let valid = json
+        .get("valid")
+        .and_then(Value::as_bool)
+        .ok_or("sidecar has no boolean `valid`")?;
+    let dir = sidecar.parent().ok_or("sidecar has no parent directory")?;
+    let file = sidecar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file.strip_suffix(".json").unwrap_or(&file);
+    let direct = dir.join(stem);
+    let path = if direct.exists() {
+        direct
+    } else {
+        let prefix = format!("{stem}.");
+        let mut cands: Vec<PathBuf> = fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                n.starts_with(&prefix) && !n.ends_with(".json")
+            })
+            .collect();
+        cands.sort();
+        match cands.len() {
+            1 => cands.remove(0),
+            0 => return Err("no vector file beside this sidecar".into()),
+            _ => return Err(format!("{} files could be this sidecar's vector", cands.len())),
+        }
+    };
+    Ok(Vector {
+        name: rel(root, &path),
+        path,
+        sidecar: json,
+        valid,
+    })
+}

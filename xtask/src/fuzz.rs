@@ -1,0 +1,237 @@
+//! `cargo xtask fuzz`: run the cargo-fuzz targets, or replay saved inputs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dataformats::core::codec::blosc;
+use dataformats::core::parse;
+
+struct Options {
+    seconds: u64,
+    replay: bool,
+    targets: Vec<String>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        seconds: 60,
+        replay: false,
+        targets: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seconds" => {
+                let v = it.next().ok_or("--seconds needs a number")?;
+                o.seconds = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
+            }
+            "--replay" => o.replay = true,
+            s if s.starts_with('-') => return Err(format!("fuzz: unknown option `{s}`")),
+            t => o.targets.push(t.to_string()),
+        }
+    }
+    Ok(o)
+}
+
+fn fuzz_dir() -> PathBuf {
+    crate::project_root().join("fuzz")
+}
+
+/// Every target: `fuzz/fuzz_targets/<name>.rs`.
+fn all_targets() -> Result<Vec<String>, String> {
+    let dir = fuzz_dir().join("fuzz_targets");
+    let mut v: Vec<String> = fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".rs").map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn ok(cmd: &mut Command) -> bool {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub(crate) fn main(args: &[String]) -> Result<bool, String> {
+    let opts = parse_args(args)?;
+    let known = all_targets()?;
+    let targets = if opts.targets.is_empty() { known.clone() } else { opts.targets.clone() };
+    for t in &targets {
+        if !known.contains(t) {
+            return Err(format!("no fuzz target `{t}` (have: {})", known.join(", ")));
+        }
+    }
+    if !ok(Command::new("cargo").args(["fuzz", "--version"])) {
+        return Err("cargo-fuzz is not installed: run `cargo install cargo-fuzz --locked`".into());
+    }
+    let nightly = ok(Command::new("cargo").args(["+nightly", "--version"]));
+    // A failed stable probe cached here makes later runs fail (toolchain.md).
+    let _ = fs::remove_file(fuzz_dir().join("target/.rustc_info.json"));
+
+    let mut all_ok = true;
+    for t in &targets {
+        let corpus = fuzz_dir().join("corpus").join(t);
+        let regressions = corpus.join("regressions");
+        fs::create_dir_all(&regressions).map_err(|e| format!("{}: {e}", regressions.display()))?;
+        let artifacts = fuzz_dir().join("artifacts").join(t);
+        fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
+
+        let mut cmd = Command::new("cargo");
+        if nightly {
+            cmd.arg("+nightly");
+        }
+        cmd.args(["fuzz", "run"]);
+        if !nightly {
+            cmd.args(["-s", "none"]);
+        }
+        cmd.arg(t);
+        if opts.replay {
+            cmd.arg(&regressions);
+            cmd.arg("--");
+            cmd.arg("-runs=0");
+            println!("fuzz: replaying {} saved input(s) of {t}", count_files(&regressions));
+        } else {
+            let seeded = seed(t, &corpus)?;
+            println!(
+                "fuzz: {t} for {}s ({}; {seeded} seed(s) added)",
+                opts.seconds,
+                if nightly { "nightly, AddressSanitizer" } else { "stable, no sanitizer" }
+            );
+            cmd.arg(&corpus);
+            cmd.arg("--");
+            cmd.arg(format!("-max_total_time={}", opts.seconds));
+        }
+        cmd.arg("-malloc_limit_mb=256");
+        cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
+        cmd.current_dir(crate::project_root());
+        let status = cmd.status().map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        if status.success() {
+            println!("fuzz: {t}: ok");
+        } else {
+            println!(
+                "fuzz: {t}: FAILED (crash inputs in {}; minimise one and save it under {})",
+                artifacts.display(),
+                regressions.display()
+            );
+            all_ok = false;
+        }
+    }
+    Ok(all_ok)
+}
+
+fn count_files(dir: &Path) -> usize {
+    fs::read_dir(dir).map(|d| d.filter_map(Result::ok).count()).unwrap_or(0)
+}
+
+fn vectors_dir() -> PathBuf {
+    std::env::var_os("DATAFORMATS_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::project_root().join("../shared/vectors"))
+}
+
+/// Every file under `dir` whose name ends with `suffix`.
+fn files_with_suffix(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            files_with_suffix(&p, suffix, out);
+        } else if p.to_string_lossy().ends_with(suffix) {
+            out.push(p);
+        }
+    }
+}
+
+/// Writes seed inputs for `target` into `corpus` (made from our own encoders
+/// and from the shared vectors); returns how many were written.
+fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    match target {
+        "core_varint" => {
+            for v in [0u64, 1, 127, 128, 300, 1 << 32, u64::MAX] {
+                let mut b = [0u8; 10];
+                let n = parse::write_uleb128(v, &mut b);
+                seeds.push((format!("leb128-{v}"), b[..n].to_vec()));
+            }
+            for v in [0i32, 5, 300, i32::MAX, -1] {
+                let mut b = [0u8; 5];
+                let n = parse::write_dotnet_7bit_i32(v, &mut b);
+                let mut s = b[..n].to_vec();
+                s.extend_from_slice(b"column-name");
+                seeds.push((format!("dotnet-{v}"), s));
+            }
+            // IDV headers and tables of contents are full of 7-bit-prefixed strings.
+            let mut idv = Vec::new();
+            files_with_suffix(&vectors_dir().join("idv"), ".idv", &mut idv);
+            idv.sort();
+            for p in idv.iter().take(20) {
+                if let Ok(b) = fs::read(p) {
+                    let tail = b.len().saturating_sub(512);
+                    seeds.push((format!("idv-tail-{}", seeds.len()), b[tail..].to_vec()));
+                }
+            }
+        }
+        "core_blosc_chunk" => {
+            let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+            for comp in blosc::BloscCompressor::ALL.into_iter().filter(|c| c.is_available()) {
+                for (shuffle, ts) in [(blosc::Shuffle::None, 1), (blosc::Shuffle::Byte, 4), (blosc::Shuffle::Bit, 4)] {
+                    let p = blosc::BloscParams::new(comp, 5, shuffle, ts).with_blocksize(4096);
+                    if let Ok(c) = blosc::compress(&data, &p) {
+                        seeds.push((format!("gen-{comp}-{}", shuffle.name()), c));
+                    }
+                }
+            }
+            // Real chunks cut out of the Bloscpack and BLZ vectors.
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("bloscpack"), ".blp", &mut files);
+            files_with_suffix(&vectors_dir().join("blz"), ".blp", &mut files);
+            files.sort();
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                for (i, chunk) in chunks_in(&b).into_iter().take(4).enumerate() {
+                    seeds.push((format!("vec-{}-{i}", seeds.len()), chunk.to_vec()));
+                }
+            }
+        }
+        // A target without seeds of its own starts from its saved regressions.
+        _ => {}
+    }
+    let mut n = 0;
+    for (name, bytes) in seeds {
+        let p = corpus.join(format!("seed-{name}"));
+        if !p.exists() {
+            fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Blosc chunks found in a file: every offset where a header that passes
+/// validation starts and its cbytes fit.
+fn chunks_in(b: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 16 <= b.len() {
+        if b[i] == 2 {
+            if let Ok(h) = blosc::BloscHeader::parse(&b[i..]) {
+                let end = i.saturating_add(h.cbytes as usize);
+                if end <= b.len() && blosc::validate(&b[i..end]).is_ok() {
+                    out.push(&b[i..end]);
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}

@@ -1,0 +1,77 @@
+//! `cargo xtask`: project automation.
+//!
+//! - `cargo xtask conformance [--vectors DIR] [--format NAME]`: check every
+//!   shared vector against our readers.
+//! - `cargo xtask fuzz [--seconds N] [--replay] [TARGET...]`: run the
+//!   cargo-fuzz targets, or replay their saved regression inputs.
+//! - `cargo xtask ci`: run `.ci/run`, exactly what CI runs.
+
+#![allow(clippy::indexing_slicing)]
+
+mod conformance;
+mod fuzz;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  conformance [--vectors DIR] [--format NAME]
+      Check every vector in DIR (default: $DATAFORMATS_VECTORS, else ../shared/vectors
+      beside the project) against our readers: one PASS/FAIL/UNSUPPORTED line each,
+      then `conformance: N passed, M failed, K unsupported`. Fails on any FAIL, and
+      when the folder is missing under CI=true.
+  fuzz [--seconds N] [--replay] [TARGET...]
+      Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
+      with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
+      stable. --replay instead reruns every saved input in fuzz/corpus/*/regressions.
+  ci
+      Run .ci/run (what CI runs on a fresh clone).
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "conformance" => conformance::main(rest),
+        "fuzz" => fuzz::main(rest),
+        "ci" => ci(rest),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(true)
+        }
+        other => Err(format!("unknown task `{other}`\n\n{USAGE}")),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(msg) => {
+            eprintln!("xtask: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub(crate) fn project_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).unwrap_or(here)
+}
+
+fn ci(args: &[String]) -> Result<bool, String> {
+    if let Some(a) = args.first() {
+        return Err(format!("`ci` takes no arguments (got `{a}`)"));
+    }
+    let root = project_root();
+    let status = Command::new("bash")
+        .arg(root.join(".ci/run"))
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run .ci/run: {e}"))?;
+    Ok(status.success())
+}
