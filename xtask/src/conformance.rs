@@ -16,6 +16,7 @@ use serde_json::Value;
 
 /// One vector and its sidecar.
 #[allow(dead_code)] // read by format checkers as they land
+#[derive(Debug)]
 pub(crate) struct Vector {
     /// Path relative to the vectors root, as printed.
     pub name: String,
@@ -58,7 +59,11 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--vectors" => vectors = Some(PathBuf::from(it.next().ok_or("--vectors needs a directory")?)),
+            "--vectors" => {
+                vectors = Some(PathBuf::from(
+                    it.next().ok_or("--vectors needs a directory")?,
+                ))
+            }
             "--format" => format = Some(it.next().ok_or("--format needs a name")?.clone()),
             other => return Err(format!("conformance: unknown argument `{other}`")),
         }
@@ -76,7 +81,11 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         println!(
             "conformance: vectors folder {} not found{}",
             opts.vectors.display(),
-            if ci { " (required under CI=true)" } else { "; skipping" }
+            if ci {
+                " (required under CI=true)"
+            } else {
+                "; skipping"
+            }
         );
         return Ok(!ci);
     }
@@ -91,7 +100,12 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                 format!("FAIL {}: {why}", rel(&opts.vectors, &sc))
             }
             Ok(v) => {
-                let format = v.sidecar.get("format").and_then(Value::as_str).unwrap_or("").to_string();
+                let format = v
+                    .sidecar
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 if opts.format.as_deref().is_some_and(|f| f != format) {
                     continue;
                 }
@@ -122,7 +136,10 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     }
     if let Some(f) = &opts.format {
         if !seen_formats.contains_key(f) {
-            return Err(format!("no vectors of format `{f}` under {}", opts.vectors.display()));
+            return Err(format!(
+                "no vectors of format `{f}` under {}",
+                opts.vectors.display()
+            ));
         }
     }
     println!("conformance: {passed} passed, {failed} failed, {unsupported} unsupported");
@@ -162,7 +179,8 @@ fn find_sidecars(root: &Path) -> Result<Vec<PathBuf>, String> {
 /// when that exists, else the one `X.<ext>` beside it.
 fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
     let text = fs::read_to_string(sidecar).map_err(|e| format!("cannot read sidecar: {e}"))?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| format!("sidecar is not JSON: {e}"))?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| format!("sidecar is not JSON: {e}"))?;
     if json.get("format").and_then(Value::as_str).is_none() {
         return Err("sidecar has no `format`".into());
     }
@@ -171,7 +189,10 @@ fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
         .and_then(Value::as_bool)
         .ok_or("sidecar has no boolean `valid`")?;
     let dir = sidecar.parent().ok_or("sidecar has no parent directory")?;
-    let file = sidecar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = sidecar
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stem = file.strip_suffix(".json").unwrap_or(&file);
     let direct = dir.join(stem);
     let path = if direct.exists() {
@@ -183,7 +204,10 @@ fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| {
-                let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let n = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 n.starts_with(&prefix) && !n.ends_with(".json")
             })
             .collect();
@@ -191,7 +215,12 @@ fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
         match cands.len() {
             1 => cands.remove(0),
             0 => return Err("no vector file beside this sidecar".into()),
-            _ => return Err(format!("{} files could be this sidecar's vector", cands.len())),
+            _ => {
+                return Err(format!(
+                    "{} files could be this sidecar's vector",
+                    cands.len()
+                ));
+            }
         }
     };
     Ok(Vector {
@@ -200,4 +229,77 @@ fn load(root: &Path, sidecar: &Path) -> Result<Vector, String> {
         sidecar: json,
         valid,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> PathBuf {
+        let root = std::env::temp_dir().join(format!("df-xtask-conf-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let w = |p: &str, s: &str| {
+            let p = root.join(p);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, s).unwrap();
+        };
+        let sc =
+            |format: &str, valid: bool| format!(r#"{{"format": "{format}", "valid": {valid}}}"#);
+        w("bp/x.blp", "blpk");
+        w("bp/x.json", &sc("bloscpack", true));
+        w("bp/MANIFEST.json", "[]");
+        w("cntk/y.bin", "bin");
+        w("cntk/y.ctf", "text");
+        w("cntk/y.bin.json", &sc("cntk", false));
+        w("blz/arr/meta/sizes", "{}");
+        w("blz/arr/meta/inner.json", "{}");
+        w("blz/arr.json", &sc("blz", true));
+        w("bad/orphan.json", &sc("idv", true));
+        w("bad/two.a", "");
+        w("bad/two.b", "");
+        w("bad/two.json", &sc("idv", true));
+        w("bad/novalid.bin", "");
+        w("bad/novalid.json", r#"{"format": "idv"}"#);
+        root
+    }
+
+    #[test]
+    fn sidecars_pair_with_their_vectors() {
+        let root = tree();
+        let found = find_sidecars(&root).unwrap();
+        let names: Vec<String> = found.iter().map(|p| rel(&root, p)).collect();
+        assert_eq!(
+            names,
+            [
+                "bad/novalid.json",
+                "bad/orphan.json",
+                "bad/two.json",
+                "blz/arr.json",
+                "bp/x.json",
+                "cntk/y.bin.json"
+            ]
+        );
+        let v = load(&root, &root.join("bp/x.json")).unwrap();
+        assert_eq!((v.name.as_str(), v.valid), ("bp/x.blp", true));
+        let v = load(&root, &root.join("cntk/y.bin.json")).unwrap();
+        assert_eq!((v.name.as_str(), v.valid), ("cntk/y.bin", false));
+        let v = load(&root, &root.join("blz/arr.json")).unwrap();
+        assert!(v.path.is_dir());
+        assert!(
+            load(&root, &root.join("bad/orphan.json"))
+                .unwrap_err()
+                .contains("no vector")
+        );
+        assert!(
+            load(&root, &root.join("bad/two.json"))
+                .unwrap_err()
+                .contains("2 files")
+        );
+        assert!(
+            load(&root, &root.join("bad/novalid.json"))
+                .unwrap_err()
+                .contains("valid")
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
 }

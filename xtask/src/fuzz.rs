@@ -63,7 +63,11 @@ fn ok(cmd: &mut Command) -> bool {
 pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     let opts = parse_args(args)?;
     let known = all_targets()?;
-    let targets = if opts.targets.is_empty() { known.clone() } else { opts.targets.clone() };
+    let targets = if opts.targets.is_empty() {
+        known.clone()
+    } else {
+        opts.targets.clone()
+    };
     for t in &targets {
         if !known.contains(t) {
             return Err(format!("no fuzz target `{t}` (have: {})", known.join(", ")));
@@ -97,13 +101,20 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             cmd.arg(&regressions);
             cmd.arg("--");
             cmd.arg("-runs=0");
-            println!("fuzz: replaying {} saved input(s) of {t}", count_files(&regressions));
+            println!(
+                "fuzz: replaying {} saved input(s) of {t}",
+                count_files(&regressions)
+            );
         } else {
             let seeded = seed(t, &corpus)?;
             println!(
                 "fuzz: {t} for {}s ({}; {seeded} seed(s) added)",
                 opts.seconds,
-                if nightly { "nightly, AddressSanitizer" } else { "stable, no sanitizer" }
+                if nightly {
+                    "nightly, AddressSanitizer"
+                } else {
+                    "stable, no sanitizer"
+                }
             );
             cmd.arg(&corpus);
             cmd.arg("--");
@@ -112,7 +123,9 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         cmd.arg("-malloc_limit_mb=256");
         cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
         cmd.current_dir(crate::project_root());
-        let status = cmd.status().map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        let status = cmd
+            .status()
+            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
         if status.success() {
             println!("fuzz: {t}: ok");
         } else {
@@ -128,7 +141,9 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
 }
 
 fn count_files(dir: &Path) -> usize {
-    fs::read_dir(dir).map(|d| d.filter_map(Result::ok).count()).unwrap_or(0)
+    fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).count())
+        .unwrap_or(0)
 }
 
 fn vectors_dir() -> PathBuf {
@@ -181,8 +196,15 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
         }
         "core_blosc_chunk" => {
             let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
-            for comp in blosc::BloscCompressor::ALL.into_iter().filter(|c| c.is_available()) {
-                for (shuffle, ts) in [(blosc::Shuffle::None, 1), (blosc::Shuffle::Byte, 4), (blosc::Shuffle::Bit, 4)] {
+            for comp in blosc::BloscCompressor::ALL
+                .into_iter()
+                .filter(|c| c.is_available())
+            {
+                for (shuffle, ts) in [
+                    (blosc::Shuffle::None, 1),
+                    (blosc::Shuffle::Byte, 4),
+                    (blosc::Shuffle::Bit, 4),
+                ] {
                     let p = blosc::BloscParams::new(comp, 5, shuffle, ts).with_blocksize(4096);
                     if let Ok(c) = blosc::compress(&data, &p) {
                         seeds.push((format!("gen-{comp}-{}", shuffle.name()), c));

@@ -7,6 +7,7 @@
 //! - `cargo xtask ci`: run `.ci/run`, exactly what CI runs.
 
 #![allow(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod conformance;
 mod fuzz;

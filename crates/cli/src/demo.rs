@@ -54,8 +54,12 @@ impl Packer {
 
     fn unpack(&self, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         match self {
-            Packer::Stream(c) => codec::decompress_into(*c, src, dst).map(|_| ()).map_err(|e| e.to_string()),
-            Packer::Blosc(_) => blosc::decompress_into(src, dst, 1).map(|_| ()).map_err(|e| e.to_string()),
+            Packer::Stream(c) => codec::decompress_into(*c, src, dst)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Packer::Blosc(_) => blosc::decompress_into(src, dst, 1)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -65,10 +69,19 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         Some(d) => d,
         None => std::env::temp_dir().join(format!("dataformats-demo-{}", std::process::id())),
     };
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::new(1, "io", Some(&dir), format!("cannot create the demo directory: {e}")))?;
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        Failure::new(
+            1,
+            "io",
+            Some(&dir),
+            format!("cannot create the demo directory: {e}"),
+        )
+    })?;
 
-    let landed: Vec<Format> = Format::ALL.into_iter().filter(|f| f.is_available()).collect();
+    let landed: Vec<Format> = Format::ALL
+        .into_iter()
+        .filter(|f| f.is_available())
+        .collect();
     let table = feature_table(20_000);
     let crc = ChecksumKind::Crc32.digest(&table);
     let sha = ChecksumKind::Sha256.digest(&table);
@@ -88,7 +101,9 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
     if !json {
         say!("dataformats demo, writing to {}", dir.display());
         if landed.is_empty() {
-            say!("no format crate has landed in this build yet; exercising the shared core every format reads through");
+            say!(
+                "no format crate has landed in this build yet; exercising the shared core every format reads through"
+            );
         }
         say!(
             "input: a feature table of 20000 rows x (u32, f32, f32, u8), {} bytes, crc32 {:08x}",
@@ -96,7 +111,13 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
             crc.value().unwrap_or(0)
         );
         say!();
-        say!("{:<22} {:>9} {:>7}  {:<12} result", "codec", "file size", "ratio", "read back");
+        say!(
+            "{:<22} {:>9} {:>7}  {:<12} result",
+            "codec",
+            "file size",
+            "ratio",
+            "read back"
+        );
     }
 
     let bar = progress::bytes(table.len() as u64 * packers.len() as u64, "demo", json);
@@ -107,13 +128,21 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         let outcome = round_trip(p, &table, &path, crc.as_bytes(), sha.as_bytes());
         bar.inc(table.len() as u64);
         let (size, ok, why) = match &outcome {
-            Ok(size) => (*size, true, String::from("ok: decoded size, crc32 and sha256 match")),
+            Ok(size) => (
+                *size,
+                true,
+                String::from("ok: decoded size, crc32 and sha256 match"),
+            ),
             Err(e) => (0, false, e.clone()),
         };
         if !ok {
             failures += 1;
         }
-        let ratio = if size > 0 { table.len() as f64 / size as f64 } else { 0.0 };
+        let ratio = if size > 0 {
+            table.len() as f64 / size as f64
+        } else {
+            0.0
+        };
         if !json {
             bar.suspend(|| {
                 say!(
@@ -155,10 +184,17 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
             packers.len(),
             dir.display()
         );
-        say!("next: `dataformats formats` lists what this build reads; `dataformats inspect FILE` looks inside one");
+        say!(
+            "next: `dataformats formats` lists what this build reads; `dataformats inspect FILE` looks inside one"
+        );
     }
     if failures > 0 {
-        return Err(Failure::new(1, "demo", Some(&dir), format!("{failures} round trip(s) failed")));
+        return Err(Failure::new(
+            1,
+            "demo",
+            Some(&dir),
+            format!("{failures} round trip(s) failed"),
+        ));
     }
     Ok(())
 }
@@ -169,7 +205,8 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
 fn round_trip(p: &Packer, data: &[u8], path: &Path, crc: &[u8], sha: &[u8]) -> Result<u64, String> {
     let payload = p.pack(data)?;
     let mut f = AtomicFile::create(path).map_err(|e| e.to_string())?;
-    f.write_all(&(data.len() as u64).to_le_bytes()).map_err(|e| e.to_string())?;
+    f.write_all(&(data.len() as u64).to_le_bytes())
+        .map_err(|e| e.to_string())?;
     f.write_all(&payload).map_err(|e| e.to_string())?;
     f.finish().map_err(|e| e.to_string())?;
 
@@ -178,13 +215,17 @@ fn round_trip(p: &Packer, data: &[u8], path: &Path, crc: &[u8], sha: &[u8]) -> R
     let positioned = Source::open(path).map_err(|e| e.to_string())?;
     for (how, src) in [("mmap", &mapped), ("positioned", &positioned)] {
         let mut size = [0u8; 8];
-        src.read_at(0, &mut size).map_err(|e| format!("{how}: {e}"))?;
+        src.read_at(0, &mut size)
+            .map_err(|e| format!("{how}: {e}"))?;
         let declared = u64::from_le_bytes(size);
-        let body = src.bytes(8, src.len() - 8).map_err(|e| format!("{how}: {e}"))?;
+        let body = src
+            .bytes(8, src.len() - 8)
+            .map_err(|e| format!("{how}: {e}"))?;
         let mut out = dataformats::core::Limits::default()
             .alloc_zeroed("demo output", declared)
             .map_err(|e| format!("{how}: {e}"))?;
-        p.unpack(&body, &mut out).map_err(|e| format!("{how}: {e}"))?;
+        p.unpack(&body, &mut out)
+            .map_err(|e| format!("{how}: {e}"))?;
         if ChecksumKind::Crc32.digest(&out).as_bytes() != crc {
             return Err(format!("{how}: crc32 mismatch"));
         }

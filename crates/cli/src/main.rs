@@ -70,8 +70,14 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("`{s}` is not a range like 10..20"))?;
-    let a: u64 = a.trim().parse().map_err(|e| format!("range start `{a}`: {e}"))?;
-    let b: u64 = b.trim().parse().map_err(|e| format!("range end `{b}`: {e}"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|e| format!("range start `{a}`: {e}"))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|e| format!("range end `{b}`: {e}"))?;
     if b < a {
         return Err(format!("range end {b} is before its start {a}"));
     }
@@ -88,7 +94,12 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    pub(crate) fn new(code: u8, kind: &'static str, path: Option<&Path>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        code: u8,
+        kind: &'static str,
+        path: Option<&Path>,
+        message: impl Into<String>,
+    ) -> Self {
         Failure {
             code,
             kind,
@@ -195,7 +206,12 @@ fn formats(json: bool) {
         say!("{}", json!({ "formats": list }));
         return;
     }
-    say!("{:<10} {:<9} {:<22} description", "format", "supported", "crate");
+    say!(
+        "{:<10} {:<9} {:<22} description",
+        "format",
+        "supported",
+        "crate"
+    );
     for f in Format::ALL {
         say!(
             "{:<10} {:<9} {:<22} {}",

@@ -31,8 +31,18 @@ fn demo_round_trips_every_codec() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("8 of 8 round trips ok"), "{stdout}");
-    for codec in ["deflate", "zlib", "lz4-block", "lz4-frame", "zstd", "blosc-zstd-bit"] {
-        assert!(dir.join(format!("table.{codec}.bin")).is_file(), "{codec} file missing");
+    for codec in [
+        "deflate",
+        "zlib",
+        "lz4-block",
+        "lz4-frame",
+        "zstd",
+        "blosc-zstd-bit",
+    ] {
+        assert!(
+            dir.join(format!("table.{codec}.bin")).is_file(),
+            "{codec} file missing"
+        );
     }
     // Nothing half-written is left behind.
     let temps: Vec<_> = std::fs::read_dir(&dir)
@@ -52,7 +62,11 @@ fn demo_json_is_machine_readable() {
     assert_eq!(v["failures"], 0);
     let codecs = v["codecs"].as_array().unwrap();
     assert_eq!(codecs.len(), 8);
-    assert!(codecs.iter().all(|c| c["ok"] == true && c["file_size"].as_u64().unwrap() > 8));
+    assert!(
+        codecs
+            .iter()
+            .all(|c| c["ok"] == true && c["file_size"].as_u64().unwrap() > 8)
+    );
 }
 
 #[test]
@@ -109,7 +123,10 @@ fn unknown_and_missing_files() {
 #[test]
 fn bad_command_lines_exit_2() {
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
-    assert_eq!(run(&["dump", "x", "--range", "9..3"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["dump", "x", "--range", "9..3"]).status.code(),
+        Some(2)
+    );
     assert_eq!(run(&[]).status.code(), Some(2));
 }
 
@@ -118,6 +135,14 @@ fn formats_lists_every_format() {
     let out = run(&["--json", "formats"]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = v["formats"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["idv", "bloscpack", "blz", "cntk", "ctf", "mldf", "tbl2"]);
+    let names: Vec<&str> = v["formats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["idv", "bloscpack", "blz", "cntk", "ctf", "mldf", "tbl2"]
+    );
 }

@@ -32,8 +32,13 @@ fn decode(c: &mut Criterion) {
             b.iter(|| codec::decompress_into(codec, black_box(&packed), &mut out).expect("decode"));
         });
     }
-    for comp in [BloscCompressor::BloscLz, BloscCompressor::Lz4, BloscCompressor::Zstd] {
-        let chunk = blosc::compress(&data, &BloscParams::new(comp, 5, Shuffle::Byte, 4)).expect("blosc");
+    for comp in [
+        BloscCompressor::BloscLz,
+        BloscCompressor::Lz4,
+        BloscCompressor::Zstd,
+    ] {
+        let chunk =
+            blosc::compress(&data, &BloscParams::new(comp, 5, Shuffle::Byte, 4)).expect("blosc");
         g.bench_function(format!("blosc-{comp}"), |b| {
             b.iter(|| blosc::decompress_into(black_box(&chunk), &mut out, 1).expect("decode"));
         });

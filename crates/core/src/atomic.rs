@@ -101,7 +101,10 @@ impl AtomicFile {
     /// and syncs the directory (on Unix), so the target appears complete or
     /// not at all.
     pub fn finish(mut self) -> io::Result<()> {
-        let file = self.file.take().ok_or_else(|| io::Error::other("atomic file already finished"))?;
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("atomic file already finished"))?;
         let result = (|| {
             let mut file = file;
             file.flush()?;
@@ -110,7 +113,11 @@ impl AtomicFile {
             fs::rename(&self.temp, &self.target)?;
             #[cfg(unix)]
             if let Some(dir) = self.target.parent() {
-                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
                 if let Ok(d) = File::open(dir) {
                     let _ = d.sync_all();
                 }

@@ -150,7 +150,9 @@ enum State {
 
 impl fmt::Debug for Hasher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Hasher").field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("Hasher")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
     }
 }
 
@@ -223,7 +225,9 @@ impl Digest {
 
     /// The digest bytes (`kind().digest_size()` of them).
     pub fn as_bytes(&self) -> &[u8] {
-        self.bytes.get(..self.kind.digest_size()).unwrap_or_default()
+        self.bytes
+            .get(..self.kind.digest_size())
+            .unwrap_or_default()
     }
 
     /// The numeric value of an Adler-32, CRC-32 or CRC-16; `None` for the others.
@@ -265,11 +269,20 @@ mod tests {
     #[test]
     fn standard_check_values() {
         let hex = |k: ChecksumKind| k.digest(CHECK).to_hex();
-        assert_eq!(ChecksumKind::Adler32.digest(CHECK).value(), Some(0x091E_01DE));
+        assert_eq!(
+            ChecksumKind::Adler32.digest(CHECK).value(),
+            Some(0x091E_01DE)
+        );
         assert_eq!(ChecksumKind::Crc32.digest(CHECK).value(), Some(0xCBF4_3926));
-        assert_eq!(ChecksumKind::Crc16Modbus.digest(CHECK).value(), Some(0x4B37));
+        assert_eq!(
+            ChecksumKind::Crc16Modbus.digest(CHECK).value(),
+            Some(0x4B37)
+        );
         assert_eq!(hex(ChecksumKind::Md5), "25f9e794323b453885f5181f1b624d0b");
-        assert_eq!(hex(ChecksumKind::Sha1), "f7c3bc1d808e04732adf679965ccc34ca7ae3441");
+        assert_eq!(
+            hex(ChecksumKind::Sha1),
+            "f7c3bc1d808e04732adf679965ccc34ca7ae3441"
+        );
         assert_eq!(
             hex(ChecksumKind::Sha224),
             "9b3e61bf29f17c75572fae2e86e17809a4513d07c8a18152acf34521"
@@ -288,7 +301,10 @@ mod tests {
         );
         assert_eq!(ChecksumKind::None.digest(CHECK).as_bytes(), b"");
         // Numeric digests are little-endian bytes.
-        assert_eq!(ChecksumKind::Crc32.digest(CHECK).as_bytes(), &[0x26, 0x39, 0xf4, 0xcb]);
+        assert_eq!(
+            ChecksumKind::Crc32.digest(CHECK).as_bytes(),
+            &[0x26, 0x39, 0xf4, 0xcb]
+        );
         assert_eq!(ChecksumKind::Adler32.digest(b"").value(), Some(1));
         assert_eq!(ChecksumKind::Crc16Modbus.digest(b"").value(), Some(0xFFFF));
     }

@@ -35,7 +35,10 @@ pub enum Error {
     },
 
     /// The bytes at `at` are not the magic number (signature) of the format.
-    #[error("bad magic at offset {at}: expected {expected}, found {}", HexBytes(found))]
+    #[error(
+        "bad magic at offset {at}: expected {expected}, found {}",
+        HexBytes(found)
+    )]
     BadMagic {
         /// Where the magic was expected.
         at: u64,
@@ -69,7 +72,11 @@ pub enum Error {
     },
 
     /// A stored digest does not match the bytes it covers.
-    #[error("{kind} checksum mismatch at offset {at}: stored {}, computed {}", HexBytes(expected), HexBytes(found))]
+    #[error(
+        "{kind} checksum mismatch at offset {at}: stored {}, computed {}",
+        HexBytes(expected),
+        HexBytes(found)
+    )]
     ChecksumMismatch {
         /// Where the stored digest (or the checked region) is.
         at: u64,
@@ -281,14 +288,22 @@ mod tests {
         assert!(matches!(e, Error::Truncated { at: 104, needed: 8 }));
         let e = Error::corrupt(u64::MAX - 1, "x").shifted(10);
         assert_eq!(e.offset(), Some(u64::MAX));
-        let e = Error::OutOfBounds { offset: 1, len: 2, size: 3 }.shifted(5);
+        let e = Error::OutOfBounds {
+            offset: 1,
+            len: 2,
+            size: 3,
+        }
+        .shifted(5);
         assert_eq!(e.offset(), Some(6));
     }
 
     #[test]
     fn messages_name_the_offset() {
         let e = Error::bad_magic(0, "blpk", b"abcd");
-        assert_eq!(e.to_string(), "bad magic at offset 0: expected blpk, found 61626364");
+        assert_eq!(
+            e.to_string(),
+            "bad magic at offset 0: expected blpk, found 61626364"
+        );
         assert_eq!(e.kind(), ErrorKind::BadMagic);
         let e = Error::Truncated { at: 12, needed: 4 };
         assert!(e.to_string().contains("offset 12"));

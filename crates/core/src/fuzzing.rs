@@ -10,15 +10,25 @@ pub fn varints(data: &[u8]) {
     if let Ok(v) = parse::run(data, 0, parse::uleb128) {
         let mut out = [0u8; 10];
         let n = parse::write_uleb128(v, &mut out);
-        let again = out.get(..n).map(|b| parse::run(b, 0, parse::uleb128_minimal));
-        assert!(matches!(again, Some(Ok(x)) if x == v), "LEB128 round trip of {v}");
+        let again = out
+            .get(..n)
+            .map(|b| parse::run(b, 0, parse::uleb128_minimal));
+        assert!(
+            matches!(again, Some(Ok(x)) if x == v),
+            "LEB128 round trip of {v}"
+        );
     }
     let _ = parse::run(data, 0, parse::uleb128_minimal);
     if let Ok(v) = parse::run(data, 0, parse::dotnet_7bit_i32) {
         let mut out = [0u8; 5];
         let n = parse::write_dotnet_7bit_i32(v, &mut out);
-        let again = out.get(..n).map(|b| parse::run(b, 0, parse::dotnet_7bit_i32));
-        assert!(matches!(again, Some(Ok(x)) if x == v), "7-bit Int32 round trip of {v}");
+        let again = out
+            .get(..n)
+            .map(|b| parse::run(b, 0, parse::dotnet_7bit_i32));
+        assert!(
+            matches!(again, Some(Ok(x)) if x == v),
+            "7-bit Int32 round trip of {v}"
+        );
     }
     let _ = parse::run(data, 0, parse::dotnet_string_bytes);
     let _ = parse::run(data, 0, parse::length_prefixed_utf8(parse::le_u32_len));
@@ -44,7 +54,11 @@ pub fn blosc_chunk(data: &[u8]) {
         if whole.is_ok() && last.is_ok() {
             let at = usize::try_from((items - 1) * ts).unwrap_or(usize::MAX);
             let expected = at.checked_add(one.len()).and_then(|end| out.get(at..end));
-            assert_eq!(expected, Some(&one[..]), "getitem disagrees with decompress");
+            assert_eq!(
+                expected,
+                Some(&one[..]),
+                "getitem disagrees with decompress"
+            );
         }
     }
 }

@@ -174,7 +174,14 @@ mod tests {
         let l = Limits::default().with_max_alloc(1000);
         assert_eq!(l.alloc_zeroed("x", 1000).unwrap().len(), 1000);
         let e = l.alloc_zeroed("x", 1001).unwrap_err();
-        assert!(matches!(e, Error::LimitExceeded { requested: 1001, limit: 1000, .. }));
+        assert!(matches!(
+            e,
+            Error::LimitExceeded {
+                requested: 1001,
+                limit: 1000,
+                ..
+            }
+        ));
         // A huge request under `none()` fails cleanly through try_reserve.
         let e = Limits::none().alloc_zeroed("x", u64::MAX).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::LimitExceeded);
@@ -197,7 +204,14 @@ mod tests {
         let buf = [1u8, 2, 3, 4];
         assert_eq!(slice_at(&buf, 1, 2).unwrap(), &[2, 3]);
         let e = slice_at(&buf, 3, 2).unwrap_err();
-        assert!(matches!(e, Error::OutOfBounds { offset: 3, len: 2, size: 4 }));
+        assert!(matches!(
+            e,
+            Error::OutOfBounds {
+                offset: 3,
+                len: 2,
+                size: 4
+            }
+        ));
         assert!(checked_product("x", u64::MAX, 2).is_err());
         assert_eq!(checked_product("x", 3, 4).unwrap(), 12);
     }

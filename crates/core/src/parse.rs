@@ -234,7 +234,10 @@ pub fn uleb128(i: &[u8]) -> PResult<'_, u64> {
     for (n, &b) in i.iter().enumerate().take(10) {
         if n == 9 {
             if b & 0x80 != 0 {
-                return ParseError::err(i, ParseErrorKind::BadVarint("LEB128 longer than 10 bytes"));
+                return ParseError::err(
+                    i,
+                    ParseErrorKind::BadVarint("LEB128 longer than 10 bytes"),
+                );
             }
             if b > 1 {
                 return ParseError::err(i, ParseErrorKind::BadVarint("LEB128 value overflows u64"));
@@ -246,7 +249,12 @@ pub fn uleb128(i: &[u8]) -> PResult<'_, u64> {
             return Ok((rest, value));
         }
     }
-    ParseError::err(i, ParseErrorKind::Truncated { needed: i.len() as u64 + 1 })
+    ParseError::err(
+        i,
+        ParseErrorKind::Truncated {
+            needed: i.len() as u64 + 1,
+        },
+    )
 }
 
 /// Like [`uleb128`], but also rejects non-minimal encodings (a final byte of
@@ -281,7 +289,12 @@ pub fn dotnet_7bit_i32(i: &[u8]) -> PResult<'_, i32> {
             return Ok((rest, value as i32));
         }
     }
-    ParseError::err(i, ParseErrorKind::Truncated { needed: i.len() as u64 + 1 })
+    ParseError::err(
+        i,
+        ParseErrorKind::Truncated {
+            needed: i.len() as u64 + 1,
+        },
+    )
 }
 
 /// A .NET `BinaryWriter` string: a 7-bit encoded Int32 byte count, then that
@@ -443,7 +456,18 @@ mod tests {
 
     #[test]
     fn uleb128_round_trips() {
-        for v in [0u64, 1, 127, 128, 255, 16_383, 16_384, 1 << 35, u64::MAX - 1, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            255,
+            16_383,
+            16_384,
+            1 << 35,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             let mut out = [0u8; 10];
             let n = write_uleb128(v, &mut out);
             assert_eq!(run(&out[..n], 0, uleb128_minimal).unwrap(), v);
@@ -460,7 +484,10 @@ mod tests {
         assert_eq!(p(&[0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap(), -1);
         assert_eq!(p(&[0x80, 0x80, 0x80, 0x80, 0x08]).unwrap(), i32::MIN);
         // 5th byte above 0x0F (includes a continuation bit): rejected.
-        assert_eq!(p(&[0xff, 0xff, 0xff, 0xff, 0x10]).unwrap_err().kind(), ErrorKind::BadVarint);
+        assert_eq!(
+            p(&[0xff, 0xff, 0xff, 0xff, 0x10]).unwrap_err().kind(),
+            ErrorKind::BadVarint
+        );
         assert_eq!(
             p(&[0xff, 0xff, 0xff, 0xff, 0x80, 0x00]).unwrap_err().kind(),
             ErrorKind::BadVarint
@@ -481,7 +508,12 @@ mod tests {
         assert_eq!(s, b"hello");
         assert_eq!(run(&[0u8][..], 0, dotnet_string_bytes).unwrap(), b"");
         // Negative length (-1).
-        let e = run(&[0xffu8, 0xff, 0xff, 0xff, 0x0f][..], 0, dotnet_string_bytes).unwrap_err();
+        let e = run(
+            &[0xffu8, 0xff, 0xff, 0xff, 0x0f][..],
+            0,
+            dotnet_string_bytes,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BadVarint);
         // Length past the end: truncated at the first string byte.
         let e = run(&b"\x09abc"[..], 50, dotnet_string_bytes).unwrap_err();
@@ -499,8 +531,14 @@ mod tests {
         let e = finish(b"\x02\x00", 0, length_prefixed(le_u32_len)(b"\x02\x00")).unwrap_err();
         assert!(matches!(e, Error::Truncated { at: 0, needed: 4 }));
 
-        assert_eq!(run(&b"JSON\0\0\0\0"[..], 0, nul_padded(8)).unwrap(), b"JSON");
-        assert_eq!(run(&b"ABCDEFGH"[..], 0, nul_padded(8)).unwrap(), b"ABCDEFGH");
+        assert_eq!(
+            run(&b"JSON\0\0\0\0"[..], 0, nul_padded(8)).unwrap(),
+            b"JSON"
+        );
+        assert_eq!(
+            run(&b"ABCDEFGH"[..], 0, nul_padded(8)).unwrap(),
+            b"ABCDEFGH"
+        );
         assert_eq!(run(&b"\0\0\0\0"[..], 0, nul_padded_str(4)).unwrap(), "");
         let e = run(&b"AB\0C"[..], 0, nul_padded(4)).unwrap_err();
         assert!(matches!(e, Error::Corrupt { at: 2, .. }), "{e}");
@@ -520,7 +558,10 @@ mod tests {
         assert_eq!(le_i8(&[0xff]).unwrap().1, -1);
         let e = run(&b"XXXX"[..], 7, tag(b"blpk", "\"blpk\"")).unwrap_err();
         assert!(matches!(e, Error::BadMagic { at: 7, .. }));
-        assert_eq!(e.to_string(), "bad magic at offset 7: expected \"blpk\", found 58585858");
+        assert_eq!(
+            e.to_string(),
+            "bad magic at offset 7: expected \"blpk\", found 58585858"
+        );
     }
 
     #[test]

@@ -145,7 +145,10 @@ impl Source {
             Inner::File { file, .. } => read_exact_at(file, buf, offset).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::UnexpectedEof {
                     // The file shrank since it was opened.
-                    Error::Truncated { at: offset, needed: len }
+                    Error::Truncated {
+                        at: offset,
+                        needed: len,
+                    }
                 } else {
                     Error::from(e)
                 }
@@ -167,7 +170,9 @@ impl Source {
                     size: whole.len() as u64,
                 })
             }
-            None => self.read_vec(offset, len, &Limits::default()).map(Cow::Owned),
+            None => self
+                .read_vec(offset, len, &Limits::default())
+                .map(Cow::Owned),
         }
     }
 

@@ -1,6 +1,11 @@
 //! `AtomicFile`: nothing behind when dropped, a complete file after `finish()`.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::cast_possible_truncation, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::panic
+)]
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

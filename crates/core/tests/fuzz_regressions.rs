@@ -2,7 +2,12 @@
 //! the fuzz targets use, so stable-only machines re-check them on every test
 //! run (`fuzz/corpus/<target>/regressions/`).
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::cast_possible_truncation, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 

@@ -1,6 +1,11 @@
 //! Round-trip properties of the codecs, checksums and varint helpers.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::cast_possible_truncation, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::panic
+)]
 
 use dataformats_core::codec::{self, BloscCompressor, BloscParams, Codec, Shuffle, blosc};
 use dataformats_core::{ChecksumKind, parse};

@@ -1,7 +1,12 @@
 //! `Source` reads the same bytes on every backend and refuses every
 //! out-of-bounds range with an error that names the offset.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::cast_possible_truncation, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 
@@ -45,17 +50,36 @@ fn every_backend_reads_the_same_bytes() {
 fn out_of_bounds_is_an_error_with_the_offset_on_every_backend() {
     let bytes = vec![7u8; 100];
     for (name, src) in backends("oob.bin", &bytes) {
-        for (offset, len) in [(100u64, 1u64), (99, 2), (0, 101), (u64::MAX, 1), (1, u64::MAX)] {
+        for (offset, len) in [
+            (100u64, 1u64),
+            (99, 2),
+            (0, 101),
+            (u64::MAX, 1),
+            (1, u64::MAX),
+        ] {
             let e = src.bytes(offset, len).unwrap_err();
             assert!(
                 matches!(e, Error::OutOfBounds { offset: o, len: l, size: 100 } if o == offset && l == len),
                 "{name} bytes({offset}, {len}): {e}"
             );
-            assert!(e.to_string().contains(&format!("offset {offset}")), "{name}: {e}");
+            assert!(
+                e.to_string().contains(&format!("offset {offset}")),
+                "{name}: {e}"
+            );
         }
         let mut buf = [0u8; 8];
         let e = src.read_at(95, &mut buf).unwrap_err();
-        assert!(matches!(e, Error::OutOfBounds { offset: 95, len: 8, size: 100 }), "{name}: {e}");
+        assert!(
+            matches!(
+                e,
+                Error::OutOfBounds {
+                    offset: 95,
+                    len: 8,
+                    size: 100
+                }
+            ),
+            "{name}: {e}"
+        );
         // The buffer is untouched by a refused read.
         assert_eq!(buf, [0u8; 8], "{name}");
         let e = src.read_vec(50, 51, &Limits::default()).unwrap_err();
@@ -70,16 +94,31 @@ fn read_vec_honours_limits() {
     let tight = Limits::default().with_max_alloc(100);
     assert_eq!(src.read_vec(0, 100, &tight).unwrap().len(), 100);
     let e = src.read_vec(0, 101, &tight).unwrap_err();
-    assert!(matches!(e, Error::LimitExceeded { requested: 101, limit: 100, .. }));
+    assert!(matches!(
+        e,
+        Error::LimitExceeded {
+            requested: 101,
+            limit: 100,
+            ..
+        }
+    ));
     let path = temp_file("big.bin", &[0u8; 1000]);
-    assert_eq!(Source::read(&path, &tight).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    assert_eq!(
+        Source::read(&path, &tight).unwrap_err().kind(),
+        ErrorKind::LimitExceeded
+    );
 }
 
 #[test]
 fn a_file_that_shrinks_after_open_is_reported_not_read_short() {
     let path = temp_file("shrink.bin", &[9u8; 64]);
     let src = Source::open(&path).unwrap();
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(10).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(10)
+        .unwrap();
     let mut buf = [0u8; 16];
     let e = src.read_at(32, &mut buf).unwrap_err();
     assert!(matches!(e, Error::Truncated { at: 32, needed: 16 }), "{e}");

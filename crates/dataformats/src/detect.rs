@@ -155,7 +155,9 @@ pub fn detect_dir(path: &Path) -> Option<Format> {
         return None;
     }
     let has = |p: &str| path.join(p).exists();
-    if has("__rootdirs__") || (has("meta") && path.join("meta").is_dir()) || path.join("data").is_dir()
+    if has("__rootdirs__")
+        || (has("meta") && path.join("meta").is_dir())
+        || path.join("data").is_dir()
     {
         Some(Format::Blz)
     } else {
@@ -208,7 +210,11 @@ mod tests {
         assert_eq!(detect_bytes(b"nib_ktnc\x01\0\0\0"), Some(Format::Cntk));
         assert_eq!(detect_bytes(b"TBL\x01"), Some(Format::Tbl2));
         assert_eq!(detect_bytes(b"TBL\x03"), None);
-        assert_eq!(detect_bytes(b"\x89MLDF\n\x1a\n"), None, "CRLF-damaged MLDF magic");
+        assert_eq!(
+            detect_bytes(b"\x89MLDF\n\x1a\n"),
+            None,
+            "CRLF-damaged MLDF magic"
+        );
         assert_eq!(detect_bytes(b""), None);
         assert_eq!(detect_bytes(b"bl"), None);
         for f in Format::ALL {
@@ -234,7 +240,11 @@ mod tests {
         assert_eq!(detect(dir.join("x.tbl")).unwrap(), Some(Format::Tbl2));
         assert_eq!(detect(dir.join("x.ctf")).unwrap(), Some(Format::Ctf));
         assert_eq!(detect(dir.join("x.txt")).unwrap(), None);
-        assert_eq!(detect(dir.join("empty.blp")).unwrap(), None, "no magic, no guess");
+        assert_eq!(
+            detect(dir.join("empty.blp")).unwrap(),
+            None,
+            "no magic, no guess"
+        );
         assert!(detect(dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }

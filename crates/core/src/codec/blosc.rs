@@ -258,17 +258,26 @@ impl BloscHeader {
             )));
         }
         if self.flags & FLAG_RESERVED != 0 {
-            return Err(invalid(format!("reserved flag bit 3 set (flags 0x{:02x})", self.flags)));
+            return Err(invalid(format!(
+                "reserved flag bit 3 set (flags 0x{:02x})",
+                self.flags
+            )));
         }
         if self.typesize == 0 {
             return Err(invalid("typesize 0"));
         }
         if self.cbytes < HEADER_U32 {
-            return Err(invalid(format!("cbytes {} is less than the 16-byte header", self.cbytes)));
+            return Err(invalid(format!(
+                "cbytes {} is less than the 16-byte header",
+                self.cbytes
+            )));
         }
         if self.nbytes == 0 {
             if self.cbytes != HEADER_U32 {
-                return Err(invalid(format!("empty chunk with cbytes {} (must be 16)", self.cbytes)));
+                return Err(invalid(format!(
+                    "empty chunk with cbytes {} (must be 16)",
+                    self.cbytes
+                )));
             }
             return Ok(());
         }
@@ -304,7 +313,10 @@ impl BloscHeader {
             Some(_) => {}
         }
         if self.versionlz != 1 {
-            return Err(invalid(format!("codec format version (versionlz) {}, expected 1", self.versionlz)));
+            return Err(invalid(format!(
+                "codec format version (versionlz) {}, expected 1",
+                self.versionlz
+            )));
         }
         let table = HEADER_SIZE as u64 + 4 * u64::from(self.nblocks());
         if table > u64::from(self.cbytes) {
@@ -372,10 +384,18 @@ pub fn validate(chunk: &[u8]) -> Result<BloscHeader, CodecError> {
 /// Decodes the whole chunk into `dst`, whose length is the decoded size the
 /// caller expects; the chunk's `nbytes` must equal it. `threads` is the number
 /// of c-blosc worker threads (1 = serial; no global state is used).
-pub fn decompress_into(chunk: &[u8], dst: &mut [u8], threads: usize) -> Result<BloscHeader, CodecError> {
+pub fn decompress_into(
+    chunk: &[u8],
+    dst: &mut [u8],
+    threads: usize,
+) -> Result<BloscHeader, CodecError> {
     let h = validate(chunk)?;
     if h.nbytes as usize != dst.len() {
-        return Err(CodecError::size(BLOSC, dst.len(), DecodedSize::Exactly(u64::from(h.nbytes))));
+        return Err(CodecError::size(
+            BLOSC,
+            dst.len(),
+            DecodedSize::Exactly(u64::from(h.nbytes)),
+        ));
     }
     if h.nbytes == 0 {
         return Ok(h);
@@ -394,26 +414,43 @@ pub fn decompress_into(chunk: &[u8], dst: &mut [u8], threads: usize) -> Result<B
         )
     };
     if n <= 0 {
-        return Err(CodecError::corrupt(BLOSC, format!("decompression failed (c-blosc code {n})")));
+        return Err(CodecError::corrupt(
+            BLOSC,
+            format!("decompression failed (c-blosc code {n})"),
+        ));
     }
     if n as usize != dst.len() {
-        return Err(CodecError::size(BLOSC, dst.len(), DecodedSize::Exactly(n as u64)));
+        return Err(CodecError::size(
+            BLOSC,
+            dst.len(),
+            DecodedSize::Exactly(n as u64),
+        ));
     }
     Ok(h)
 }
 
 /// Decodes `nitems` items of `typesize` bytes starting at item `start` into
 /// the front of `dst`, decoding only the blocks that hold them.
-pub fn getitem(chunk: &[u8], start: u64, nitems: u64, dst: &mut [u8]) -> Result<BloscHeader, CodecError> {
+pub fn getitem(
+    chunk: &[u8],
+    start: u64,
+    nitems: u64,
+    dst: &mut [u8],
+) -> Result<BloscHeader, CodecError> {
     let h = validate(chunk)?;
     let ts = u64::from(h.typesize);
     let total_items = u64::from(h.nbytes) / ts;
-    let end = start.checked_add(nitems).filter(|&e| e <= total_items).ok_or_else(|| {
-        CodecError::arg(
-            BLOSC,
-            format!("items {start}..{start}+{nitems} are outside the chunk's {total_items} item(s)"),
-        )
-    })?;
+    let end = start
+        .checked_add(nitems)
+        .filter(|&e| e <= total_items)
+        .ok_or_else(|| {
+            CodecError::arg(
+                BLOSC,
+                format!(
+                    "items {start}..{start}+{nitems} are outside the chunk's {total_items} item(s)"
+                ),
+            )
+        })?;
     let want = nitems * ts;
     if (dst.len() as u64) < want {
         return Err(CodecError::arg(
@@ -424,7 +461,11 @@ pub fn getitem(chunk: &[u8], start: u64, nitems: u64, dst: &mut [u8]) -> Result<
     if nitems == 0 {
         return Ok(h);
     }
-    let (Ok(start_c), Ok(n_c), Ok(_)) = (c_int::try_from(start), c_int::try_from(nitems), c_int::try_from(end)) else {
+    let (Ok(start_c), Ok(n_c), Ok(_)) = (
+        c_int::try_from(start),
+        c_int::try_from(nitems),
+        c_int::try_from(end),
+    ) else {
         return Err(CodecError::arg(BLOSC, "item range does not fit in a C int"));
     };
     // SAFETY: `chunk` was validated as above; the item range lies inside the
@@ -438,7 +479,10 @@ pub fn getitem(chunk: &[u8], start: u64, nitems: u64, dst: &mut [u8]) -> Result<
         )
     };
     if n < 0 {
-        return Err(CodecError::corrupt(BLOSC, format!("getitem failed (c-blosc code {n})")));
+        return Err(CodecError::corrupt(
+            BLOSC,
+            format!("getitem failed (c-blosc code {n})"),
+        ));
     }
     if n as u64 != want {
         return Err(CodecError::SizeMismatch {
@@ -470,7 +514,12 @@ pub struct BloscParams {
 
 impl BloscParams {
     /// Settings with an automatic block size and one thread.
-    pub const fn new(compressor: BloscCompressor, clevel: u8, shuffle: Shuffle, typesize: usize) -> Self {
+    pub const fn new(
+        compressor: BloscCompressor,
+        clevel: u8,
+        shuffle: Shuffle,
+        typesize: usize,
+    ) -> Self {
         BloscParams {
             compressor,
             clevel,
@@ -505,13 +554,22 @@ pub fn compress(src: &[u8], p: &BloscParams) -> Result<Vec<u8>, CodecError> {
         });
     }
     if p.clevel > 9 {
-        return Err(CodecError::arg(BLOSC, format!("clevel {} is not in 0..=9", p.clevel)));
+        return Err(CodecError::arg(
+            BLOSC,
+            format!("clevel {} is not in 0..=9", p.clevel),
+        ));
     }
     if !(1..=255).contains(&p.typesize) {
-        return Err(CodecError::arg(BLOSC, format!("typesize {} is not in 1..=255", p.typesize)));
+        return Err(CodecError::arg(
+            BLOSC,
+            format!("typesize {} is not in 1..=255", p.typesize),
+        ));
     }
     if src.len() > MAX_BUFFER_SIZE as usize {
-        return Err(CodecError::arg(BLOSC, format!("{} bytes exceed the Blosc maximum", src.len())));
+        return Err(CodecError::arg(
+            BLOSC,
+            format!("{} bytes exceed the Blosc maximum", src.len()),
+        ));
     }
     let cap = src.len() + HEADER_SIZE;
     let mut out = vec![0u8; cap];
@@ -535,7 +593,10 @@ pub fn compress(src: &[u8], p: &BloscParams) -> Result<Vec<u8>, CodecError> {
         )
     };
     if n <= 0 {
-        return Err(CodecError::arg(BLOSC, format!("compression failed (c-blosc code {n})")));
+        return Err(CodecError::arg(
+            BLOSC,
+            format!("compression failed (c-blosc code {n})"),
+        ));
     }
     out.truncate(n as usize);
     Ok(out)
@@ -553,13 +614,18 @@ mod tests {
     use super::*;
 
     fn data() -> Vec<u8> {
-        (0..100_000u32).flat_map(|i| ((i / 5) as f32).to_le_bytes()).collect()
+        (0..100_000u32)
+            .flat_map(|i| ((i / 5) as f32).to_le_bytes())
+            .collect()
     }
 
     #[test]
     fn round_trip_every_compressor_and_shuffle() {
         let d = data();
-        for c in BloscCompressor::ALL.into_iter().filter(|c| c.is_available()) {
+        for c in BloscCompressor::ALL
+            .into_iter()
+            .filter(|c| c.is_available())
+        {
             for s in [Shuffle::None, Shuffle::Byte, Shuffle::Bit] {
                 let p = BloscParams::new(c, 5, s, 4).with_threads(2);
                 let chunk = compress(&d, &p).unwrap();
@@ -595,41 +661,87 @@ mod tests {
     #[test]
     fn size_declared_by_caller_must_match() {
         let d = data();
-        let chunk = compress(&d, &BloscParams::new(BloscCompressor::Zstd, 3, Shuffle::Byte, 4)).unwrap();
+        let chunk = compress(
+            &d,
+            &BloscParams::new(BloscCompressor::Zstd, 3, Shuffle::Byte, 4),
+        )
+        .unwrap();
         let mut small = vec![0u8; d.len() - 1];
         let e = decompress_into(&chunk, &mut small, 1).unwrap_err();
-        assert!(matches!(e, CodecError::SizeMismatch { found: DecodedSize::Exactly(n), .. } if n == d.len() as u64));
+        assert!(
+            matches!(e, CodecError::SizeMismatch { found: DecodedSize::Exactly(n), .. } if n == d.len() as u64)
+        );
         let mut big = vec![0u8; d.len() + 1];
-        assert!(matches!(decompress_into(&chunk, &mut big, 1), Err(CodecError::SizeMismatch { .. })));
+        assert!(matches!(
+            decompress_into(&chunk, &mut big, 1),
+            Err(CodecError::SizeMismatch { .. })
+        ));
     }
 
     #[test]
     fn header_rules() {
         let d = data();
-        let good = compress(&d[..8000], &BloscParams::new(BloscCompressor::Lz4, 5, Shuffle::Byte, 4)).unwrap();
+        let good = compress(
+            &d[..8000],
+            &BloscParams::new(BloscCompressor::Lz4, 5, Shuffle::Byte, 4),
+        )
+        .unwrap();
         let mutate = |f: &dyn Fn(&mut Vec<u8>)| {
             let mut c = good.clone();
             f(&mut c);
             validate(&c)
         };
         assert!(mutate(&|_| {}).is_ok());
-        let header_err = |r: Result<BloscHeader, CodecError>| matches!(r, Err(CodecError::InvalidHeader { .. }));
+        let header_err =
+            |r: Result<BloscHeader, CodecError>| matches!(r, Err(CodecError::InvalidHeader { .. }));
         assert!(header_err(mutate(&|c| c[0] = 3)), "version");
         assert!(header_err(mutate(&|c| c[1] = 2)), "versionlz");
-        assert!(header_err(mutate(&|c| c[2] |= FLAG_RESERVED)), "reserved flag");
+        assert!(
+            header_err(mutate(&|c| c[2] |= FLAG_RESERVED)),
+            "reserved flag"
+        );
         assert!(header_err(mutate(&|c| c[3] = 0)), "typesize 0");
-        assert!(header_err(mutate(&|c| c[2] = (c[2] & 0x1f) | (6 << 5))), "codec id 6");
-        assert!(matches!(mutate(&|c| c[2] = (c[2] & 0x1f) | (2 << 5)), Err(CodecError::Unsupported { .. })));
-        assert!(header_err(mutate(&|c| c[8..12].copy_from_slice(&8001u32.to_le_bytes()))), "blocksize > nbytes");
-        assert!(header_err(mutate(&|c| c[8..12].copy_from_slice(&0u32.to_le_bytes()))), "blocksize 0");
-        assert!(header_err(mutate(&|c| { c.pop(); })), "shorter than cbytes");
+        assert!(
+            header_err(mutate(&|c| c[2] = (c[2] & 0x1f) | (6 << 5))),
+            "codec id 6"
+        );
+        assert!(matches!(
+            mutate(&|c| c[2] = (c[2] & 0x1f) | (2 << 5)),
+            Err(CodecError::Unsupported { .. })
+        ));
+        assert!(
+            header_err(mutate(&|c| c[8..12].copy_from_slice(&8001u32.to_le_bytes()))),
+            "blocksize > nbytes"
+        );
+        assert!(
+            header_err(mutate(&|c| c[8..12].copy_from_slice(&0u32.to_le_bytes()))),
+            "blocksize 0"
+        );
+        assert!(
+            header_err(mutate(&|c| {
+                c.pop();
+            })),
+            "shorter than cbytes"
+        );
         assert!(header_err(mutate(&|c| c.push(0))), "longer than cbytes");
-        assert!(header_err(mutate(&|c| c[12..16].copy_from_slice(&u32::MAX.to_le_bytes()))), "cbytes");
+        assert!(
+            header_err(mutate(
+                &|c| c[12..16].copy_from_slice(&u32::MAX.to_le_bytes())
+            )),
+            "cbytes"
+        );
         // Block start pointing into the header.
-        assert!(matches!(mutate(&|c| c[16..20].copy_from_slice(&4i32.to_le_bytes())), Err(CodecError::Corrupt { .. })));
+        assert!(matches!(
+            mutate(&|c| c[16..20].copy_from_slice(&4i32.to_le_bytes())),
+            Err(CodecError::Corrupt { .. })
+        ));
         assert!(header_err(validate(&good[..10])), "short");
         // Memcpyed with a wrong cbytes.
-        let mem = compress(&d[..100], &BloscParams::new(BloscCompressor::Lz4, 0, Shuffle::None, 1)).unwrap();
+        let mem = compress(
+            &d[..100],
+            &BloscParams::new(BloscCompressor::Lz4, 0, Shuffle::None, 1),
+        )
+        .unwrap();
         let mut bad = mem.clone();
         bad[4..8].copy_from_slice(&99u32.to_le_bytes());
         assert!(header_err(validate(&bad)));
@@ -638,7 +750,11 @@ mod tests {
     #[test]
     fn getitem_range_checks() {
         let d = data();
-        let chunk = compress(&d[..4000], &BloscParams::new(BloscCompressor::BloscLz, 5, Shuffle::Byte, 4)).unwrap();
+        let chunk = compress(
+            &d[..4000],
+            &BloscParams::new(BloscCompressor::BloscLz, 5, Shuffle::Byte, 4),
+        )
+        .unwrap();
         let mut dst = [0u8; 8];
         assert!(getitem(&chunk, 999, 2, &mut dst).is_err());
         assert!(getitem(&chunk, u64::MAX, 2, &mut dst).is_err());
@@ -650,7 +766,11 @@ mod tests {
     #[test]
     fn corrupted_bodies_never_crash() {
         let d = data();
-        let good = compress(&d[..20_000], &BloscParams::new(BloscCompressor::Zlib, 5, Shuffle::Byte, 4)).unwrap();
+        let good = compress(
+            &d[..20_000],
+            &BloscParams::new(BloscCompressor::Zlib, 5, Shuffle::Byte, 4),
+        )
+        .unwrap();
         let mut out = vec![0u8; 20_000];
         for pos in (16..good.len()).step_by(7) {
             let mut c = good.clone();

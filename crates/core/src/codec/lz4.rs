@@ -28,7 +28,12 @@ pub(super) fn block_compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, 
     let mode = match level {
         None | Some(1) => None,
         Some(l @ 2..=12) => Some(CompressionMode::HIGHCOMPRESSION(l)),
-        Some(l) => return Err(CodecError::arg(BLOCK, format!("level {l} is not in 1..=12"))),
+        Some(l) => {
+            return Err(CodecError::arg(
+                BLOCK,
+                format!("level {l} is not in 1..=12"),
+            ));
+        }
     };
     let bound = ::lz4::block::compress_bound(src.len())
         .map_err(|e| CodecError::arg(BLOCK, e.to_string()))?;
@@ -68,7 +73,10 @@ pub(super) fn frame_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), Co
     let (rest, result) = dec.finish();
     result.map_err(io)?;
     if !rest.is_empty() {
-        return Err(CodecError::corrupt(FRAME, format!("{} byte(s) after the frame", rest.len())));
+        return Err(CodecError::corrupt(
+            FRAME,
+            format!("{} byte(s) after the frame", rest.len()),
+        ));
     }
     Ok(())
 }
@@ -77,7 +85,12 @@ pub(super) fn frame_compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, 
     let level = match level {
         None => 0,
         Some(l @ 0..=16) => l.unsigned_abs(),
-        Some(l) => return Err(CodecError::arg(FRAME, format!("level {l} is not in 0..=16"))),
+        Some(l) => {
+            return Err(CodecError::arg(
+                FRAME,
+                format!("level {l} is not in 0..=16"),
+            ));
+        }
     };
     let io = |e: std::io::Error| CodecError::arg(FRAME, e.to_string());
     let mut enc = ::lz4::EncoderBuilder::new()

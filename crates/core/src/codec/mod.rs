@@ -214,7 +214,9 @@ mod tests {
     use super::*;
 
     fn sample() -> Vec<u8> {
-        (0..50_000u32).map(|i| ((i / 7) % 13) as u8 ^ (i % 3) as u8).collect()
+        (0..50_000u32)
+            .map(|i| ((i / 7) % 13) as u8 ^ (i % 3) as u8)
+            .collect()
     }
 
     #[test]
@@ -241,7 +243,14 @@ mod tests {
             let mut one = [0u8; 1];
             let e = decompress_into(c, &packed, &mut one).unwrap_err();
             assert!(
-                matches!(e, CodecError::SizeMismatch { expected: 1, found: DecodedSize::Exactly(0), .. }),
+                matches!(
+                    e,
+                    CodecError::SizeMismatch {
+                        expected: 1,
+                        found: DecodedSize::Exactly(0),
+                        ..
+                    }
+                ),
                 "{c}: {e}"
             );
         }
@@ -257,10 +266,16 @@ mod tests {
             let e = decompress_into(c, &packed, &mut big).unwrap_err();
             assert!(
                 matches!(e, CodecError::SizeMismatch { found: DecodedSize::Exactly(n), .. } if n == data.len() as u64)
-                    || matches!(e, CodecError::Corrupt { .. } | CodecError::SizeMismatch { .. }),
+                    || matches!(
+                        e,
+                        CodecError::Corrupt { .. } | CodecError::SizeMismatch { .. }
+                    ),
                 "{c}: {e}"
             );
-            assert!(matches!(e, CodecError::SizeMismatch { .. }), "{c} too-large: {e}");
+            assert!(
+                matches!(e, CodecError::SizeMismatch { .. }),
+                "{c} too-large: {e}"
+            );
             // Declared too small: the payload would go on.
             let mut small = vec![0u8; data.len() - 10];
             let e = decompress_into(c, &packed, &mut small).unwrap_err();
@@ -268,7 +283,13 @@ mod tests {
                 // An LZ4 block cannot tell "more output" from "malformed".
                 Codec::Lz4Block => assert!(matches!(e, CodecError::Corrupt { .. }), "{c}: {e}"),
                 _ => assert!(
-                    matches!(e, CodecError::SizeMismatch { found: DecodedSize::MoreThan(_), .. }),
+                    matches!(
+                        e,
+                        CodecError::SizeMismatch {
+                            found: DecodedSize::MoreThan(_),
+                            ..
+                        }
+                    ),
                     "{c} too-small: {e}"
                 ),
             }
@@ -285,7 +306,9 @@ mod tests {
             let cut = &packed[..packed.len() / 2];
             assert!(decompress_into(c, cut, &mut out).is_err(), "{c} truncated");
             // Garbage.
-            let junk: Vec<u8> = (0..200u32).map(|i| (i * 97 + 13).to_le_bytes()[0]).collect();
+            let junk: Vec<u8> = (0..200u32)
+                .map(|i| (i * 97 + 13).to_le_bytes()[0])
+                .collect();
             assert!(decompress_into(c, &junk, &mut out).is_err(), "{c} junk");
             // Flipped bytes in the middle: an error or a different result, never a panic.
             let mut flipped = packed.clone();
@@ -305,7 +328,10 @@ mod tests {
         let n = packed.len();
         packed.extend_from_slice(b"trailing");
         let mut out = vec![0u8; data.len()];
-        assert_eq!(decompress_into(Codec::Deflate, &packed, &mut out).unwrap(), n);
+        assert_eq!(
+            decompress_into(Codec::Deflate, &packed, &mut out).unwrap(),
+            n
+        );
         assert_eq!(out, data);
     }
 }

@@ -31,7 +31,10 @@ pub(super) fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), CodecErr
 pub(super) fn compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecError> {
     let level = level.unwrap_or(::zstd::DEFAULT_COMPRESSION_LEVEL);
     if !::zstd::compression_level_range().contains(&level) {
-        return Err(CodecError::arg(ZSTD, format!("level {level} is out of range")));
+        return Err(CodecError::arg(
+            ZSTD,
+            format!("level {level} is out of range"),
+        ));
     }
     ::zstd::bulk::compress(src, level).map_err(|e| CodecError::arg(ZSTD, e.to_string()))
 }
