@@ -20,7 +20,7 @@ mod detect;
 
 pub use dataformats_core as core;
 pub use dataformats_core::{Error, ErrorKind, Result};
-pub use detect::{Format, detect, detect_bytes, detect_dir};
+pub use detect::{Format, SNIFF_LEN, detect, detect_bytes, detect_dir};
 
 /// The examples in the project README, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]
