@@ -19,6 +19,10 @@
 mod detect;
 
 pub use dataformats_core as core;
+
+/// Bloscpack files and BLZ/bcolz directories ([`dataformats_bloscpack`]).
+#[cfg(feature = "bloscpack")]
+pub use dataformats_bloscpack as bloscpack;
 pub use dataformats_core::{Error, ErrorKind, Result};
 pub use detect::{Format, SNIFF_LEN, detect, detect_bytes, detect_dir};
 

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod bloscpack;
+mod values;
+
 /// One vector and its sidecar.
 #[allow(dead_code)] // read by format checkers as they land
 #[derive(Debug)]
@@ -45,7 +48,66 @@ pub(crate) trait Checker {
 /// The registered checkers, keyed by the sidecars' `format` value. Each
 /// format crate adds its checker here when it lands.
 fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
-    BTreeMap::new()
+    let mut m: BTreeMap<&'static str, Box<dyn Checker>> = BTreeMap::new();
+    m.insert("bloscpack", Box::new(bloscpack::Bloscpack));
+    m
+}
+
+/// Compares what we decoded (`got`) with a sidecar value (`want`), key by key
+/// for objects (keys in `skip` are informative and not compared; a key we do
+/// not produce is a difference), element by element for arrays; collects the
+/// differences as `path: got X, sidecar Y`.
+pub(crate) fn compare(
+    path: &str,
+    got: &Value,
+    want: &Value,
+    diffs: &mut Vec<String>,
+    skip: &[&str],
+) {
+    if diffs.len() > 8 {
+        return;
+    }
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            for (k, wv) in w {
+                if skip.contains(&k.as_str()) {
+                    continue;
+                }
+                match g.get(k) {
+                    Some(gv) => compare(&format!("{path}.{k}"), gv, wv, diffs, &[]),
+                    None => diffs.push(format!("{path}.{k}: not produced by our reader")),
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(w)) => {
+            if g.len() != w.len() {
+                diffs.push(format!(
+                    "{path}: {} item(s), sidecar has {}",
+                    g.len(),
+                    w.len()
+                ));
+                return;
+            }
+            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                compare(&format!("{path}[{i}]"), gv, wv, diffs, &[]);
+            }
+        }
+        (Value::Number(g), Value::Number(w)) => {
+            let same = match (g.as_i64(), w.as_i64(), g.as_u64(), w.as_u64()) {
+                (Some(a), Some(b), _, _) => a == b,
+                (_, _, Some(a), Some(b)) => a == b,
+                _ => g.as_f64() == w.as_f64(),
+            };
+            if !same {
+                diffs.push(format!("{path}: got {g}, sidecar {w}"));
+            }
+        }
+        (g, w) => {
+            if g != w {
+                diffs.push(format!("{path}: got {g}, sidecar {w}"));
+            }
+        }
+    }
 }
 
 struct Options {
@@ -115,20 +177,26 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         unsupported += 1;
                         format!("UNSUPPORTED {}", v.name)
                     }
-                    Some(checker) => match checker.check(&v) {
-                        Outcome::Pass => {
-                            passed += 1;
-                            format!("PASS {}", v.name)
+                    Some(checker) => {
+                        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            checker.check(&v)
+                        }))
+                        .unwrap_or_else(|_| Outcome::Fail("the reader panicked".into()))
+                        {
+                            Outcome::Pass => {
+                                passed += 1;
+                                format!("PASS {}", v.name)
+                            }
+                            Outcome::Fail(why) => {
+                                failed += 1;
+                                format!("FAIL {}: {why}", v.name)
+                            }
+                            Outcome::Unsupported(why) => {
+                                failed += 1;
+                                format!("FAIL {}: unsupported by a landed reader: {why}", v.name)
+                            }
                         }
-                        Outcome::Fail(why) => {
-                            failed += 1;
-                            format!("FAIL {}: {why}", v.name)
-                        }
-                        Outcome::Unsupported(why) => {
-                            failed += 1;
-                            format!("FAIL {}: unsupported by a landed reader: {why}", v.name)
-                        }
-                    },
+                    }
                 }
             }
         };
@@ -261,6 +329,34 @@ mod tests {
         w("bad/novalid.bin", "");
         w("bad/novalid.json", r#"{"format": "idv"}"#);
         root
+    }
+
+    #[test]
+    fn compare_finds_every_kind_of_difference() {
+        use serde_json::json;
+        let mut d = Vec::new();
+        compare(
+            "s",
+            &json!({"a": 1, "b": [1, 2], "c": "x"}),
+            &json!({"a": 1, "b": [1, 2], "c": "x", "skip": 5}),
+            &mut d,
+            &["skip"],
+        );
+        assert!(d.is_empty(), "{d:?}");
+        compare("s", &json!({"a": 1}), &json!({"a": 2}), &mut d, &[]);
+        compare(
+            "s",
+            &json!({"b": [1, 2]}),
+            &json!({"b": [1, 3]}),
+            &mut d,
+            &[],
+        );
+        compare("s", &json!({"b": [1]}), &json!({"b": [1, 3]}), &mut d, &[]);
+        compare("s", &json!({}), &json!({"z": null}), &mut d, &[]);
+        compare("s", &json!(0.1f32 as f64), &json!(0.1), &mut d, &[]);
+        assert_eq!(d.len(), 5, "{d:?}");
+        assert!(d[0].contains("s.a: got 1, sidecar 2"));
+        assert!(d[3].contains("not produced"));
     }
 
     #[test]

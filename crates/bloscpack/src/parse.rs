@@ -1,0 +1,228 @@
+//! nom parsers for the fixed-size Bloscpack records; no allocation.
+
+use dataformats_core::parse::{self, PResult, array, le_i32, le_i64, le_u8, le_u32, tag};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{FORMAT_VERSION, MAGIC, MAX_CHUNK_SIZE, OPTION_METADATA, OPTION_OFFSETS};
+use crate::format::{Header, MetaCodec, MetadataHeader, checksum_from_id};
+
+/// The raw header fields, before any rule is checked.
+struct RawHeader {
+    version: u8,
+    options: u8,
+    checksum: u8,
+    typesize: u8,
+    chunk_size: i32,
+    last_chunk: i32,
+    nchunks: i64,
+    max_app_chunks: i64,
+}
+
+fn raw_header(i: &[u8]) -> PResult<'_, RawHeader> {
+    let (i, _) = tag(MAGIC, "\"blpk\"")(i)?;
+    let (i, version) = le_u8(i)?;
+    let (i, options) = le_u8(i)?;
+    let (i, checksum) = le_u8(i)?;
+    let (i, typesize) = le_u8(i)?;
+    let (i, chunk_size) = le_i32(i)?;
+    let (i, last_chunk) = le_i32(i)?;
+    let (i, nchunks) = le_i64(i)?;
+    let (i, max_app_chunks) = le_i64(i)?;
+    Ok((
+        i,
+        RawHeader {
+            version,
+            options,
+            checksum,
+            typesize,
+            chunk_size,
+            last_chunk,
+            nchunks,
+            max_app_chunks,
+        },
+    ))
+}
+
+fn field(msg: String, at: u64) -> Error {
+    Error::new(ErrorKind::BadHeaderField, msg).at(at)
+}
+
+/// Parses and checks the 32-byte header (check order of §6.3 step 1).
+pub fn header(bytes: &[u8]) -> Result<Header> {
+    let head = bytes.get(..32).unwrap_or(bytes);
+    let r = parse::run(head, 0, raw_header).map_err(|e| {
+        let kind = match e.kind() {
+            dataformats_core::ErrorKind::BadMagic => ErrorKind::BadMagic,
+            _ => ErrorKind::Truncated,
+        };
+        Error::new(kind, e.to_string()).at(e.offset().unwrap_or(0))
+    })?;
+    if r.version != FORMAT_VERSION {
+        return Err(Error::new(
+            ErrorKind::BadVersion,
+            format!(
+                "format version {} (only {FORMAT_VERSION} is supported)",
+                r.version
+            ),
+        )
+        .at(4));
+    }
+    if r.options & !(OPTION_OFFSETS | OPTION_METADATA) != 0 {
+        return Err(field(
+            format!("reserved option bits set (options 0x{:02x})", r.options),
+            5,
+        ));
+    }
+    let checksum = checksum_from_id(r.checksum)
+        .ok_or_else(|| field(format!("unknown checksum id {}", r.checksum), 6))?;
+    match r.nchunks {
+        -1 => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "nchunks -1: streaming files with an unknown chunk count are not supported",
+            )
+            .at(16));
+        }
+        n if n < 1 => return Err(field(format!("nchunks {n} (must be at least 1)"), 16)),
+        _ => {}
+    }
+    if !(-1..=MAX_CHUNK_SIZE).contains(&r.chunk_size) {
+        return Err(field(
+            format!("chunk_size {} out of range", r.chunk_size),
+            8,
+        ));
+    }
+    if r.last_chunk < -1 {
+        return Err(field(
+            format!("last_chunk {} out of range", r.last_chunk),
+            12,
+        ));
+    }
+    if r.chunk_size >= 0 && r.last_chunk > r.chunk_size {
+        return Err(field(
+            format!(
+                "last_chunk {} is larger than chunk_size {}",
+                r.last_chunk, r.chunk_size
+            ),
+            12,
+        ));
+    }
+    if r.max_app_chunks < 0 {
+        return Err(field(
+            format!("max_app_chunks {} is negative", r.max_app_chunks),
+            24,
+        ));
+    }
+    if r.options & OPTION_OFFSETS == 0 && r.max_app_chunks != 0 {
+        return Err(field(
+            format!(
+                "max_app_chunks {} without an offsets table",
+                r.max_app_chunks
+            ),
+            24,
+        ));
+    }
+    if r.nchunks.checked_add(r.max_app_chunks).is_none() {
+        return Err(field("nchunks + max_app_chunks overflows".into(), 24));
+    }
+    Ok(Header {
+        format_version: r.version,
+        options: r.options,
+        checksum,
+        typesize: r.typesize,
+        chunk_size: r.chunk_size,
+        last_chunk: r.last_chunk,
+        nchunks: r.nchunks,
+        max_app_chunks: r.max_app_chunks,
+    })
+}
+
+struct RawMeta {
+    magic: [u8; 8],
+    options: u8,
+    checksum: u8,
+    codec: u8,
+    level: u8,
+    size: u32,
+    max_size: u32,
+    comp_size: u32,
+    user_codec: [u8; 8],
+}
+
+fn raw_meta(i: &[u8]) -> PResult<'_, RawMeta> {
+    let (i, magic) = array::<8>(i)?;
+    let (i, options) = le_u8(i)?;
+    let (i, checksum) = le_u8(i)?;
+    let (i, codec) = le_u8(i)?;
+    let (i, level) = le_u8(i)?;
+    let (i, size) = le_u32(i)?;
+    let (i, max_size) = le_u32(i)?;
+    let (i, comp_size) = le_u32(i)?;
+    let (i, user_codec) = array::<8>(i)?;
+    Ok((
+        i,
+        RawMeta {
+            magic,
+            options,
+            checksum,
+            codec,
+            level,
+            size,
+            max_size,
+            comp_size,
+            user_codec,
+        },
+    ))
+}
+
+/// Parses and checks the metadata section header found at file offset `base`.
+pub fn metadata_header(bytes: &[u8], base: u64) -> Result<MetadataHeader> {
+    let r = parse::run(bytes, base, raw_meta)
+        .map_err(|e| Error::new(ErrorKind::Truncated, format!("metadata header: {e}")).at(base))?;
+    let bad = |msg: String, off: u64| Error::new(ErrorKind::BadMetadata, msg).at(base + off);
+    if &r.magic != crate::format::META_MAGIC {
+        return Err(bad(
+            format!(
+                "metadata serializer {:?} is not JSON",
+                String::from_utf8_lossy(&r.magic).trim_end_matches('\0')
+            ),
+            0,
+        ));
+    }
+    let meta_checksum = checksum_from_id(r.checksum)
+        .ok_or_else(|| bad(format!("unknown metadata checksum id {}", r.checksum), 9))?;
+    let meta_codec = match r.codec {
+        0 => MetaCodec::None,
+        1 => MetaCodec::Zlib,
+        c => return Err(bad(format!("unknown metadata codec id {c}"), 10)),
+    };
+    if r.comp_size > r.max_size {
+        return Err(bad(
+            format!(
+                "meta_comp_size {} is larger than max_meta_size {}",
+                r.comp_size, r.max_size
+            ),
+            20,
+        ));
+    }
+    Ok(MetadataHeader {
+        magic_format: r.magic,
+        meta_options: r.options,
+        meta_checksum,
+        meta_codec,
+        meta_level: r.level,
+        meta_size: r.size,
+        max_meta_size: r.max_size,
+        meta_comp_size: r.comp_size,
+        user_codec: r.user_codec,
+    })
+}
+
+/// Parses `n` little-endian i64 offsets.
+pub fn offsets(bytes: &[u8], out: &mut Vec<i64>) {
+    out.extend(bytes.chunks_exact(8).map(|c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        i64::from_le_bytes(b)
+    }));
+}
