@@ -99,6 +99,19 @@ macro_rules! setter {
     )*};
 }
 
+impl MetadataOptions {
+    setter! {
+        /// Sets the metadata codec.
+        codec: MetaCodec => codec;
+        /// Sets the zlib level.
+        level: u8 => level;
+        /// Sets the metadata checksum.
+        checksum: ChecksumKind => checksum;
+        /// Sets the reserved space.
+        max_meta_size: u32 => max_meta_size(Some);
+    }
+}
+
 impl WriteOptions {
     setter! {
         /// Sets the compressor.

@@ -1,0 +1,353 @@
+//! Writer → reader round trips, streaming, ranges and appends.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::io::Cursor;
+
+use dataformats_bloscpack::{
+    ErrorKind, MetadataOptions, ReadOptions, Reader, WriteOptions, Writer, append, pack_array,
+    pack_bytes,
+};
+use dataformats_core::ChecksumKind;
+use dataformats_core::codec::blosc::{BloscCompressor, Shuffle};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn data(n: usize) -> Vec<u8> {
+    (0..n).map(|i| ((i / 7) ^ (i % 13)) as u8).collect()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("df-blp-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn options() -> impl Strategy<Value = WriteOptions> {
+    (
+        prop::sample::select(vec![
+            BloscCompressor::BloscLz,
+            BloscCompressor::Lz4,
+            BloscCompressor::Lz4Hc,
+            BloscCompressor::Zlib,
+            BloscCompressor::Zstd,
+        ]),
+        0u8..=9,
+        prop::sample::select(vec![Shuffle::None, Shuffle::Byte, Shuffle::Bit]),
+        1usize..=16,
+        prop::sample::select(vec![1usize, 7, 100, 1000, 4096]),
+        prop::sample::select(
+            ChecksumKind::ALL
+                .iter()
+                .copied()
+                .filter(|k| *k != ChecksumKind::Crc16Modbus)
+                .collect::<Vec<_>>(),
+        ),
+        any::<bool>(),
+        prop::option::of(0u64..5),
+    )
+        .prop_map(
+            |(codec, clevel, shuffle, ts, chunk, checksum, offsets, max_app)| {
+                let mut o = WriteOptions::default()
+                    .codec(codec)
+                    .clevel(clevel)
+                    .shuffle(shuffle)
+                    .typesize(ts)
+                    .chunk_size(chunk)
+                    .checksum(checksum)
+                    .offsets(offsets);
+                if let Some(m) = max_app {
+                    o = o.max_app_chunks(m);
+                }
+                o
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn anything_written_reads_back(bytes in prop::collection::vec(any::<u8>(), 0..6000), o in options(), with_meta in any::<bool>()) {
+        let meta = json!({"name": "prop", "µ": [1, 2.5, null]});
+        let file = pack_bytes(&bytes, with_meta.then_some(&meta), &o).unwrap();
+        let r = Reader::from_bytes(file).unwrap();
+        r.validate().unwrap();
+        prop_assert_eq!(r.read_all().unwrap(), bytes.clone());
+        if with_meta {
+            prop_assert_eq!(&r.metadata().unwrap().value, &meta);
+        }
+        if !bytes.is_empty() {
+            let a = bytes.len() / 3;
+            let b = (bytes.len() * 2 / 3).max(a);
+            let mut part = vec![0u8; b - a];
+            r.read_range_into(a as u64, &mut part).unwrap();
+            prop_assert_eq!(&part[..], &bytes[a..b]);
+        }
+    }
+
+    #[test]
+    fn streaming_in_any_pieces_is_the_same_file(bytes in prop::collection::vec(any::<u8>(), 0..5000), cut in prop::collection::vec(0usize..5000, 0..6)) {
+        let o = WriteOptions::default().chunk_size(777);
+        let whole = pack_bytes(&bytes, None, &o).unwrap();
+        let mut w = Writer::new(Cursor::new(Vec::new()), bytes.len() as u64, None, &o).unwrap();
+        let mut cuts: Vec<usize> = cut.into_iter().map(|c| c.min(bytes.len())).collect();
+        cuts.sort_unstable();
+        let mut prev = 0;
+        for c in cuts.into_iter().chain([bytes.len()]) {
+            w.write_payload(&bytes[prev..c]).unwrap();
+            prev = c;
+        }
+        prop_assert_eq!(w.finish().unwrap().into_inner(), whole);
+    }
+}
+
+#[test]
+fn reference_chunking_and_header_values() {
+    let o = WriteOptions::default().chunk_size(2000);
+    let r = Reader::from_bytes(pack_bytes(&data(5800), None, &o).unwrap()).unwrap();
+    let h = r.header();
+    assert_eq!(
+        (h.chunk_size, h.last_chunk, h.nchunks, h.max_app_chunks),
+        (2000, 1800, 3, 30)
+    );
+    assert_eq!(h.typesize, 8);
+    assert_eq!(h.checksum, ChecksumKind::Adler32);
+    // Input no larger than the chunk size: one chunk of exactly the input.
+    let r = Reader::from_bytes(pack_bytes(&data(500), None, &WriteOptions::default()).unwrap())
+        .unwrap();
+    assert_eq!(
+        (
+            r.header().chunk_size,
+            r.header().last_chunk,
+            r.header().nchunks
+        ),
+        (500, 500, 1)
+    );
+    // Empty input: one empty 16-byte chunk.
+    let r = Reader::from_bytes(pack_bytes(&[], None, &WriteOptions::default()).unwrap()).unwrap();
+    assert_eq!(
+        (
+            r.header().chunk_size,
+            r.header().last_chunk,
+            r.header().nchunks
+        ),
+        (0, 0, 1)
+    );
+    assert_eq!(r.chunks()[0].blosc.cbytes, 16);
+    assert_eq!(r.read_all().unwrap(), Vec::<u8>::new());
+    // No offsets: max_app_chunks is 0 whatever was asked.
+    let r = Reader::from_bytes(
+        pack_bytes(
+            &data(100),
+            None,
+            &WriteOptions::default().offsets(false).max_app_chunks(9),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (r.header().has_offsets(), r.header().max_app_chunks),
+        (false, 0)
+    );
+}
+
+#[test]
+fn metadata_is_compact_ascii_json_with_reference_sizes() {
+    let meta = json!({"unit": "µm", "n": 1});
+    let r = Reader::from_bytes(pack_bytes(b"abc", Some(&meta), &WriteOptions::default()).unwrap())
+        .unwrap();
+    let m = r.metadata().unwrap();
+    assert_eq!(m.json_text, r#"{"unit":"\u00b5m","n":1}"#);
+    assert_eq!(m.header.meta_size as usize, m.json_text.len());
+    assert_eq!(m.header.max_meta_size, m.header.meta_size * 10);
+    // Tiny metadata does not shrink under zlib: stored raw, level kept.
+    assert_eq!(m.header.meta_codec, dataformats_bloscpack::MetaCodec::None);
+    assert_eq!(m.header.meta_level, 6);
+    let big = json!({"k": "x".repeat(500)});
+    let r = Reader::from_bytes(pack_bytes(b"abc", Some(&big), &WriteOptions::default()).unwrap())
+        .unwrap();
+    assert_eq!(
+        r.metadata().unwrap().header.meta_codec,
+        dataformats_bloscpack::MetaCodec::Zlib
+    );
+    assert_eq!(r.metadata().unwrap().value, big);
+    let o = WriteOptions::default().metadata(
+        MetadataOptions::default()
+            .checksum(ChecksumKind::Sha1)
+            .max_meta_size(200),
+    );
+    let r = Reader::from_bytes(pack_bytes(b"abc", Some(&meta), &o).unwrap()).unwrap();
+    assert_eq!(r.metadata().unwrap().header.max_meta_size, 200);
+    assert_eq!(r.metadata().unwrap().digest.len(), 20);
+}
+
+#[test]
+fn typed_arrays_round_trip_with_numpy_metadata() {
+    let v: Vec<i16> = (0..3000).map(|i| (i * 7 - 1000) as i16).collect();
+    let r = Reader::from_bytes(pack_array(&v, &WriteOptions::default().chunk_size(2000)).unwrap())
+        .unwrap();
+    let np = r.numpy().unwrap();
+    assert_eq!(np.shape, vec![3000]);
+    assert_eq!(np.dtype.to_string(), "<i2");
+    assert_eq!(
+        r.metadata().unwrap().json_text,
+        r#"{"dtype":"'<i2'","shape":[3000],"order":"C","container":"numpy"}"#
+    );
+    assert_eq!(r.chunks()[0].blosc.typesize, 2);
+    assert_eq!(r.read_array::<i16>().unwrap(), v);
+    assert!(
+        r.read_array::<u16>().is_err(),
+        "wrong element type must be refused"
+    );
+    let mut three = [0u8; 6];
+    r.read_elements_into(1999, 3, &mut three).unwrap();
+    assert_eq!(
+        three,
+        [
+            v[1999].to_le_bytes(),
+            v[2000].to_le_bytes(),
+            v[2001].to_le_bytes()
+        ]
+        .concat()[..]
+    );
+    assert!(
+        pack_array(&v, &WriteOptions::default().chunk_size(1001)).is_err(),
+        "chunk not a multiple of the itemsize"
+    );
+}
+
+#[test]
+fn file_writer_is_atomic() {
+    let dir = scratch("atomic");
+    let path = dir.join("x.blp");
+    {
+        let mut w = Writer::create(&path, 10_000, None, &WriteOptions::default()).unwrap();
+        w.write_payload(&data(5000)).unwrap();
+        assert!(!path.exists());
+        // Dropped before finish: nothing appears.
+    }
+    assert!(!path.exists());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let mut w = Writer::create(&path, 10_000, None, &WriteOptions::default()).unwrap();
+    w.write_payload(&data(9999)).unwrap();
+    let e = w.finish().unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::InvalidArgument,
+        "short payload must fail finish"
+    );
+    assert!(!path.exists());
+    let mut w = Writer::create(&path, 10_000, None, &WriteOptions::default()).unwrap();
+    w.write_payload(&data(10_000)).unwrap();
+    assert!(w.write_payload(b"x").is_err(), "more than declared");
+    w.finish().unwrap();
+    assert_eq!(
+        Reader::open(&path).unwrap().read_all().unwrap(),
+        data(10_000)
+    );
+}
+
+#[test]
+fn append_fills_the_last_chunk_then_uses_reserved_slots() {
+    let dir = scratch("append");
+    let path = dir.join("a.blp");
+    let base = data(2500);
+    std::fs::write(
+        &path,
+        pack_bytes(
+            &base,
+            None,
+            &WriteOptions::default()
+                .chunk_size(1000)
+                .codec(BloscCompressor::Lz4)
+                .max_app_chunks(3),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // Fits in the last chunk (500 of 1000 used).
+    let more = data(300);
+    assert_eq!(append(&path, &more, &WriteOptions::default()).unwrap(), 0);
+    let r = Reader::open(&path).unwrap();
+    r.validate().unwrap();
+    assert_eq!(
+        (
+            r.header().nchunks,
+            r.header().last_chunk,
+            r.header().max_app_chunks
+        ),
+        (3, 800, 3)
+    );
+    let mut want = base.clone();
+    want.extend_from_slice(&more);
+    assert_eq!(r.read_all().unwrap(), want);
+    // Spills into two new chunks (mixed codecs in one file).
+    let more2 = data(1500);
+    assert_eq!(append(&path, &more2, &WriteOptions::default()).unwrap(), 2);
+    let r = Reader::open(&path).unwrap();
+    r.validate().unwrap();
+    assert_eq!(
+        (
+            r.header().nchunks,
+            r.header().last_chunk,
+            r.header().max_app_chunks
+        ),
+        (5, 300, 1)
+    );
+    want.extend_from_slice(&more2);
+    assert_eq!(r.read_all().unwrap(), want);
+    assert_eq!(
+        r.chunks()[0].blosc.compressor().unwrap(),
+        BloscCompressor::Lz4
+    );
+    assert_eq!(
+        r.chunks()[4].blosc.compressor().unwrap(),
+        BloscCompressor::BloscLz
+    );
+    // Needs 3 new chunks, only 1 slot left: refused, file untouched.
+    let before = std::fs::read(&path).unwrap();
+    let e = append(&path, &data(2800), &WriteOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotEnoughSpace);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // Files without offsets cannot be appended to.
+    let p2 = dir.join("b.blp");
+    std::fs::write(
+        &p2,
+        pack_bytes(&base, None, &WriteOptions::default().offsets(false)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        append(&p2, b"x", &WriteOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unsupported
+    );
+}
+
+#[test]
+fn reader_options_control_digest_checks() {
+    let mut file =
+        pack_bytes(&data(3000), None, &WriteOptions::default().chunk_size(1000)).unwrap();
+    // Corrupt the stored digest of chunk 1.
+    let r = Reader::from_bytes(file.clone()).unwrap();
+    let at = r.chunks()[1].digest_offset() as usize;
+    file[at] ^= 0xff;
+    let r = Reader::from_bytes(file.clone()).unwrap();
+    assert_eq!(
+        r.read_chunk(1).unwrap_err().kind(),
+        ErrorKind::ChecksumMismatch
+    );
+    assert_eq!(
+        r.validate().unwrap_err().kind(),
+        ErrorKind::ChecksumMismatch
+    );
+    assert_eq!(r.validate().unwrap_err().chunk(), Some(1));
+    let lax = Reader::with_options(
+        dataformats_core::Source::from_vec(file),
+        ReadOptions::default().verify_checksums(false),
+    )
+    .unwrap();
+    assert_eq!(lax.read_chunk(1).unwrap(), data(3000)[1000..2000]);
+}
