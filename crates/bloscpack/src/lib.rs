@@ -32,9 +32,11 @@
 pub mod dtype;
 mod error;
 pub mod format;
+pub mod npy;
 pub mod numpy;
 mod parse;
 mod read;
+pub mod values;
 mod write;
 
 pub use error::{Error, ErrorKind, Result};

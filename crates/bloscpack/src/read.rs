@@ -189,13 +189,18 @@ impl Reader {
             chunks: Vec::new(),
             data_end: pos,
         };
-        r.scan_chunks(pos, deep)?;
+        r.scan_chunks(pos, deep, &mut |_| {})?;
         Ok(r)
     }
 
     /// Walks the chunks from `pos` in file order, checking each as §6.3 step 4
     /// orders it. With `deep`, digests are checked and chunks decoded too.
-    fn scan_chunks(&mut self, mut pos: u64, deep: bool) -> Result<()> {
+    fn scan_chunks(
+        &mut self,
+        mut pos: u64,
+        deep: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         let len = self.src.len();
         let digest_size = self.header.checksum.digest_size() as u64;
         let mut payload = 0u64;
@@ -275,6 +280,7 @@ impl Reader {
                 let raw = self.src.bytes(pos, cbytes)?;
                 blosc::decompress_into(&raw, &mut scratch, self.opts.threads)
                     .map_err(|e| Error::codec(e, i, pos))?;
+                progress(u64::from(h.nbytes));
             }
             payload += u64::from(h.nbytes);
             pos += cbytes + digest_size;
@@ -330,10 +336,16 @@ impl Reader {
     /// digest and full decode, and the numpy shape against the decoded total,
     /// in the order of `bloscpack-blz.md` §6.3 (the first failure is reported).
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(|_| {})
+    }
+
+    /// [`Reader::validate`], calling `progress` with each chunk's decoded
+    /// size as it is checked.
+    pub fn validate_with(&self, mut progress: impl FnMut(u64)) -> Result<()> {
         let mut again = self.clone();
         again.opts.verify_checksums = true;
         let start = self.chunks.first().map_or(self.data_end, |c| c.offset);
-        again.scan_chunks(start, true)
+        again.scan_chunks(start, true, &mut progress)
     }
 
     /// Opens and fully validates `src` in one pass (see [`Reader::validate`]).

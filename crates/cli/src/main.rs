@@ -4,6 +4,7 @@
 //! 2 bad command line; 3 the format is not recognised or not supported by
 //! this build.
 
+mod bloscpack;
 mod demo;
 mod output;
 mod progress;
@@ -55,6 +56,9 @@ enum Command {
         input: PathBuf,
         /// The output path; it appears only when the conversion succeeds.
         output: PathBuf,
+        /// Settings when the output is a Bloscpack file.
+        #[command(flatten)]
+        pack: bloscpack::PackArgs,
     },
     /// List the formats this build knows and whether it reads them.
     Formats,
@@ -143,14 +147,45 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Inspect { path } | Command::Validate { path } | Command::Dump { path, .. } => {
-            let format = sniff(&path)?;
-            Err(not_supported(&path, format))
-        }
-        Command::Convert { input, output } => {
-            let format = sniff(&input)?;
-            let _ = output;
-            Err(not_supported(&input, format))
+        Command::Inspect { path } => match sniff(&path)? {
+            Format::Bloscpack => bloscpack::inspect(&path, cli.json),
+            f => Err(not_supported(&path, f)),
+        },
+        Command::Validate { path } => match sniff(&path)? {
+            Format::Bloscpack => bloscpack::validate(&path, cli.json),
+            f => Err(not_supported(&path, f)),
+        },
+        Command::Dump { path, range } => match sniff(&path)? {
+            Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
+            f => Err(not_supported(&path, f)),
+        },
+        Command::Convert {
+            input,
+            output,
+            pack,
+        } => {
+            let detected =
+                detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
+            let out_ext = output
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            match detected {
+                Some(Format::Bloscpack) => {
+                    bloscpack::convert(&input, &output, true, &pack, cli.json)
+                }
+                None if out_ext == "blp" => {
+                    bloscpack::convert(&input, &output, false, &pack, cli.json)
+                }
+                Some(f) => Err(not_supported(&input, f)),
+                None => Err(Failure::new(
+                    3,
+                    "unrecognized",
+                    Some(&input),
+                    "unrecognized format: no known magic number or layout",
+                )),
+            }
         }
         Command::Formats => {
             formats(cli.json);
@@ -175,7 +210,18 @@ fn sniff(path: &Path) -> Result<Format, Failure> {
 }
 
 fn not_supported(path: &Path, format: Format) -> Failure {
-    debug_assert!(!format.is_available());
+    if format.is_available() {
+        return Failure::new(
+            3,
+            "unsupported",
+            Some(path),
+            format!(
+                "this command does not handle {} ({}) yet",
+                format.name(),
+                format.description()
+            ),
+        );
+    }
     Failure::new(
         3,
         "unsupported",

@@ -22,3 +22,15 @@ macro_rules! say {
     ($($t:tt)*) => { $crate::output::line(format_args!($($t)*)) };
 }
 pub(crate) use say;
+
+/// Writes text to stdout without a newline (same pipe handling as [`line`]).
+pub(crate) fn raw(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}

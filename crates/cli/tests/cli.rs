@@ -72,8 +72,7 @@ fn demo_json_is_machine_readable() {
 #[test]
 fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
     let dir = scratch("unsupported");
-    let cases: [(&str, &[u8], &str); 5] = [
-        ("a.blp", b"blpk\x03\x00\x00\x00", "bloscpack"),
+    let cases: [(&str, &[u8], &str); 4] = [
         ("a.idv", b"CML\0DVB\0\x00\x00", "idv"),
         ("a.tbl", b"TBL\x02\x02\x00\x00\x00", "tbl2"),
         ("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf"),
@@ -144,5 +143,103 @@ fn formats_lists_every_format() {
     assert_eq!(
         names,
         ["idv", "bloscpack", "blz", "cntk", "ctf", "mldf", "tbl2"]
+    );
+}
+
+#[test]
+fn bloscpack_convert_inspect_validate_dump() {
+    let dir = scratch("blp");
+    let raw = dir.join("data.raw");
+    let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&raw, &bytes).unwrap();
+    let blp = dir.join("data.blp");
+    let out = run(&[
+        "convert",
+        raw.to_str().unwrap(),
+        blp.to_str().unwrap(),
+        "--chunk-size",
+        "16K",
+        "--codec",
+        "zstd",
+        "--checksum",
+        "sha256",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&["--json", "inspect", blp.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nchunks"], 4);
+    assert_eq!(v["chunk_size"], 16384);
+    assert_eq!(v["checksum"], "sha256");
+    assert_eq!(v["payload_bytes"], 50_000);
+    assert_eq!(v["chunks"][0]["codec"], "zstd");
+    let out = run(&["validate", blp.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("ok: 4 chunk(s), 50000 payload bytes"));
+    let out = run(&[
+        "--json",
+        "dump",
+        blp.to_str().unwrap(),
+        "--range",
+        "250..253",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v, serde_json::json!([250, 0, 1]));
+
+    // Corrupt one payload byte of chunk 1: validate names the chunk and fails.
+    let mut broken = std::fs::read(&blp).unwrap();
+    let v = serde_json::from_slice::<serde_json::Value>(
+        &run(&["--json", "inspect", blp.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let at = v["chunks"][1]["offset"].as_u64().unwrap() as usize + 40;
+    broken[at] ^= 0xff;
+    let bad = dir.join("broken.blp");
+    std::fs::write(&bad, &broken).unwrap();
+    let out = run(&["validate", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("checksum_mismatch") && err.contains("chunk 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn npy_to_bloscpack_and_back() {
+    let dir = scratch("npy");
+    // A (3, 4) little-endian int32 array, as numpy writes it.
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 4), }";
+    let hl = 128 - 10;
+    npy.extend_from_slice(&(hl as u16).to_le_bytes());
+    npy.extend_from_slice(dict.as_bytes());
+    npy.resize(127, b' ');
+    npy.push(b'\n');
+    for i in 0..12i32 {
+        npy.extend_from_slice(&(i * 1000 - 5).to_le_bytes());
+    }
+    let a = dir.join("a.npy");
+    std::fs::write(&a, &npy).unwrap();
+    let blp = dir.join("a.blp");
+    let out = run(&["convert", a.to_str().unwrap(), blp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&["--json", "inspect", blp.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(v["array"]["dtype"], "<i4");
+    assert_eq!(v["array"]["shape"], serde_json::json!([3, 4]));
+    assert_eq!(v["typesize"], 4);
+    let dumped: serde_json::Value = serde_json::from_slice(
+        &run(&["--json", "dump", blp.to_str().unwrap(), "--range", "10..12"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(dumped, serde_json::json!([9995, 10995]));
+    let back = dir.join("b.npy");
+    let out = run(&["convert", blp.to_str().unwrap(), back.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        npy,
+        "npy -> blp -> npy is byte-identical"
     );
 }

@@ -108,10 +108,10 @@ impl Format {
 
     /// True when this build of the facade includes the format's crate.
     pub const fn is_available(self) -> bool {
-        // Each arm flips to `cfg!(feature = "<format>")` when the crate lands.
+        // Each arm becomes `cfg!(feature = "<format>")` when its reader lands.
         match self {
+            Format::Bloscpack => cfg!(feature = "bloscpack"),
             Format::Idv
-            | Format::Bloscpack
             | Format::Blz
             | Format::Cntk
             | Format::Ctf

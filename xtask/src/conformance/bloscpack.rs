@@ -5,8 +5,8 @@ use dataformats::bloscpack::{ReadOptions, Reader};
 use dataformats::core::{ChecksumKind, Source};
 use serde_json::{Value, json};
 
-use super::values::head;
 use super::{Checker, Outcome, Vector, compare};
+use dataformats::bloscpack::values::head;
 
 pub(crate) struct Bloscpack;
 

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod bloscpack;
-mod values;
 
 /// One vector and its sidecar.
 #[allow(dead_code)] // read by format checkers as they land

@@ -1,10 +1,10 @@
-//! Rendering numpy-typed payload bytes as the JSON values sidecars use for
-//! `content.head`: ints as ints, bools as bools, floats widened to double
+//! numpy-typed bytes as JSON values (what `dataformats dump` prints and the
+//! conformance sidecars use for `content.head`): ints as ints, bools as bools, floats widened to double
 //! (NaN as "nan", infinities as "inf"/"-inf"), complex as [re, im], byte
 //! strings as latin-1 and UCS-4 text as strings without trailing NULs,
 //! datetimes as their int64, records as lists of field values.
 
-use dataformats::bloscpack::dtype::{ByteOrder, Dtype, Scalar, ScalarKind};
+use crate::dtype::{ByteOrder, Dtype, Scalar, ScalarKind};
 use serde_json::{Value, json};
 
 fn take<const N: usize>(b: &[u8], big: bool) -> [u8; N] {
@@ -92,8 +92,8 @@ fn scalar(s: &Scalar, b: &[u8]) -> Value {
     }
 }
 
-/// One element of `dtype` starting at `b`.
-pub(crate) fn element(dtype: &Dtype, b: &[u8]) -> Value {
+/// One element of `dtype` read from the start of `b` (missing bytes read as 0).
+pub fn element(dtype: &Dtype, b: &[u8]) -> Value {
     match dtype {
         Dtype::Scalar(s) => scalar(s, b),
         Dtype::Record(fields) => {
@@ -119,8 +119,9 @@ pub(crate) fn element(dtype: &Dtype, b: &[u8]) -> Value {
     }
 }
 
-/// The first `max` elements of `payload` read as `dtype` (bytes when `None`).
-pub(crate) fn head(dtype: Option<&Dtype>, payload: &[u8], max: usize) -> Value {
+/// The first `max` elements of `payload` read as `dtype` (byte values when
+/// `dtype` is `None`).
+pub fn head(dtype: Option<&Dtype>, payload: &[u8], max: usize) -> Value {
     match dtype {
         None => json!(payload.iter().take(max).copied().collect::<Vec<u8>>()),
         Some(d) => {
@@ -133,5 +134,46 @@ pub(crate) fn head(dtype: Option<&Dtype>, payload: &[u8], max: usize) -> Value {
                     .collect(),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_kind() {
+        let d = |s: &str| Dtype::parse_python_literal(s).unwrap();
+        assert_eq!(element(&d("'<i2'"), &(-5i16).to_le_bytes()), json!(-5));
+        assert_eq!(element(&d("'>i4'"), &7i32.to_be_bytes()), json!(7));
+        assert_eq!(element(&d("'|b1'"), &[1]), json!(true));
+        assert_eq!(element(&d("'<f4'"), &1.5f32.to_le_bytes()), json!(1.5));
+        assert_eq!(element(&d("'<f8'"), &f64::NAN.to_le_bytes()), json!("nan"));
+        assert_eq!(
+            element(&d("'<f8'"), &f64::NEG_INFINITY.to_le_bytes()),
+            json!("-inf")
+        );
+        assert_eq!(element(&d("'<f2'"), &0x3c00u16.to_le_bytes()), json!(1.0));
+        assert_eq!(element(&d("'<f2'"), &0xc000u16.to_le_bytes()), json!(-2.0));
+        assert_eq!(
+            element(
+                &d("'<c8'"),
+                &[1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat()
+            ),
+            json!([1.0, 2.0])
+        );
+        assert_eq!(element(&d("'|S4'"), b"ab\0\0"), json!("ab"));
+        assert_eq!(
+            element(&d("'<U2'"), &[0x41u8, 0, 0, 0, 0, 0, 0, 0]),
+            json!("A")
+        );
+        assert_eq!(element(&d("'<M8[s]'"), &99i64.to_le_bytes()), json!(99));
+        let rec = d("[('x', '<f4'), ('v', '<i2', (2,))]");
+        let mut b = 0.5f32.to_le_bytes().to_vec();
+        b.extend_from_slice(&3i16.to_le_bytes());
+        b.extend_from_slice(&4i16.to_le_bytes());
+        assert_eq!(element(&rec, &b), json!([0.5, [3, 4]]));
+        assert_eq!(head(None, &[1, 2, 3], 2), json!([1, 2]));
+        assert_eq!(head(Some(&d("'<u2'")), &[1, 0, 2, 0, 3], 8), json!([1, 2]));
     }
 }

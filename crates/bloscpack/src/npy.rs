@@ -1,0 +1,488 @@
+//! numpy `.npy` files: import into and export from Bloscpack, streaming.
+//!
+//! An `.npy` file is the magic `\x93NUMPY`, a version, a header length, a
+//! Python dict literal (`{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }`)
+//! padded to a multiple of 64 bytes, then the raw array bytes.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use dataformats_core::limits::check_range;
+use dataformats_core::{AtomicFile, Source};
+use serde_json::Value;
+
+use crate::dtype::Dtype;
+use crate::error::{Error, ErrorKind, Result};
+use crate::numpy::{NumpyMeta, Order};
+use crate::read::Reader;
+use crate::write::{WriteOptions, Writer};
+
+/// The `.npy` magic.
+pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// A parsed `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// The array description.
+    pub array: NumpyMeta,
+    /// Format version (major, minor).
+    pub version: (u8, u8),
+    /// Where the array bytes start.
+    pub data_offset: u64,
+}
+
+fn bad(m: impl Into<String>) -> Error {
+    Error::new(ErrorKind::BadMetadata, format!("npy header: {}", m.into()))
+}
+
+/// Reads the header of the `.npy` file in `src`, checking that the array
+/// bytes it promises are all there.
+pub fn read_header(src: &Source) -> Result<NpyHeader> {
+    let len = src.len();
+    if len < 10 {
+        return Err(Error::new(ErrorKind::Truncated, "file shorter than an npy preamble").at(0));
+    }
+    let pre = src.bytes(0, 10)?;
+    if pre.get(..6) != Some(&NPY_MAGIC[..]) {
+        return Err(Error::new(ErrorKind::BadMagic, "not an npy file (no \\x93NUMPY magic)").at(0));
+    }
+    let (major, minor) = (
+        pre.get(6).copied().unwrap_or(0),
+        pre.get(7).copied().unwrap_or(0),
+    );
+    let (hlen, start) = match major {
+        1 => (
+            u64::from(u16::from_le_bytes([
+                pre.get(8).copied().unwrap_or(0),
+                pre.get(9).copied().unwrap_or(0),
+            ])),
+            10u64,
+        ),
+        2 | 3 => {
+            let b = src.bytes(0, 12)?;
+            let mut a = [0u8; 4];
+            a.copy_from_slice(b.get(8..12).unwrap_or(&[0; 4]));
+            (u64::from(u32::from_le_bytes(a)), 12u64)
+        }
+        v => {
+            return Err(
+                Error::new(ErrorKind::BadVersion, format!("npy version {v}.{minor}")).at(6),
+            );
+        }
+    };
+    let end = check_range(start, hlen, len).map_err(|_| {
+        Error::new(
+            ErrorKind::Truncated,
+            "npy header passes the end of the file",
+        )
+        .at(start)
+    })?;
+    let text = src.bytes(start, hlen)?;
+    let text = std::str::from_utf8(&text).map_err(|_| bad("not UTF-8"))?;
+    let v = PyLit::new(text).value_all()?;
+    let obj = v.as_object().ok_or_else(|| bad("not a dict"))?;
+    let descr = obj.get("descr").ok_or_else(|| bad("no 'descr'"))?;
+    let dtype = match descr {
+        Value::String(s) => {
+            Dtype::Scalar(crate::dtype::Scalar::parse_typestr(s).map_err(|e| bad(e.0))?)
+        }
+        other => Dtype::from_metadata(other).map_err(|e| bad(e.0))?,
+    };
+    let fortran = obj
+        .get("fortran_order")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| bad("no boolean 'fortran_order'"))?;
+    let shape = obj
+        .get("shape")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no 'shape' tuple"))?
+        .iter()
+        .map(|d| {
+            d.as_u64()
+                .ok_or_else(|| bad("shape holds a value that is not an int >= 0"))
+        })
+        .collect::<Result<Vec<u64>>>()?;
+    let array = NumpyMeta {
+        dtype,
+        shape,
+        order: if fortran { Order::F } else { Order::C },
+    };
+    let nbytes = array.nbytes().ok_or_else(|| bad("array size overflows"))?;
+    check_range(end, nbytes, len).map_err(|_| {
+        Error::new(
+            ErrorKind::Truncated,
+            format!(
+                "the array needs {nbytes} byte(s) after the header, the file has {}",
+                len - end
+            ),
+        )
+        .at(end)
+    })?;
+    Ok(NpyHeader {
+        array,
+        version: (major, minor),
+        data_offset: end,
+    })
+}
+
+/// The header bytes of an `.npy` file for `array` (version 1.0, or 2.0 when
+/// the header does not fit in 64 KiB), padded to a multiple of 64.
+pub fn header_bytes(array: &NumpyMeta) -> Vec<u8> {
+    let descr = match &array.dtype {
+        Dtype::Scalar(_) => array.dtype.python_literal(),
+        Dtype::Record(_) => array.dtype.python_literal(),
+    };
+    let shape = match array.shape.as_slice() {
+        [] => "()".to_string(),
+        [d] => format!("({d},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let fortran = if array.order == Order::F {
+        "True"
+    } else {
+        "False"
+    };
+    let dict = format!("{{'descr': {descr}, 'fortran_order': {fortran}, 'shape': {shape}, }}");
+    let build = |v2: bool| {
+        let pre = if v2 { 12 } else { 10 };
+        let unpadded = pre + dict.len() + 1;
+        let total = unpadded.div_ceil(64) * 64;
+        let hlen = total - pre;
+        let mut out = Vec::with_capacity(total);
+        out.extend_from_slice(NPY_MAGIC);
+        if v2 {
+            out.extend_from_slice(&[2, 0]);
+            out.extend_from_slice(&(hlen as u32).to_le_bytes());
+        } else {
+            out.extend_from_slice(&[1, 0]);
+            out.extend_from_slice(&(hlen as u16).to_le_bytes());
+        }
+        out.extend_from_slice(dict.as_bytes());
+        out.resize(total - 1, b' ');
+        out.push(b'\n');
+        (out, hlen)
+    };
+    let (v1, hlen) = build(false);
+    if hlen <= usize::from(u16::MAX) {
+        v1
+    } else {
+        build(true).0
+    }
+}
+
+/// Converts the `.npy` file at `input` into a Bloscpack file at `output`
+/// (numpy metadata; typesize = the itemsize unless `opts` says otherwise),
+/// streaming: memory holds one chunk.
+pub fn npy_to_bloscpack(
+    input: impl AsRef<Path>,
+    output: impl AsRef<Path>,
+    opts: &WriteOptions,
+) -> Result<NumpyMeta> {
+    let src = Source::open(input.as_ref())?;
+    let h = read_header(&src)?;
+    let itemsize = h.array.dtype.itemsize();
+    let mut o = *opts;
+    if o.typesize.is_none() {
+        o.typesize = Some(itemsize.clamp(1, 255));
+    }
+    if itemsize > 0 && o.chunk_size % itemsize != 0 {
+        o.chunk_size = (o.chunk_size / itemsize).max(1) * itemsize;
+    }
+    let nbytes = h.array.nbytes().unwrap_or(0);
+    let mut f = std::fs::File::open(input.as_ref())?;
+    f.seek(SeekFrom::Start(h.data_offset))?;
+    let mut w = Writer::create(output, nbytes, Some(&h.array.to_value()), &o)?;
+    w.write_from(&mut f.take(nbytes))?;
+    w.finish()?;
+    Ok(h.array)
+}
+
+/// Writes the payload of a Bloscpack file with numpy metadata as an `.npy`
+/// file at `output`, one chunk at a time.
+pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()> {
+    let array = reader.numpy().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            "the file has no numpy metadata (raw bytes cannot become .npy)",
+        )
+    })?;
+    if array.nbytes() != Some(reader.payload_len()) {
+        return Err(Error::new(
+            ErrorKind::SizeMismatch,
+            format!(
+                "numpy shape {:?} does not match the {}-byte payload",
+                array.shape,
+                reader.payload_len()
+            ),
+        ));
+    }
+    write_npy(output, array, reader.nchunks(), |i, buf| {
+        *buf = reader.read_chunk(i)?;
+        Ok(())
+    })
+}
+
+/// Writes an `.npy` file from `parts` pieces produced by `fill` in order.
+pub fn write_npy(
+    output: impl AsRef<Path>,
+    array: &NumpyMeta,
+    parts: usize,
+    mut fill: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
+    f.write_all(&header_bytes(array))?;
+    let mut buf = Vec::new();
+    for i in 0..parts {
+        fill(i, &mut buf)?;
+        f.write_all(&buf)?;
+    }
+    let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
+    f.finish()?;
+    Ok(())
+}
+
+/// A parser for the Python literals in npy headers: dicts, strings, ints,
+/// `True`/`False`/`None`, tuples and lists (tuples become JSON arrays).
+struct PyLit<'a> {
+    s: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+impl<'a> PyLit<'a> {
+    fn new(s: &'a str) -> Self {
+        PyLit {
+            s: s.as_bytes(),
+            pos: 0,
+            depth: 0,
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value_all(mut self) -> Result<Value> {
+        let v = self.value()?;
+        self.ws();
+        if self.pos != self.s.len() {
+            return Err(bad(format!("unexpected text at character {}", self.pos)));
+        }
+        Ok(v)
+    }
+
+    fn seq(&mut self, close: u8) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Ok(out);
+            }
+            out.push(self.value()?);
+            if !self.eat(b',') {
+                if self.eat(close) {
+                    return Ok(out);
+                }
+                return Err(bad(format!(
+                    "expected `,` or `{}` at character {}",
+                    close as char, self.pos
+                )));
+            }
+        }
+    }
+
+    fn value(&mut self) -> Result<Value> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return Err(bad("nested too deeply"));
+        }
+        self.ws();
+        let v = match self.peek() {
+            Some(b'{') => {
+                self.pos += 1;
+                let mut m = serde_json::Map::new();
+                loop {
+                    if self.eat(b'}') {
+                        break;
+                    }
+                    let Value::String(k) = self.value()? else {
+                        return Err(bad("a dict key is not a string"));
+                    };
+                    if !self.eat(b':') {
+                        return Err(bad(format!("expected `:` at character {}", self.pos)));
+                    }
+                    let v = self.value()?;
+                    m.insert(k, v);
+                    if !self.eat(b',') {
+                        if self.eat(b'}') {
+                            break;
+                        }
+                        return Err(bad(format!(
+                            "expected `,` or `}}` at character {}",
+                            self.pos
+                        )));
+                    }
+                }
+                Value::Object(m)
+            }
+            Some(b'(') => {
+                self.pos += 1;
+                Value::Array(self.seq(b')')?)
+            }
+            Some(b'[') => {
+                self.pos += 1;
+                Value::Array(self.seq(b']')?)
+            }
+            Some(q @ (b'\'' | b'"')) => {
+                self.pos += 1;
+                let start = self.pos;
+                while self.peek().is_some_and(|c| c != q) {
+                    if self.peek() == Some(b'\\') {
+                        return Err(bad("escapes in npy header strings are not supported"));
+                    }
+                    self.pos += 1;
+                }
+                let t = self.s.get(start..self.pos).unwrap_or_default();
+                if !self.eat(q) {
+                    return Err(bad("unterminated string"));
+                }
+                Value::String(String::from_utf8_lossy(t).into_owned())
+            }
+            Some(b'0'..=b'9') => {
+                let start = self.pos;
+                while matches!(self.peek(), Some(b'0'..=b'9')) {
+                    self.pos += 1;
+                }
+                // Python 2 era headers may write `3L`.
+                if self.peek() == Some(b'L') {
+                    self.pos += 1;
+                }
+                let t = std::str::from_utf8(self.s.get(start..self.pos).unwrap_or_default())
+                    .unwrap_or("");
+                let n: u64 = t
+                    .trim_end_matches('L')
+                    .parse()
+                    .map_err(|_| bad(format!("bad integer `{t}`")))?;
+                Value::from(n)
+            }
+            _ => {
+                let rest = self.s.get(self.pos..).unwrap_or_default();
+                let (v, n) = if rest.starts_with(b"True") {
+                    (Value::Bool(true), 4)
+                } else if rest.starts_with(b"False") {
+                    (Value::Bool(false), 5)
+                } else if rest.starts_with(b"None") {
+                    (Value::Null, 4)
+                } else {
+                    return Err(bad(format!("unexpected character at {}", self.pos)));
+                };
+                self.pos += n;
+                v
+            }
+        };
+        self.depth -= 1;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(typestr: &str, shape: Vec<u64>, order: Order) -> NumpyMeta {
+        NumpyMeta {
+            dtype: Dtype::Scalar(crate::dtype::Scalar::parse_typestr(typestr).unwrap()),
+            shape,
+            order,
+        }
+    }
+
+    #[test]
+    fn headers_round_trip_and_align() {
+        for m in [
+            meta("<f8", vec![3], Order::C),
+            meta("|u1", vec![], Order::C),
+            meta(">i4", vec![2, 3, 4], Order::F),
+            NumpyMeta {
+                dtype: Dtype::parse_python_literal(
+                    "[('x', '<f4'), ('tag', '|S6'), ('v', '<i2', (3,))]",
+                )
+                .unwrap(),
+                shape: vec![7],
+                order: Order::C,
+            },
+        ] {
+            let mut bytes = header_bytes(&m);
+            assert_eq!(bytes.len() % 64, 0);
+            assert_eq!(bytes.last(), Some(&b'\n'));
+            bytes.extend(std::iter::repeat_n(0u8, m.nbytes().unwrap() as usize));
+            let h = read_header(&Source::from_vec(bytes)).unwrap();
+            assert_eq!(h.array, m);
+        }
+    }
+
+    #[test]
+    fn numpy_written_headers_parse() {
+        // As numpy 1.x/2.x write them.
+        let text = "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 5), }";
+        let mut b = Vec::from(&b"\x93NUMPY\x01\x00"[..]);
+        let hl = 118u16;
+        b.extend_from_slice(&hl.to_le_bytes());
+        b.extend_from_slice(text.as_bytes());
+        b.resize(128 - 1, b' ');
+        b.push(b'\n');
+        b.extend(std::iter::repeat_n(0u8, 80));
+        let h = read_header(&Source::from_vec(b.clone())).unwrap();
+        assert_eq!(h.array.shape, vec![2, 5]);
+        assert_eq!(h.data_offset, 128);
+        // One byte short of the array: truncated.
+        b.pop();
+        assert_eq!(
+            read_header(&Source::from_vec(b)).unwrap_err().kind(),
+            ErrorKind::Truncated
+        );
+    }
+
+    #[test]
+    fn malformed_headers_are_clean_errors() {
+        for text in [
+            "{",
+            "{'descr': '<f8'}",
+            "{'descr': '<q9', 'fortran_order': False, 'shape': ()}",
+            "[1, 2]",
+            "{'descr': '<f8', 'fortran_order': 1, 'shape': (3,)}",
+        ] {
+            let mut b = Vec::from(&b"\x93NUMPY\x01\x00"[..]);
+            b.extend_from_slice(&(text.len() as u16).to_le_bytes());
+            b.extend_from_slice(text.as_bytes());
+            assert!(read_header(&Source::from_vec(b)).is_err(), "{text}");
+        }
+        assert_eq!(
+            read_header(&Source::from_vec(b"NUMPY\x01\x00\x00\x00\x00".to_vec()))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::BadMagic
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! `dataformats` commands on Bloscpack files.
+
+use std::path::Path;
+
+use dataformats::bloscpack::format::checksum_name;
+use dataformats::bloscpack::{ReadOptions, Reader, WriteOptions, npy, values};
+use dataformats::core::Source;
+use serde_json::{Value, json};
+
+use crate::output::say;
+use crate::{Failure, progress};
+
+fn open(path: &Path) -> Result<Reader, Failure> {
+    // SAFETY: the CLI only reads the file; it documents that files must not be
+    // modified while it runs (a concurrent truncation could fault the map).
+    let src = unsafe { Source::map(path) }
+        .map_err(|e| Failure::new(1, "io", Some(path), e.to_string()))?;
+    Reader::with_options(src, ReadOptions::default()).map_err(|e| fail(path, &e))
+}
+
+pub(crate) fn fail(path: &Path, e: &dataformats::bloscpack::Error) -> Failure {
+    Failure::new(1, e.kind().as_str(), Some(path), e.to_string())
+}
+
+fn summary(r: &Reader) -> Value {
+    let h = r.header();
+    let chunks: Vec<Value> = r
+        .chunks()
+        .iter()
+        .map(|c| {
+            let b = c.blosc;
+            json!({
+                "offset": c.offset, "cbytes": b.cbytes, "nbytes": b.nbytes, "typesize": b.typesize,
+                "blocksize": b.blocksize, "codec": b.compressor().map_or("unknown", |c| c.name()),
+                "shuffle": if b.is_memcpyed() { "memcpyed" } else { b.shuffle().name() },
+            })
+        })
+        .collect();
+    json!({
+        "format": "bloscpack",
+        "format_version": h.format_version,
+        "file_size": r.source().len(),
+        "payload_bytes": r.payload_len(),
+        "nchunks": h.nchunks,
+        "chunk_size": h.chunk_size,
+        "last_chunk": h.last_chunk,
+        "typesize": h.typesize,
+        "checksum": checksum_name(h.checksum),
+        "offsets": h.has_offsets(),
+        "max_app_chunks": h.max_app_chunks,
+        "trailing_bytes": r.trailing_bytes(),
+        "metadata": r.metadata().map(|m| json!({
+            "codec": m.header.meta_codec.name(),
+            "checksum": checksum_name(m.header.meta_checksum),
+            "meta_size": m.header.meta_size,
+            "max_meta_size": m.header.max_meta_size,
+            "value": m.value,
+        })),
+        "array": r.numpy().map(|n| json!({"dtype": n.dtype.descr_json(), "shape": n.shape, "order": n.order.as_str()})),
+        "chunks": chunks,
+    })
+}
+
+pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let r = open(path)?;
+    if as_json {
+        say!("{}", summary(&r));
+        return Ok(());
+    }
+    let h = r.header();
+    say!(
+        "{}: Bloscpack format {}, {} bytes",
+        path.display(),
+        h.format_version,
+        r.source().len()
+    );
+    say!(
+        "payload   {} bytes in {} chunk(s) of {} (last {}), typesize {}",
+        r.payload_len(),
+        h.nchunks,
+        h.chunk_size,
+        h.last_chunk,
+        h.typesize
+    );
+    say!(
+        "checksum  {}; offsets table: {}{}",
+        checksum_name(h.checksum),
+        if h.has_offsets() { "yes" } else { "no" },
+        if h.has_offsets() {
+            format!(", {} slot(s) free for appends", h.max_app_chunks)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(m) = r.metadata() {
+        say!(
+            "metadata  {} bytes ({}, {} digest, {} reserved): {}",
+            m.header.meta_size,
+            m.header.meta_codec.name(),
+            checksum_name(m.header.meta_checksum),
+            m.header.max_meta_size,
+            m.json_text
+        );
+    }
+    if let Some(n) = r.numpy() {
+        say!(
+            "array     dtype {} shape {:?} order {}",
+            n.dtype,
+            n.shape,
+            n.order.as_str()
+        );
+    }
+    if r.trailing_bytes() > 0 {
+        say!(
+            "trailing  {} byte(s) after the last chunk (left by an append; ignored)",
+            r.trailing_bytes()
+        );
+    }
+    say!();
+    say!(
+        "{:>6} {:>12} {:>10} {:>10} {:>8} {:>9}  {:<8} shuffle",
+        "chunk",
+        "offset",
+        "cbytes",
+        "nbytes",
+        "typesize",
+        "blocksize",
+        "codec"
+    );
+    for (i, c) in r.chunks().iter().enumerate() {
+        let b = c.blosc;
+        say!(
+            "{:>6} {:>12} {:>10} {:>10} {:>8} {:>9}  {:<8} {}",
+            i,
+            c.offset,
+            b.cbytes,
+            b.nbytes,
+            b.typesize,
+            b.blocksize,
+            b.compressor().map_or("unknown", |c| c.name()),
+            if b.is_memcpyed() {
+                "memcpyed"
+            } else {
+                b.shuffle().name()
+            }
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let r = open(path)?;
+    let bar = progress::bytes(r.payload_len(), "validate", as_json);
+    let result = r.validate_with(|n| bar.inc(n));
+    bar.finish_and_clear();
+    result.map_err(|e| fail(path, &e))?;
+    if as_json {
+        say!(
+            "{}",
+            json!({"valid": true, "format": "bloscpack", "nchunks": r.nchunks(), "payload_bytes": r.payload_len()})
+        );
+    } else {
+        say!(
+            "{}: ok: {} chunk(s), {} payload bytes, every {} digest and every chunk checked",
+            path.display(),
+            r.nchunks(),
+            r.payload_len(),
+            checksum_name(r.header().checksum)
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>, as_json: bool) -> Result<(), Failure> {
+    let r = open(path)?;
+    let dtype = r.numpy().map(|n| n.dtype.clone());
+    let itemsize = dtype.as_ref().map_or(1, |d| d.itemsize().max(1)) as u64;
+    let count = r.payload_len() / itemsize;
+    let (a, b) = range.unwrap_or((0, count));
+    let b = b.min(count);
+    let a = a.min(b);
+    // Decode in slices of at most 1 MiB worth of elements.
+    let step = ((1u64 << 20) / itemsize).max(1);
+    let mut buf = Vec::new();
+    let mut first = true;
+    if as_json {
+        crate::output::raw("[");
+    }
+    let mut i = a;
+    while i < b {
+        let n = step.min(b - i);
+        buf.resize((n * itemsize) as usize, 0);
+        r.read_range_into(i * itemsize, &mut buf)
+            .map_err(|e| fail(path, &e))?;
+        for (k, e) in buf.chunks_exact(itemsize as usize).enumerate() {
+            let idx = i + k as u64;
+            match &dtype {
+                Some(d) => {
+                    let v = values::element(d, e);
+                    if as_json {
+                        crate::output::raw(&format!("{}{v}", if first { "" } else { "," }));
+                    } else {
+                        say!("{idx}\t{v}");
+                    }
+                }
+                None => {
+                    if as_json {
+                        crate::output::raw(&format!(
+                            "{}{}",
+                            if first { "" } else { "," },
+                            e.first().copied().unwrap_or(0)
+                        ));
+                    }
+                }
+            }
+            first = false;
+        }
+        if dtype.is_none() && !as_json {
+            for (row, line) in buf.chunks(16).enumerate() {
+                let hex: Vec<String> = line.iter().map(|x| format!("{x:02x}")).collect();
+                let text: String = line
+                    .iter()
+                    .map(|&c| {
+                        if (0x20..0x7f).contains(&c) {
+                            char::from(c)
+                        } else {
+                            '.'
+                        }
+                    })
+                    .collect();
+                say!(
+                    "{:08x}  {:<47}  {}",
+                    i + row as u64 * 16,
+                    hex.join(" "),
+                    text
+                );
+            }
+        }
+        i += n;
+    }
+    if as_json {
+        say!("]");
+    }
+    Ok(())
+}
+
+/// Settings for writing Bloscpack files from the command line.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub(crate) struct PackArgs {
+    /// Blosc compressor: blosclz, lz4, lz4hc, zlib, zstd.
+    #[arg(long)]
+    codec: Option<String>,
+    /// Compression level 0..=9.
+    #[arg(long)]
+    clevel: Option<u8>,
+    /// Shuffle filter: none, byte, bit.
+    #[arg(long)]
+    shuffle: Option<String>,
+    /// Uncompressed bytes per chunk (suffixes K, M, G allowed).
+    #[arg(long)]
+    chunk_size: Option<String>,
+    /// Per-chunk checksum: None, adler32, crc32, md5, sha1, sha224, sha256, sha384, sha512.
+    #[arg(long)]
+    checksum: Option<String>,
+    /// Blosc typesize (default: the array's itemsize, 8 for raw bytes).
+    #[arg(long)]
+    typesize: Option<usize>,
+    /// Write no offsets table.
+    #[arg(long)]
+    no_offsets: bool,
+    /// Offset slots reserved for appends (default 10 × nchunks).
+    #[arg(long)]
+    max_app_chunks: Option<u64>,
+}
+
+impl PackArgs {
+    pub(crate) fn options(&self) -> Result<WriteOptions, Failure> {
+        use dataformats::core::ChecksumKind;
+        use dataformats::core::codec::blosc::{BloscCompressor, Shuffle};
+        let usage = |m: String| Failure::new(2, "usage", None, m);
+        let mut o = WriteOptions::default();
+        if let Some(c) = &self.codec {
+            o = o.codec(
+                BloscCompressor::from_name(c)
+                    .ok_or_else(|| usage(format!("unknown codec `{c}`")))?,
+            );
+        }
+        if let Some(l) = self.clevel {
+            o = o.clevel(l);
+        }
+        if let Some(s) = &self.shuffle {
+            o = o.shuffle(match s.as_str() {
+                "none" => Shuffle::None,
+                "byte" => Shuffle::Byte,
+                "bit" => Shuffle::Bit,
+                _ => return Err(usage(format!("unknown shuffle `{s}`"))),
+            });
+        }
+        if let Some(s) = &self.chunk_size {
+            o = o.chunk_size(parse_size(s).ok_or_else(|| usage(format!("bad chunk size `{s}`")))?);
+        }
+        if let Some(c) = &self.checksum {
+            let k = if c.eq_ignore_ascii_case("none") {
+                Some(ChecksumKind::None)
+            } else {
+                ChecksumKind::from_name(c)
+            };
+            o = o.checksum(k.ok_or_else(|| usage(format!("unknown checksum `{c}`")))?);
+        }
+        if let Some(t) = self.typesize {
+            o = o.typesize(t);
+        }
+        if self.no_offsets {
+            o = o.offsets(false);
+        }
+        if let Some(m) = self.max_app_chunks {
+            o = o.max_app_chunks(m);
+        }
+        Ok(o)
+    }
+}
+
+fn parse_size(s: &str) -> Option<usize> {
+    let (num, mul) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1usize << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mul)
+}
+
+/// `convert IN OUT` where one side is Bloscpack or `.npy`.
+pub(crate) fn convert(
+    input: &Path,
+    output: &Path,
+    input_is_blp: bool,
+    args: &PackArgs,
+    as_json: bool,
+) -> Result<(), Failure> {
+    let out_ext = output
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let in_ext = input
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let report = |what: String| {
+        if as_json {
+            say!(
+                "{}",
+                json!({"converted": input.display().to_string(), "to": output.display().to_string(), "what": what})
+            );
+        } else {
+            say!("{} -> {}: {what}", input.display(), output.display());
+        }
+    };
+    match (input_is_blp, out_ext.as_str()) {
+        (true, "npy") => {
+            let r = open(input)?;
+            npy::bloscpack_to_npy(&r, output).map_err(|e| fail(input, &e))?;
+            report(format!("{} bytes as .npy", r.payload_len()));
+            Ok(())
+        }
+        (false, "blp") if in_ext == "npy" => {
+            let opts = args.options()?;
+            let m = npy::npy_to_bloscpack(input, output, &opts).map_err(|e| fail(input, &e))?;
+            report(format!("array {} {:?} packed", m.dtype, m.shape));
+            Ok(())
+        }
+        (false, "blp") => {
+            let opts = args.options()?;
+            dataformats::bloscpack::pack_file(input, output, None, &opts)
+                .map_err(|e| fail(input, &e))?;
+            report("raw bytes packed".to_string());
+            Ok(())
+        }
+        (true, "blp") => {
+            let r = open(input)?;
+            let opts = args.options()?;
+            let mut w = dataformats::bloscpack::Writer::create(
+                output,
+                r.payload_len(),
+                r.metadata().map(|m| &m.value),
+                &opts,
+            )
+            .map_err(|e| fail(output, &e))?;
+            let bar = progress::bytes(r.payload_len(), "repack", as_json);
+            for i in 0..r.nchunks() {
+                let c = r.read_chunk(i).map_err(|e| fail(input, &e))?;
+                w.write_payload(&c).map_err(|e| fail(output, &e))?;
+                bar.inc(c.len() as u64);
+            }
+            bar.finish_and_clear();
+            w.finish().map_err(|e| fail(output, &e))?;
+            report(format!("{} bytes repacked", r.payload_len()));
+            Ok(())
+        }
+        _ => Err(Failure::new(
+            3,
+            "unsupported",
+            Some(output),
+            format!("cannot convert to `.{out_ext}` (Bloscpack converts to .npy and .blp)"),
+        )),
+    }
+}
