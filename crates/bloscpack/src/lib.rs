@@ -29,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+pub mod blz;
 pub mod dtype;
 mod error;
 pub mod format;

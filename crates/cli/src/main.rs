@@ -5,6 +5,7 @@
 //! this build.
 
 mod bloscpack;
+mod blz;
 mod demo;
 mod output;
 mod progress;
@@ -149,14 +150,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Inspect { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::inspect(&path, cli.json),
+            Format::Blz => blz::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::validate(&path, cli.json),
+            Format::Blz => blz::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Dump { path, range } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
+            Format::Blz => blz::dump(&path, range, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Convert {
@@ -175,6 +179,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Bloscpack) => {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
+                Some(Format::Blz) => blz::convert(&input, &output, cli.json),
                 None if out_ext == "blp" => {
                     bloscpack::convert(&input, &output, false, &pack, cli.json)
                 }

@@ -110,13 +110,8 @@ impl Format {
     pub const fn is_available(self) -> bool {
         // Each arm becomes `cfg!(feature = "<format>")` when its reader lands.
         match self {
-            Format::Bloscpack => cfg!(feature = "bloscpack"),
-            Format::Idv
-            | Format::Blz
-            | Format::Cntk
-            | Format::Ctf
-            | Format::Mldf
-            | Format::Tbl2 => false,
+            Format::Bloscpack | Format::Blz => cfg!(feature = "bloscpack"),
+            Format::Idv | Format::Cntk | Format::Ctf | Format::Mldf | Format::Tbl2 => false,
         }
     }
 }

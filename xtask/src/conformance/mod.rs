@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod bloscpack;
+mod blz;
 
 /// One vector and its sidecar.
 #[allow(dead_code)] // read by format checkers as they land
@@ -49,6 +50,7 @@ pub(crate) trait Checker {
 fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     let mut m: BTreeMap<&'static str, Box<dyn Checker>> = BTreeMap::new();
     m.insert("bloscpack", Box::new(bloscpack::Bloscpack));
+    m.insert("blz", Box::new(blz::Blz));
     m
 }
 
