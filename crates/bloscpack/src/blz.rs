@@ -19,6 +19,11 @@ use serde_json::Value;
 use crate::dtype::{Dtype, Field, Scalar};
 use crate::error::{Error, ErrorKind, Result};
 
+pub use crate::blz_write::{
+    ArrayOptions, CArrayWriter, ColumnData, create_array, create_table, python_json,
+    storage_dtype_string,
+};
+
 /// Which library's layout a directory follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {

@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod blz;
+mod blz_write;
 pub mod dtype;
 mod error;
 pub mod format;
