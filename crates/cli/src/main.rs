@@ -167,6 +167,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             input,
             output,
             pack,
+        } if pack.append => bloscpack::append(&input, &output, &pack, cli.json),
+        Command::Convert {
+            input,
+            output,
+            pack,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
