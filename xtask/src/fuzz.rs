@@ -223,6 +223,56 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "bloscpack_header" | "bloscpack_file" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("bloscpack"), ".blp", &mut files);
+            files.sort();
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                if target == "bloscpack_header" {
+                    seeds.push((
+                        format!("vec-{}", seeds.len()),
+                        b[..b.len().min(64)].to_vec(),
+                    ));
+                } else if b.len() <= 64 << 10 {
+                    seeds.push((format!("vec-{}", seeds.len()), b));
+                }
+            }
+            use dataformats::bloscpack::{WriteOptions, pack_bytes};
+            let data: Vec<u8> = (0..3000u32).map(|i| (i / 7) as u8).collect();
+            for (i, o) in [
+                WriteOptions::default().chunk_size(1000),
+                WriteOptions::default().chunk_size(700).offsets(false),
+                WriteOptions::default().checksum(dataformats::core::ChecksumKind::None),
+            ]
+            .iter()
+            .enumerate()
+            {
+                if let Ok(f) = pack_bytes(&data, Some(&serde_json::json!({"k": i})), o) {
+                    seeds.push((format!("gen-{i}"), f));
+                }
+            }
+        }
+        "blz_meta" => {
+            let root = vectors_dir().join("blz");
+            let mut storages = Vec::new();
+            files_with_suffix(&root, "meta/storage", &mut storages);
+            storages.sort();
+            for st in storages {
+                let meta = st.parent().map(Path::to_path_buf).unwrap_or_default();
+                if let (Ok(a), Ok(b)) = (fs::read(&st), fs::read(meta.join("sizes"))) {
+                    let mut s = a;
+                    s.push(0);
+                    s.extend_from_slice(&b);
+                    seeds.push((format!("meta-{}", seeds.len()), s));
+                }
+                if let Some(dir) = meta.parent() {
+                    if let Ok(c) = fs::read(dir.join("data/__0.blp")) {
+                        seeds.push((format!("chunk-{}", seeds.len()), c));
+                    }
+                }
+            }
+        }
         // A target without seeds of its own starts from its saved regressions.
         _ => {}
     }

@@ -28,6 +28,10 @@ tasks:
       Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
       with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
       stable. --replay instead reruns every saved input in fuzz/corpus/*/regressions.
+  bench bloscpack [--mb N] [--pack-gb N]
+      Release-mode speed table: unpack of an N MB (default 200) float64 file against raw
+      c-blosc on the same chunks and memcpy, serial and parallel; then the peak memory of
+      packing an N GiB (default 1) file through the streaming writer.
   ci
       Run .ci/run (what CI runs on a fresh clone).
 ";
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         "conformance" => conformance::main(rest),
         "fuzz" => fuzz::main(rest),
         "ci" => ci(rest),
+        "bench" => bench(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(true)
@@ -75,4 +80,43 @@ fn ci(args: &[String]) -> Result<bool, String> {
         .status()
         .map_err(|e| format!("cannot run .ci/run: {e}"))?;
     Ok(status.success())
+}
+
+fn bench(args: &[String]) -> Result<bool, String> {
+    let Some((what, rest)) = args.split_first() else {
+        return Err("bench needs a format: `cargo xtask bench bloscpack`".into());
+    };
+    if what != "bloscpack" {
+        return Err(format!("no bench for `{what}` (have: bloscpack)"));
+    }
+    let (mut mb, mut gb) = ("200".to_string(), "1".to_string());
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--mb" => mb = it.next().ok_or("--mb needs a number")?.clone(),
+            "--pack-gb" => gb = it.next().ok_or("--pack-gb needs a number")?.clone(),
+            other => return Err(format!("bench: unknown argument `{other}`")),
+        }
+    }
+    let run = |extra: &[&str]| -> Result<bool, String> {
+        let status = Command::new("cargo")
+            .args([
+                "run",
+                "--quiet",
+                "--release",
+                "-p",
+                "dataformats-bloscpack",
+                "--features",
+                "rayon",
+                "--example",
+                "bench_unpack",
+                "--",
+            ])
+            .args(extra)
+            .current_dir(project_root())
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        Ok(status.success())
+    };
+    Ok(run(&[&mb])? && run(&["--pack-memory", &gb])?)
 }

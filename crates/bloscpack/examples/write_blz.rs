@@ -4,6 +4,8 @@
 //!
 //! `cargo run -p dataformats-bloscpack --example write_blz -- OUT_DIR`
 
+#![allow(clippy::unwrap_used)]
+
 use dataformats_bloscpack::blz::{ArrayOptions, ColumnData, Layout, create_array, create_table};
 use dataformats_bloscpack::dtype::Dtype;
 use serde_json::json;

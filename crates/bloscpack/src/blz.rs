@@ -194,62 +194,14 @@ impl CArray {
         };
 
         // Step 3: meta content.
-        let bad = |m: String, p: &Path| Error::new(ErrorKind::BadMetadata, m).in_file(p);
-        let st = storage
-            .as_object()
-            .ok_or_else(|| bad("meta/storage is not an object".into(), &storage_p))?;
-        let layout = if st.contains_key("cparams") {
-            Layout::Bcolz
-        } else if st.contains_key("bparams") {
-            Layout::Blz06
-        } else {
-            return Err(bad(
-                "meta/storage has neither cparams nor bparams".into(),
-                &storage_p,
-            ));
-        };
-        let dtype_s = st
-            .get("dtype")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("meta/storage has no dtype string".into(), &storage_p))?;
-        let dtype = parse_storage_dtype(dtype_s).map_err(|e| e.in_file(&storage_p))?;
-        let chunklen = st
-            .get("chunklen")
-            .and_then(Value::as_u64)
-            .filter(|&c| c > 0)
-            .ok_or_else(|| bad("chunklen is not a positive int".into(), &storage_p))?;
-        let shape = sizes
-            .get("shape")
-            .and_then(Value::as_array)
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| bad("meta/sizes shape is not a non-empty list".into(), &sizes_p))?
-            .iter()
-            .map(|d| {
-                d.as_u64().ok_or_else(|| {
-                    bad(
-                        "meta/sizes shape holds a value that is not an int >= 0".into(),
-                        &sizes_p,
-                    )
-                })
-            })
-            .collect::<Result<Vec<u64>>>()?;
-        let len = shape.first().copied().unwrap_or(0);
-        let atomsize = shape
-            .iter()
-            .skip(1)
-            .try_fold(dtype.itemsize() as u64, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| bad("atom size overflows".into(), &sizes_p))?;
-        let nbytes = sizes
-            .get("nbytes")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| bad("meta/sizes has no nbytes".into(), &sizes_p))?;
-        if len.checked_mul(atomsize) != Some(nbytes) {
-            return Err(Error::new(
-                ErrorKind::SizeMismatch,
-                format!("meta/sizes nbytes {nbytes} != {len} atoms x {atomsize} bytes"),
-            )
-            .in_file(&sizes_p));
-        }
+        let MetaInfo {
+            layout,
+            dtype,
+            chunklen,
+            shape,
+            len,
+            atomsize,
+        } = meta_info(&storage, &sizes, &storage_p, &sizes_p)?;
 
         // Step 4: every needed file exists.
         let data = root.join("data");
@@ -466,6 +418,98 @@ impl CArray {
     }
 }
 
+/// What `meta/storage` and `meta/sizes` say, checked (step 3 of the order).
+struct MetaInfo {
+    layout: Layout,
+    dtype: Dtype,
+    chunklen: u64,
+    shape: Vec<u64>,
+    len: u64,
+    atomsize: u64,
+}
+
+fn meta_info(storage: &Value, sizes: &Value, storage_p: &Path, sizes_p: &Path) -> Result<MetaInfo> {
+    let bad = |m: String, p: &Path| Error::new(ErrorKind::BadMetadata, m).in_file(p);
+    let st = storage
+        .as_object()
+        .ok_or_else(|| bad("meta/storage is not an object".into(), storage_p))?;
+    let layout = if st.contains_key("cparams") {
+        Layout::Bcolz
+    } else if st.contains_key("bparams") {
+        Layout::Blz06
+    } else {
+        return Err(bad(
+            "meta/storage has neither cparams nor bparams".into(),
+            storage_p,
+        ));
+    };
+    let dtype_s = st
+        .get("dtype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("meta/storage has no dtype string".into(), storage_p))?;
+    let dtype = parse_storage_dtype(dtype_s).map_err(|e| e.in_file(storage_p))?;
+    let chunklen = st
+        .get("chunklen")
+        .and_then(Value::as_u64)
+        .filter(|&c| c > 0)
+        .ok_or_else(|| bad("chunklen is not a positive int".into(), storage_p))?;
+    let shape = sizes
+        .get("shape")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| bad("meta/sizes shape is not a non-empty list".into(), sizes_p))?
+        .iter()
+        .map(|d| {
+            d.as_u64().ok_or_else(|| {
+                bad(
+                    "meta/sizes shape holds a value that is not an int >= 0".into(),
+                    sizes_p,
+                )
+            })
+        })
+        .collect::<Result<Vec<u64>>>()?;
+    let len = shape.first().copied().unwrap_or(0);
+    let atomsize = shape
+        .iter()
+        .skip(1)
+        .try_fold(dtype.itemsize() as u64, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad("atom size overflows".into(), sizes_p))?;
+    let nbytes = sizes
+        .get("nbytes")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("meta/sizes has no nbytes".into(), sizes_p))?;
+    if len.checked_mul(atomsize) != Some(nbytes) {
+        return Err(Error::new(
+            ErrorKind::SizeMismatch,
+            format!("meta/sizes nbytes {nbytes} != {len} atoms x {atomsize} bytes"),
+        )
+        .in_file(sizes_p));
+    }
+
+    Ok(MetaInfo {
+        layout,
+        dtype,
+        chunklen,
+        shape,
+        len,
+        atomsize,
+    })
+}
+
+/// Checks meta files given as bytes (for fuzzing and tools): JSON, then the
+/// step-3 rules. Returns (length, atom size, chunklen).
+pub fn check_meta_bytes(storage: &[u8], sizes: &[u8]) -> Result<(u64, u64, u64)> {
+    let parse = |b: &[u8], name: &str| -> Result<Value> {
+        let t = std::str::from_utf8(b)
+            .map_err(|_| Error::new(ErrorKind::BadJson, format!("{name} is not UTF-8")))?;
+        serde_json::from_str(t)
+            .map_err(|e| Error::new(ErrorKind::BadJson, format!("{name} is not JSON: {e}")))
+    };
+    let (st, si) = (parse(storage, "meta/storage")?, parse(sizes, "meta/sizes")?);
+    let m = meta_info(&st, &si, Path::new("meta/storage"), Path::new("meta/sizes"))?;
+    Ok((m.len, m.atomsize, m.chunklen))
+}
+
 fn read_chunk_file(path: &Path, limits: &Limits) -> Result<Vec<u8>> {
     let size = std::fs::metadata(path)
         .map_err(|e| Error::from(e).in_file(path))?
@@ -484,8 +528,32 @@ fn check_chunk_file(
     limits: &Limits,
     decode: Option<&mut Vec<u8>>,
 ) -> Result<ChunkFile> {
-    let e = |k: ErrorKind, m: String, at: u64| Error::new(k, m).in_chunk(i).at(at).in_file(path);
     let bytes = read_chunk_file(path, limits)?;
+    check_chunk_bytes(&bytes, path, i, items, atomsize, limits, decode)?;
+    let h = BloscHeader::parse(bytes.get(16..32).unwrap_or_default())
+        .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
+    Ok(ChunkFile {
+        name: chunk_name(i),
+        path: path.to_path_buf(),
+        file_size: bytes.len() as u64,
+        blosc: h,
+        items,
+        first_item,
+    })
+}
+
+/// Step 5 for one chunk file's bytes: header, sizes, Blosc rules, and (with
+/// `decode`) the decode itself.
+pub fn check_chunk_bytes(
+    bytes: &[u8],
+    path: &Path,
+    i: u64,
+    items: u64,
+    atomsize: u64,
+    limits: &Limits,
+    decode: Option<&mut Vec<u8>>,
+) -> Result<()> {
+    let e = |k: ErrorKind, m: String, at: u64| Error::new(k, m).in_chunk(i).at(at).in_file(path);
     let size = bytes.len() as u64;
     if size < 32 {
         return Err(e(
@@ -556,18 +624,12 @@ fn check_chunk_file(
     h.check()
         .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
     if let Some(scratch) = decode {
-        scratch.resize(h.nbytes as usize, 0);
+        let n = limits.check_alloc("chunk", u64::from(h.nbytes))?;
+        scratch.resize(n, 0);
         blosc::decompress_into(b(16..bytes.len()), scratch, 1)
             .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
     }
-    Ok(ChunkFile {
-        name: chunk_name(i),
-        path: path.to_path_buf(),
-        file_size: size,
-        blosc: h,
-        items,
-        first_item,
-    })
+    Ok(())
 }
 
 /// A BLZ/bcolz table directory.

@@ -34,6 +34,8 @@ mod blz_write;
 pub mod dtype;
 mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod npy;
 pub mod numpy;
 mod parse;

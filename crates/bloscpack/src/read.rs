@@ -497,6 +497,38 @@ impl Reader {
         Ok(v)
     }
 
+    /// Decodes the whole payload into `dst` with chunks decoded in parallel on
+    /// the rayon thread pool (each chunk straight into its part of `dst`).
+    #[cfg(feature = "rayon")]
+    pub fn read_all_into_parallel(&self, dst: &mut [u8]) -> Result<()> {
+        use rayon::prelude::*;
+        if dst.len() as u64 != self.payload_len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the payload is {} byte(s), the buffer has {}",
+                    self.payload_len(),
+                    dst.len()
+                ),
+            ));
+        }
+        let mut parts = Vec::with_capacity(self.chunks.len());
+        let mut rest = dst;
+        for c in &self.chunks {
+            let (head, tail) = rest
+                .split_at_mut_checked(c.nbytes() as usize)
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::InvalidArgument, "chunk sizes exceed the payload")
+                })?;
+            parts.push(head);
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .enumerate()
+            .try_for_each(|(i, part)| self.read_chunk_into(i, part))
+    }
+
     /// Decodes payload bytes `start .. start + dst.len()` into `dst`, touching
     /// only the chunks that hold them. Whole chunks decode straight into
     /// `dst`; for a partial chunk only the Blosc blocks holding the range are

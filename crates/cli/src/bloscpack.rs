@@ -335,21 +335,38 @@ fn parse_size(s: &str) -> Option<usize> {
 
 /// `convert IN OUT --append`: appends IN's bytes (an `.npy` file's array bytes,
 /// or the raw file) to the Bloscpack file OUT in place.
-pub(crate) fn append(input: &Path, output: &Path, args: &PackArgs, as_json: bool) -> Result<(), Failure> {
+pub(crate) fn append(
+    input: &Path,
+    output: &Path,
+    args: &PackArgs,
+    as_json: bool,
+) -> Result<(), Failure> {
     let opts = args.options()?;
-    let in_ext = input.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let in_ext = input
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let bytes = if in_ext == "npy" {
-        let src = Source::open(input).map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
+        let src =
+            Source::open(input).map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
         let h = npy::read_header(&src).map_err(|e| fail(input, &e))?;
-        src.read_vec(h.data_offset, src.len() - h.data_offset, &dataformats::core::Limits::default())
-            .map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?
+        src.read_vec(
+            h.data_offset,
+            src.len() - h.data_offset,
+            &dataformats::core::Limits::default(),
+        )
+        .map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?
     } else {
         std::fs::read(input).map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?
     };
     let n = dataformats::bloscpack::append(output, &bytes, &opts).map_err(|e| fail(output, &e))?;
     let r = open(output)?;
     if as_json {
-        say!("{}", json!({"appended": bytes.len(), "new_chunks": n, "nchunks": r.nchunks(), "payload_bytes": r.payload_len(), "max_app_chunks": r.header().max_app_chunks}));
+        say!(
+            "{}",
+            json!({"appended": bytes.len(), "new_chunks": n, "nchunks": r.nchunks(), "payload_bytes": r.payload_len(), "max_app_chunks": r.header().max_app_chunks})
+        );
     } else {
         say!(
             "{}: appended {} bytes ({n} new chunk(s)); now {} chunk(s), {} payload bytes, {} slot(s) left",

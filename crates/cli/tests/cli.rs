@@ -250,15 +250,48 @@ fn bloscpack_append_from_the_command_line() {
     let raw = dir.join("a.raw");
     std::fs::write(&raw, vec![7u8; 5000]).unwrap();
     let blp = dir.join("a.blp");
-    assert!(run(&["convert", raw.to_str().unwrap(), blp.to_str().unwrap(), "--chunk-size", "1K", "--max-app-chunks", "6"]).status.success());
-    let out = run(&["--json", "convert", raw.to_str().unwrap(), blp.to_str().unwrap(), "--append", "--codec", "lz4"]);
+    assert!(
+        run(&[
+            "convert",
+            raw.to_str().unwrap(),
+            blp.to_str().unwrap(),
+            "--chunk-size",
+            "1K",
+            "--max-app-chunks",
+            "6"
+        ])
+        .status
+        .success()
+    );
+    let out = run(&[
+        "--json",
+        "convert",
+        raw.to_str().unwrap(),
+        blp.to_str().unwrap(),
+        "--append",
+        "--codec",
+        "lz4",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((v["new_chunks"].as_u64(), v["nchunks"].as_u64(), v["payload_bytes"].as_u64(), v["max_app_chunks"].as_i64()), (Some(5), Some(10), Some(10_000), Some(1)));
+    assert_eq!(
+        (
+            v["new_chunks"].as_u64(),
+            v["nchunks"].as_u64(),
+            v["payload_bytes"].as_u64(),
+            v["max_app_chunks"].as_i64()
+        ),
+        (Some(5), Some(10), Some(10_000), Some(1))
+    );
     assert!(run(&["validate", blp.to_str().unwrap()]).status.success());
     // Two more chunks would be needed, one slot is left: refused cleanly.
     std::fs::write(&raw, vec![1u8; 2000]).unwrap();
-    let out = run(&["convert", raw.to_str().unwrap(), blp.to_str().unwrap(), "--append"]);
+    let out = run(&[
+        "convert",
+        raw.to_str().unwrap(),
+        blp.to_str().unwrap(),
+        "--append",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("not_enough_space"));
 }
