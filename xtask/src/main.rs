@@ -11,6 +11,7 @@
 
 mod conformance;
 mod fuzz;
+mod interop;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -32,6 +33,10 @@ tasks:
       Release-mode speed table: unpack of an N MB (default 200) float64 file against raw
       c-blosc on the same chunks and memcpy, serial and parallel; then the peak memory of
       packing an N GiB (default 1) file through the streaming writer.
+  interop bloscpack
+      Write Bloscpack files in every option combination and bcolz directories with our
+      writers, then read them back with python-bloscpack 0.16 and bcolz-zipline installed
+      from PyPI into a throw-away virtual environment (target/interop/venv).
   ci
       Run .ci/run (what CI runs on a fresh clone).
 ";
@@ -47,6 +52,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::main(rest),
         "ci" => ci(rest),
         "bench" => bench(rest),
+        "interop" => interop::main(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(true)
