@@ -52,7 +52,7 @@ pub struct WriteOptions {
     pub clevel: u8,
     /// Shuffle filter (default byte).
     pub shuffle: Shuffle,
-    /// Blosc typesize (default: the array's itemsize, or 8 for raw bytes).
+    /// Blosc typesize (default: the itemsize of numpy metadata, else 8).
     pub typesize: Option<usize>,
     /// Uncompressed bytes per chunk (default 1 MiB).
     pub chunk_size: usize,
@@ -362,7 +362,12 @@ impl<W: Sink> Writer<W> {
         opts: &WriteOptions,
     ) -> Result<Self> {
         opts.check()?;
-        let typesize = opts.typesize.unwrap_or(8);
+        // As python-bloscpack: an array's itemsize, else 8.
+        let numpy_itemsize = metadata
+            .and_then(|m| NumpyMeta::from_value(m).ok().flatten())
+            .map(|n| n.dtype.itemsize())
+            .filter(|&s| (1..=255).contains(&s));
+        let typesize = opts.typesize.or(numpy_itemsize).unwrap_or(8);
         let (chunk_size, last_chunk, nchunks) = chunking(total, opts.chunk_size);
         let max_app = if opts.offsets {
             opts.max_app_chunks.unwrap_or(nchunks.saturating_mul(10))

@@ -196,6 +196,20 @@ fn typed_arrays_round_trip_with_numpy_metadata() {
         r#"{"dtype":"'<i2'","shape":[3000],"order":"C","container":"numpy"}"#
     );
     assert_eq!(r.chunks()[0].blosc.typesize, 2);
+    // pack_bytes with numpy metadata takes the itemsize as typesize too.
+    let r2 = Reader::from_bytes(
+        pack_bytes(
+            &r.read_all().unwrap(),
+            Some(&r.metadata().unwrap().value),
+            &WriteOptions::default(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (r2.header().typesize, r2.chunks()[0].blosc.typesize),
+        (2, 2)
+    );
     assert_eq!(r.read_array::<i16>().unwrap(), v);
     assert!(
         r.read_array::<u16>().is_err(),

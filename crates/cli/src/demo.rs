@@ -64,6 +64,133 @@ impl Packer {
     }
 }
 
+/// What the demo did with one format.
+struct FormatRun {
+    format: &'static str,
+    path: PathBuf,
+    bytes: u64,
+    result: Result<String, String>,
+}
+
+fn dir_size(p: &Path) -> u64 {
+    match std::fs::read_dir(p) {
+        Ok(rd) => rd.filter_map(Result::ok).map(|e| dir_size(&e.path())).sum(),
+        Err(_) => std::fs::metadata(p).map_or(0, |m| m.len()),
+    }
+}
+
+/// Writes, reads back, validates and converts one small file per landed format.
+fn format_runs(dir: &Path, table: &[u8]) -> Vec<FormatRun> {
+    use dataformats::bloscpack::blz::{ArrayOptions, BlzDir, ColumnData, Layout, create_table};
+    use dataformats::bloscpack::dtype::Dtype;
+    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
+    use dataformats::bloscpack::{ReadOptions, Reader, WriteOptions, npy, pack_bytes};
+
+    let rows = table.len() / 13;
+    let record = "[('id', '<u4'), ('x', '<f4'), ('y', '<f4'), ('label', '|u1')]";
+    let mut runs = Vec::new();
+
+    // Bloscpack: the table as a structured numpy array.
+    let blp = dir.join("table.blp");
+    let result = (|| -> Result<String, String> {
+        let dtype = Dtype::parse_python_literal(record).map_err(|e| e.to_string())?;
+        let meta = NumpyMeta {
+            dtype,
+            shape: vec![rows as u64],
+            order: Order::C,
+        };
+        let opts = WriteOptions::default()
+            .chunk_size(13 * 4096)
+            .codec(BloscCompressor::Lz4)
+            .checksum(ChecksumKind::Sha256);
+        let bytes = pack_bytes(table, Some(&meta.to_value()), &opts).map_err(|e| e.to_string())?;
+        let mut f = AtomicFile::create(&blp).map_err(|e| e.to_string())?;
+        f.write_all(&bytes).map_err(|e| e.to_string())?;
+        f.finish().map_err(|e| e.to_string())?;
+        // SAFETY: the demo just wrote this file and nothing modifies it while mapped.
+        let src = unsafe { Source::map(&blp) }.map_err(|e| e.to_string())?;
+        let r = Reader::with_options(src, ReadOptions::default()).map_err(|e| e.to_string())?;
+        r.validate().map_err(|e| e.to_string())?;
+        if r.read_all().map_err(|e| e.to_string())? != table {
+            return Err("read back differs".into());
+        }
+        let npy_path = dir.join("table.npy");
+        npy::bloscpack_to_npy(&r, &npy_path).map_err(|e| e.to_string())?;
+        Ok(format!(
+            "{} chunks, sha256 digests verified, read back equal, converted to {}",
+            r.nchunks(),
+            npy_path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ))
+    })();
+    runs.push(FormatRun {
+        format: "bloscpack",
+        bytes: std::fs::metadata(&blp).map_or(0, |m| m.len()),
+        path: blp,
+        result,
+    });
+
+    // BLZ/bcolz: the same table as a bcolz ctable, one column directory per field.
+    let blz = dir.join("table.bcolz");
+    let _ = std::fs::remove_dir_all(&blz);
+    let result = (|| -> Result<String, String> {
+        let cols: Vec<(&str, &str, usize, usize)> = vec![
+            ("id", "'<u4'", 0, 4),
+            ("x", "'<f4'", 4, 4),
+            ("y", "'<f4'", 8, 4),
+            ("label", "'|u1'", 12, 1),
+        ];
+        let mut data = Vec::new();
+        let mut dtypes = Vec::new();
+        for (_, lit, off, size) in &cols {
+            data.push(
+                table
+                    .chunks_exact(13)
+                    .flat_map(|r| r.get(*off..off + size).unwrap_or_default().to_vec())
+                    .collect::<Vec<u8>>(),
+            );
+            dtypes.push(Dtype::parse_python_literal(lit).map_err(|e| e.to_string())?);
+        }
+        let columns: Vec<ColumnData<'_>> = cols
+            .iter()
+            .zip(&dtypes)
+            .zip(&data)
+            .map(|(((name, ..), dtype), data)| ColumnData {
+                name,
+                dtype,
+                trailing: &[],
+                data,
+            })
+            .collect();
+        let t = create_table(
+            &blz,
+            &columns,
+            &serde_json::json!({"made_by": "dataformats demo"}),
+            &ArrayOptions::new(Layout::Bcolz),
+        )
+        .map_err(|e| e.to_string())?;
+        BlzDir::open_validated(&blz, dataformats::core::Limits::default())
+            .map_err(|e| e.to_string())?;
+        if t.read_all().map_err(|e| e.to_string())? != table {
+            return Err("rows read back differ".into());
+        }
+        Ok(format!(
+            "{} columns x {} rows, validated, rows read back equal",
+            t.names().len(),
+            t.nrows()
+        ))
+    })();
+    runs.push(FormatRun {
+        format: "blz",
+        bytes: dir_size(&blz),
+        path: blz,
+        result,
+    });
+    runs
+}
+
 pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
     let dir = match dir {
         Some(d) => d,
@@ -100,11 +227,15 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
 
     if !json {
         say!("dataformats demo, writing to {}", dir.display());
-        if landed.is_empty() {
-            say!(
-                "no format crate has landed in this build yet; exercising the shared core every format reads through"
-            );
-        }
+        let names: Vec<&str> = landed.iter().map(|f| f.name()).collect();
+        say!(
+            "formats in this build: {}; first the shared core every format reads through, then one file per format",
+            if names.is_empty() {
+                "none yet".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
         say!(
             "input: a feature table of 20000 rows x (u32, f32, f32, u8), {} bytes, crc32 {:08x}",
             table.len(),
@@ -166,6 +297,25 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
     }
     bar.finish_and_clear();
 
+    let formats = format_runs(&dir, &table);
+    failures += formats.iter().filter(|f| f.result.is_err()).count();
+    if !json && !formats.is_empty() {
+        say!();
+        say!("{:<10} {:>9}  result", "format", "size");
+        for f in &formats {
+            match &f.result {
+                Ok(what) => say!(
+                    "{:<10} {:>9}  ok: {} ({})",
+                    f.format,
+                    f.bytes,
+                    what,
+                    f.path.display()
+                ),
+                Err(why) => say!("{:<10} {:>9}  FAILED: {why}", f.format, f.bytes),
+            }
+        }
+    }
+
     if json {
         let v = json!({
             "dir": dir.display().to_string(),
@@ -173,6 +323,13 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
             "input_bytes": table.len(),
             "input_crc32": crc.to_hex(),
             "codecs": rows,
+            "formats": formats.iter().map(|f| json!({
+                "format": f.format,
+                "path": f.path.display().to_string(),
+                "bytes": f.bytes,
+                "ok": f.result.is_ok(),
+                "result": match &f.result { Ok(s) | Err(s) => s.clone() },
+            })).collect::<Vec<_>>(),
             "failures": failures,
         });
         say!("{v}");
@@ -180,8 +337,8 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         say!();
         say!(
             "{} of {} round trips ok; files are in {}",
-            packers.len() - failures,
-            packers.len(),
+            packers.len() + formats.len() - failures,
+            packers.len() + formats.len(),
             dir.display()
         );
         say!(
