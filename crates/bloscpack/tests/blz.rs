@@ -352,3 +352,29 @@ fn tables_in_both_layouts() {
     );
     assert!(!dir.join("bad").exists());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn any_array_round_trips_grows_and_shrinks(
+        n in 0usize..600,
+        more in 0usize..400,
+        chunklen in 1u64..200,
+        keep in 0usize..1000,
+        bcolz in proptest::prelude::any::<bool>(),
+    ) {
+        let layout = if bcolz { Layout::Bcolz } else { Layout::Blz06 };
+        let root = std::env::temp_dir().join(format!("df-blz-prop-{}-{n}-{more}-{chunklen}-{keep}-{bcolz}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut a = create_array(&root, &dt("'<f8'"), &[], &f8(n, 0), &ArrayOptions::new(layout).chunklen(chunklen)).unwrap();
+        proptest::prop_assert_eq!(a.read_all().unwrap(), f8(n, 0));
+        a.append(&f8(more, n)).unwrap();
+        proptest::prop_assert_eq!(a.read_all().unwrap(), f8(n + more, 0));
+        let keep = keep.min(n + more);
+        a.trim(keep as u64).unwrap();
+        proptest::prop_assert_eq!(a.read_all().unwrap(), f8(keep, 0));
+        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -365,3 +365,29 @@ fn reader_options_control_digest_checks() {
     .unwrap();
     assert_eq!(lax.read_chunk(1).unwrap(), data(3000)[1000..2000]);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn appends_read_back_as_the_concatenation(
+        base in prop::collection::vec(any::<u8>(), 1000..3000),
+        adds in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..1500), 1..4),
+        chunk in 50usize..1000,
+        o in options(),
+    ) {
+        let dir = std::env::temp_dir().join(format!("df-blp-prop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("p{}.blp", base.len() * 7919 + chunk));
+        std::fs::write(&path, pack_bytes(&base, None, &WriteOptions::default().chunk_size(chunk).max_app_chunks(200)).unwrap()).unwrap();
+        let mut want = base.clone();
+        for a in &adds {
+            append(&path, a, &o.offsets(true)).unwrap();
+            want.extend_from_slice(a);
+        }
+        let r = Reader::open(&path).unwrap();
+        r.validate().unwrap();
+        prop_assert_eq!(r.read_all().unwrap(), want);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
