@@ -20,7 +20,7 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  conformance [--vectors DIR] [--format NAME]
+  conformance [--vectors DIR] [--format NAME]...
       Check every vector in DIR (default: $DATAFORMATS_VECTORS, else ../shared/vectors
       beside the project) against our readers: one PASS/FAIL/UNSUPPORTED line each,
       then `conformance: N passed, M failed, K unsupported`. Fails on any FAIL, and

@@ -113,12 +113,13 @@ pub(crate) fn compare(
 
 struct Options {
     vectors: PathBuf,
-    format: Option<String>,
+    /// Only these formats (all when empty); `--format` may be repeated.
+    formats: Vec<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut vectors = None;
-    let mut format = None;
+    let mut formats = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -127,14 +128,14 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     it.next().ok_or("--vectors needs a directory")?,
                 ))
             }
-            "--format" => format = Some(it.next().ok_or("--format needs a name")?.clone()),
+            "--format" => formats.push(it.next().ok_or("--format needs a name")?.clone()),
             other => return Err(format!("conformance: unknown argument `{other}`")),
         }
     }
     let vectors = vectors
         .or_else(|| std::env::var_os("DATAFORMATS_VECTORS").map(PathBuf::from))
         .unwrap_or_else(|| crate::project_root().join("../shared/vectors"));
-    Ok(Options { vectors, format })
+    Ok(Options { vectors, formats })
 }
 
 pub(crate) fn main(args: &[String]) -> Result<bool, String> {
@@ -169,7 +170,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                if opts.format.as_deref().is_some_and(|f| f != format) {
+                if !opts.formats.is_empty() && !opts.formats.contains(&format) {
                     continue;
                 }
                 *seen_formats.entry(format.clone()).or_default() += 1;
@@ -203,7 +204,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         };
         println!("{line}");
     }
-    if let Some(f) = &opts.format {
+    for f in &opts.formats {
         if !seen_formats.contains_key(f) {
             return Err(format!(
                 "no vectors of format `{f}` under {}",
