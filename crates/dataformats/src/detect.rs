@@ -111,7 +111,8 @@ impl Format {
         // Each arm becomes `cfg!(feature = "<format>")` when its reader lands.
         match self {
             Format::Bloscpack | Format::Blz => cfg!(feature = "bloscpack"),
-            Format::Idv | Format::Cntk | Format::Ctf | Format::Mldf | Format::Tbl2 => false,
+            Format::Tbl2 => cfg!(feature = "tbl2"),
+            Format::Idv | Format::Cntk | Format::Ctf | Format::Mldf => false,
         }
     }
 }

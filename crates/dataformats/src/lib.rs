@@ -23,7 +23,11 @@ pub use dataformats_core as core;
 /// Bloscpack files and BLZ/bcolz directories ([`dataformats_bloscpack`]).
 #[cfg(feature = "bloscpack")]
 pub use dataformats_bloscpack as bloscpack;
+
 pub use dataformats_core::{Error, ErrorKind, Result};
+/// TurboLoader TBL v2 ([`dataformats_tbl2`]).
+#[cfg(feature = "tbl2")]
+pub use dataformats_tbl2 as tbl2;
 pub use detect::{Format, SNIFF_LEN, detect, detect_bytes, detect_dir};
 
 /// The examples in the project README, compiled and run as doctests.

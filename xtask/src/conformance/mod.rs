@@ -16,6 +16,7 @@ use serde_json::Value;
 
 mod bloscpack;
 mod blz;
+mod tbl2;
 
 /// One vector and its sidecar.
 #[allow(dead_code)] // read by format checkers as they land
@@ -51,6 +52,7 @@ fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     let mut m: BTreeMap<&'static str, Box<dyn Checker>> = BTreeMap::new();
     m.insert("bloscpack", Box::new(bloscpack::Bloscpack));
     m.insert("blz", Box::new(blz::Blz));
+    m.insert("tbl2", Box::new(tbl2::Tbl2));
     m
 }
 

@@ -1,0 +1,511 @@
+//! Reading TBL v2 files: zero-copy access to stored samples, LZ4 decode into
+//! caller buffers, CRC-16 verification, cached dimensions, metadata lookup.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use dataformats_core::codec::{self, Codec, CodecError};
+use dataformats_core::limits::check_range;
+use dataformats_core::{ChecksumKind, Limits, Source};
+
+use crate::error::{Error, ErrorKind, Result, Stage};
+use crate::format::{
+    BLOCK_HEADER_SIZE, ENTRY_SIZE, HEADER_SIZE, Header, IndexEntry, MAGIC, MetadataBlock,
+    MetadataType, VERSION,
+};
+
+/// How a [`Reader`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Check the header CRC-32 at open and each sample's CRC-16 (on by default).
+    pub verify_checksums: bool,
+    /// Our stricter checks (on by default): raw samples' `uncompressed_size`
+    /// must equal their size, and metadata blocks must tile their section.
+    /// Off, the reader accepts what TurboLoader accepts (still with checked
+    /// arithmetic).
+    pub strict: bool,
+    /// Caps on what the file may make us allocate.
+    pub limits: Limits,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            strict: true,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl ReadOptions {
+    /// These options with checksum verification on or off.
+    #[must_use]
+    pub fn verify_checksums(mut self, on: bool) -> Self {
+        self.verify_checksums = on;
+        self
+    }
+
+    /// These options with strict checks on or off.
+    #[must_use]
+    pub fn strict(mut self, on: bool) -> Self {
+        self.strict = on;
+        self
+    }
+
+    /// These options with other limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// An open TBL v2 file.
+///
+/// Opening checks the header (size, magic, version, CRC-32) and loads the
+/// index (24 bytes per sample, checked against the file size). Samples are
+/// read on demand; the metadata section is walked once, on first use.
+#[derive(Debug)]
+pub struct Reader {
+    src: Source,
+    header: Header,
+    index: Vec<IndexEntry>,
+    opts: ReadOptions,
+    metadata: OnceLock<Result<Vec<MetadataBlock>>>,
+}
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b.get(i..i + 4).unwrap_or(&[0; 4]));
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b.get(i..i + 8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(a)
+}
+
+/// Parses the header fields without checking them.
+pub fn parse_header(b: &[u8; 64]) -> Header {
+    let mut reserved = [0u8; 16];
+    reserved.copy_from_slice(b.get(48..64).unwrap_or(&[0; 16]));
+    Header {
+        version: u32_at(b, 4),
+        num_samples: u64_at(b, 8),
+        header_size: u32_at(b, 16),
+        padding1: u32_at(b, 20),
+        metadata_offset: u64_at(b, 24),
+        metadata_size: u64_at(b, 32),
+        flags: u32_at(b, 40),
+        checksum: u32_at(b, 44),
+        reserved,
+    }
+}
+
+impl Reader {
+    /// Opens the file at `path` with positioned reads.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let src = Source::open(path).map_err(|e| Error::from_core(e, Stage::Open))?;
+        Self::with_options(src, ReadOptions::default())
+    }
+
+    /// Opens a file already in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::with_options(Source::from_vec(bytes), ReadOptions::default())
+    }
+
+    /// Opens `src` with `opts` (checks in TurboLoader's order, `tbl2.md` §3).
+    pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
+        let len = src.len();
+        let err = |k: ErrorKind, m: String| Error::new(k, Stage::Open, m);
+        if len < HEADER_SIZE {
+            return Err(err(
+                ErrorKind::TooSmall,
+                format!("file of {len} byte(s) is shorter than the 64-byte header"),
+            )
+            .at(0));
+        }
+        let mut hb = [0u8; 64];
+        src.read_at(0, &mut hb)
+            .map_err(|e| Error::from_core(e, Stage::Open))?;
+        if hb.get(..4) != Some(&MAGIC[..]) {
+            return Err(err(
+                ErrorKind::BadMagic,
+                format!(
+                    "magic {:02x?} is not TBL\\x02",
+                    hb.get(..4).unwrap_or_default()
+                ),
+            )
+            .at(0));
+        }
+        let header = parse_header(&hb);
+        if header.version != VERSION {
+            return Err(err(
+                ErrorKind::BadVersion,
+                format!("version {} (only 2 exists)", header.version),
+            )
+            .at(4));
+        }
+        if opts.verify_checksums {
+            let want = header.compute_checksum();
+            if want != header.checksum {
+                return Err(err(
+                    ErrorKind::HeaderCrc,
+                    format!(
+                        "header CRC-32 stored {:08x}, computed {want:08x}",
+                        header.checksum
+                    ),
+                )
+                .at(44));
+            }
+        }
+        let index_len = header.num_samples.checked_mul(ENTRY_SIZE);
+        let end = index_len
+            .and_then(|l| l.checked_add(HEADER_SIZE))
+            .filter(|&e| e <= len);
+        let (Some(index_len), Some(_)) = (index_len, end) else {
+            return Err(err(
+                ErrorKind::IndexOob,
+                format!(
+                    "an index of {} entries does not fit in the {len}-byte file",
+                    header.num_samples
+                ),
+            )
+            .at(HEADER_SIZE));
+        };
+        opts.limits
+            .check_count("samples", header.num_samples)
+            .map_err(|e| Error::from_core(e, Stage::Open))?;
+        let raw = src
+            .bytes(HEADER_SIZE, index_len)
+            .map_err(|e| Error::from_core(e, Stage::Open))?;
+        let index = raw
+            .chunks_exact(ENTRY_SIZE as usize)
+            .map(|c| {
+                let mut a = [0u8; 24];
+                a.copy_from_slice(c);
+                IndexEntry::from_bytes(&a)
+            })
+            .collect();
+        Ok(Reader {
+            src,
+            header,
+            index,
+            opts,
+            metadata: OnceLock::new(),
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The index entries.
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True when the file holds no samples.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The byte source.
+    pub fn source(&self) -> &Source {
+        &self.src
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ReadOptions {
+        &self.opts
+    }
+
+    /// Index entry `i` (its cached width, height and format need no data read).
+    pub fn entry(&self, i: usize) -> Result<&IndexEntry> {
+        self.index.get(i).ok_or_else(|| {
+            Error::new(
+                ErrorKind::IndexRange,
+                Stage::ReadSample(i as u64),
+                format!(
+                    "sample {i} does not exist (the file has {})",
+                    self.index.len()
+                ),
+            )
+        })
+    }
+
+    /// Checks entry `i`'s stored range; returns it.
+    fn stored_range(&self, i: usize) -> Result<(IndexEntry, u64)> {
+        let e = *self.entry(i)?;
+        let stage = Stage::ReadSample(i as u64);
+        let end = e.offset.checked_add(u64::from(e.size)).ok_or_else(|| {
+            Error::new(
+                ErrorKind::IndexOverflow,
+                stage,
+                format!("offset {} + size {} overflows", e.offset, e.size),
+            )
+            .at(e.offset)
+        })?;
+        if end > self.src.len() {
+            return Err(Error::new(
+                ErrorKind::DataOob,
+                stage,
+                format!(
+                    "{} byte(s) at offset {} pass the end of the {}-byte file",
+                    e.size,
+                    e.offset,
+                    self.src.len()
+                ),
+            )
+            .at(e.offset));
+        }
+        Ok((e, end))
+    }
+
+    /// The stored bytes of sample `i` (the LZ4 block when compressed),
+    /// borrowed from memory-backed sources.
+    pub fn stored_sample(&self, i: usize) -> Result<Cow<'_, [u8]>> {
+        let (e, _) = self.stored_range(i)?;
+        self.src
+            .bytes(e.offset, u64::from(e.size))
+            .map_err(|x| Error::from_core(x, Stage::ReadSample(i as u64)))
+    }
+
+    /// The decoded length of sample `i` (`uncompressed_size` for LZ4 samples,
+    /// the stored size for raw ones).
+    pub fn sample_len(&self, i: usize) -> Result<usize> {
+        let e = self.entry(i)?;
+        Ok(if e.is_compressed() {
+            e.uncompressed_size
+        } else {
+            e.size
+        } as usize)
+    }
+
+    fn check_crc(&self, i: usize, e: &IndexEntry, data: &[u8]) -> Result<()> {
+        if self.opts.verify_checksums && self.header.has_checksums() {
+            let got = ChecksumKind::Crc16Modbus.digest(data).value().unwrap_or(0) as u16;
+            if got != e.checksum {
+                return Err(Error::new(
+                    ErrorKind::Crc16,
+                    Stage::ReadSample(i as u64),
+                    format!("CRC-16 stored {:04x}, computed {got:04x}", e.checksum),
+                )
+                .at(e.offset));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads sample `i`: raw samples are borrowed straight from a memory map
+    /// or buffer; LZ4 samples are decoded into a new buffer. Checks come in
+    /// TurboLoader's order (range, bounds, sizes, CRC-16).
+    pub fn read_sample(&self, i: usize) -> Result<Cow<'_, [u8]>> {
+        let (e, _) = self.stored_range(i)?;
+        if e.is_compressed() {
+            let mut out = Vec::new();
+            self.read_sample_into(i, &mut out)?;
+            return Ok(Cow::Owned(out));
+        }
+        let stage = Stage::ReadSample(i as u64);
+        if self.opts.strict && e.uncompressed_size != e.size {
+            return Err(Error::new(
+                ErrorKind::UsizeMismatch,
+                stage,
+                format!(
+                    "raw sample of {} byte(s) says uncompressed_size {}",
+                    e.size, e.uncompressed_size
+                ),
+            )
+            .at(e.offset));
+        }
+        let data = self
+            .src
+            .bytes(e.offset, u64::from(e.size))
+            .map_err(|x| Error::from_core(x, stage))?;
+        self.check_crc(i, &e, &data)?;
+        Ok(data)
+    }
+
+    /// Decodes sample `i` into `out` (resized to the sample's length; its
+    /// capacity is reused across calls).
+    pub fn read_sample_into(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        let (e, _) = self.stored_range(i)?;
+        let stage = Stage::ReadSample(i as u64);
+        if !e.is_compressed() {
+            let data = self.read_sample(i)?;
+            out.clear();
+            out.extend_from_slice(&data);
+            return Ok(());
+        }
+        if e.uncompressed_size == 0 {
+            return Err(Error::new(
+                ErrorKind::NoUsize,
+                stage,
+                "compressed sample with uncompressed_size 0",
+            )
+            .at(e.offset));
+        }
+        let n = self
+            .opts
+            .limits
+            .check_alloc("sample", u64::from(e.uncompressed_size))
+            .map_err(|x| Error::from_core(x, stage))?;
+        out.clear();
+        out.try_reserve_exact(n).map_err(|_| {
+            Error::new(
+                ErrorKind::LimitExceeded,
+                stage,
+                "cannot allocate the sample",
+            )
+        })?;
+        out.resize(n, 0);
+        let stored = self
+            .src
+            .bytes(e.offset, u64::from(e.size))
+            .map_err(|x| Error::from_core(x, stage))?;
+        codec::decompress_into(Codec::Lz4Block, &stored, out).map_err(|x| {
+            let kind = match x {
+                CodecError::SizeMismatch { .. } => ErrorKind::UsizeMismatch,
+                _ => ErrorKind::Lz4Error,
+            };
+            Error::new(kind, stage, x.to_string()).at(e.offset)
+        })?;
+        self.check_crc(i, &e, out)
+    }
+
+    /// Every metadata block in file order, walked (strictly) once and cached.
+    pub fn metadata_blocks(&self) -> Result<&[MetadataBlock]> {
+        match self.metadata.get_or_init(|| self.walk_metadata()) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    fn walk_metadata(&self) -> Result<Vec<MetadataBlock>> {
+        let h = &self.header;
+        let len = self.src.len();
+        if h.metadata_offset == 0 || h.metadata_size == 0 {
+            return Ok(Vec::new());
+        }
+        let oob =
+            |m: String, at: u64| Error::new(ErrorKind::MetadataOob, Stage::Metadata, m).at(at);
+        let end = match h.metadata_offset.checked_add(h.metadata_size) {
+            Some(e) if e <= len || !self.opts.strict => e.min(len),
+            _ => {
+                return Err(oob(
+                    format!(
+                        "metadata section {}+{} passes the end of the {len}-byte file",
+                        h.metadata_offset, h.metadata_size
+                    ),
+                    h.metadata_offset,
+                ));
+            }
+        };
+        let mut blocks = Vec::new();
+        let mut pos = h.metadata_offset;
+        while pos < end {
+            if check_range(pos, BLOCK_HEADER_SIZE, end).is_err() {
+                if !self.opts.strict {
+                    break;
+                }
+                return Err(oob(
+                    format!("metadata block header at {pos} passes the section end {end}"),
+                    pos,
+                ));
+            }
+            let mut b = [0u8; 16];
+            self.src
+                .read_at(pos, &mut b)
+                .map_err(|x| Error::from_core(x, Stage::Metadata))?;
+            let size = u32_at(&b, 8);
+            let kind = MetadataType(u16::from_le_bytes([b[12], b[13]]));
+            let data_at = pos + BLOCK_HEADER_SIZE;
+            let limit = if self.opts.strict { end } else { len };
+            if check_range(data_at, u64::from(size), limit).is_err() {
+                return Err(oob(
+                    format!("metadata block of {size} byte(s) at {data_at} passes the end"),
+                    pos,
+                ));
+            }
+            blocks.push(MetadataBlock {
+                sample_index: u64_at(&b, 0),
+                kind,
+                offset: data_at,
+                size,
+            });
+            pos = data_at + u64::from(size);
+        }
+        Ok(blocks)
+    }
+
+    /// The metadata of sample `i`, TurboLoader's way: only when the sample's
+    /// HAS_METADATA bit is set, the first block in file order naming it.
+    pub fn read_metadata(&self, i: usize) -> Result<Option<(MetadataType, Cow<'_, [u8]>)>> {
+        let e = *self.index.get(i).ok_or_else(|| {
+            Error::new(
+                ErrorKind::IndexRange,
+                Stage::Metadata,
+                format!("sample {i} does not exist"),
+            )
+        })?;
+        let blocks = self.metadata_blocks()?;
+        if !e.has_metadata() {
+            return Ok(None);
+        }
+        match blocks.iter().find(|b| b.sample_index == i as u64) {
+            None => Ok(None),
+            Some(b) => {
+                let data = self
+                    .src
+                    .bytes(b.offset, u64::from(b.size))
+                    .map_err(|x| Error::from_core(x, Stage::Metadata))?;
+                Ok(Some((b.kind, data)))
+            }
+        }
+    }
+
+    /// The payload of metadata block `b`.
+    pub fn block_data(&self, b: &MetadataBlock) -> Result<Cow<'_, [u8]>> {
+        self.src
+            .bytes(b.offset, u64::from(b.size))
+            .map_err(|x| Error::from_core(x, Stage::Metadata))
+    }
+
+    /// Checks the whole file in the conformance order: every sample (bounds,
+    /// sizes, decode, CRC-16), then the metadata section.
+    pub fn validate(&self) -> Result<()> {
+        self.validate_with(|_| {})
+    }
+
+    /// [`Reader::validate`], calling `progress` with each sample's decoded length.
+    pub fn validate_with(&self, mut progress: impl FnMut(u64)) -> Result<()> {
+        let mut buf = Vec::new();
+        for i in 0..self.index.len() {
+            self.read_sample_into(i, &mut buf)?;
+            progress(buf.len() as u64);
+        }
+        self.metadata_blocks().map(|_| ())
+    }
+
+    /// Indices of the samples whose cached dimensions are `width` × `height`
+    /// (reads only the index).
+    pub fn filter_by_dimensions(&self, width: u16, height: u16) -> Vec<usize> {
+        self.index
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.width == width && e.height == height)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
