@@ -9,6 +9,7 @@ mod blz;
 mod demo;
 mod output;
 mod progress;
+mod tbl2;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +51,12 @@ enum Command {
         /// Only records in this range, `START..END` (end exclusive).
         #[arg(long, value_parser = parse_range)]
         range: Option<(u64, u64)>,
+        /// TBL v2: write this sample's decoded bytes to `--out`.
+        #[arg(long)]
+        sample: Option<u64>,
+        /// Where `--sample` goes.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Convert a file to another format (chosen by the output's extension).
     Convert {
@@ -60,6 +67,12 @@ enum Command {
         /// Settings when the output is a Bloscpack file.
         #[command(flatten)]
         pack: bloscpack::PackArgs,
+        /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// tar -> TBL v2: store every sample raw (TurboLoader's --no-compress).
+        #[arg(long)]
+        no_compress: bool,
     },
     /// List the formats this build knows and whether it reads them.
     Formats,
@@ -151,27 +164,47 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Inspect { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::inspect(&path, cli.json),
             Format::Blz => blz::inspect(&path, cli.json),
+            Format::Tbl2 => tbl2::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::validate(&path, cli.json),
             Format::Blz => blz::validate(&path, cli.json),
+            Format::Tbl2 => tbl2::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
-        Command::Dump { path, range } => match sniff(&path)? {
+        Command::Dump {
+            path,
+            range,
+            sample,
+            out,
+        } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
             Format::Blz => blz::dump(&path, range, cli.json),
+            Format::Tbl2 => match (sample, out) {
+                (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
+                (None, None) => tbl2::dump(&path, range, cli.json),
+                _ => Err(Failure::new(
+                    2,
+                    "usage",
+                    None,
+                    "--sample and --out go together",
+                )),
+            },
             f => Err(not_supported(&path, f)),
         },
         Command::Convert {
             input,
             output,
             pack,
+            ..
         } if pack.append => bloscpack::append(&input, &output, &pack, cli.json),
         Command::Convert {
             input,
             output,
             pack,
+            workers,
+            no_compress,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
@@ -185,6 +218,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
                 Some(Format::Blz) => blz::convert(&input, &output, cli.json),
+                Some(Format::Tbl2) if out_ext == "tar" => {
+                    tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
+                }
+                None if out_ext == "tbl" => {
+                    tbl2::convert(&input, &output, false, workers, no_compress, cli.json)
+                }
                 None if out_ext == "blp" => {
                     bloscpack::convert(&input, &output, false, &pack, cli.json)
                 }

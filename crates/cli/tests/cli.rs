@@ -77,9 +77,8 @@ fn demo_json_is_machine_readable() {
 #[test]
 fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
     let dir = scratch("unsupported");
-    let cases: [(&str, &[u8], &str); 4] = [
+    let cases: [(&str, &[u8], &str); 3] = [
         ("a.idv", b"CML\0DVB\0\x00\x00", "idv"),
-        ("a.tbl", b"TBL\x02\x02\x00\x00\x00", "tbl2"),
         ("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf"),
         ("a.bin", b"nib_ktnc\x01\x00\x00\x00", "cntk"),
     ];
@@ -101,14 +100,21 @@ fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
 #[test]
 fn json_errors_go_to_stderr() {
     let dir = scratch("json-err");
-    let p = dir.join("x.tbl");
-    std::fs::write(&p, b"TBL\x02").unwrap();
+    let p = dir.join("x.mldf");
+    std::fs::write(&p, b"\x89MLDF\r\n\x1a\n").unwrap();
     let out = run(&["--json", "inspect", p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3));
     assert!(out.stdout.is_empty());
     let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(v["error"]["kind"], "unsupported");
-    assert!(v["error"]["path"].as_str().unwrap().ends_with("x.tbl"));
+    assert!(v["error"]["path"].as_str().unwrap().ends_with("x.mldf"));
+    // A landed format's broken file: the error kind is the format's own word.
+    let t = dir.join("x.tbl");
+    std::fs::write(&t, b"TBL\x02").unwrap();
+    let out = run(&["--json", "inspect", t.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(v["error"]["kind"], "too_small");
 }
 
 #[test]
