@@ -33,11 +33,15 @@
 pub mod dims;
 mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod loader;
 mod read;
 pub mod tar;
 mod write;
 
 pub use error::{Error, ErrorKind, Result, Stage};
 pub use format::{Header, IndexEntry, MetadataBlock, MetadataType, SampleFormat};
+pub use loader::{Batch, Loader, LoaderOptions};
 pub use read::{ReadOptions, Reader, parse_header};
 pub use write::{SampleInfo, Writer, encode_sample};

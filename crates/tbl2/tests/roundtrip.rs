@@ -1,0 +1,188 @@
+//! Writer → reader round trips, and corruptions reported with the right kind and stage.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use dataformats_core::Source;
+use dataformats_tbl2::{
+    ErrorKind, MetadataType, ReadOptions, Reader, SampleFormat, SampleInfo, Stage, Writer,
+};
+use proptest::prelude::*;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("df-tbl-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn anything_written_reads_back(
+        samples in prop::collection::vec((prop::collection::vec(0u8..4, 0..3000), 0u8..10, any::<u16>(), any::<u16>()), 0..20),
+        meta in prop::collection::vec((0usize..20, prop::collection::vec(any::<u8>(), 0..40), any::<u16>()), 0..6),
+        compress in any::<bool>(),
+    ) {
+        let p = tmp(&format!("p{}-{}-{compress}.tbl", samples.len(), meta.len()));
+        let mut w = Writer::create(&p, compress).unwrap();
+        for (data, f, wd, ht) in &samples {
+            w.add_sample(data, SampleInfo { format: SampleFormat(*f), width: *wd, height: *ht }).unwrap();
+        }
+        let mut added = Vec::new();
+        for (i, payload, t) in &meta {
+            if *i < samples.len() {
+                w.add_metadata(*i as u64, payload, MetadataType(*t)).unwrap();
+                added.push((*i, payload.clone(), *t));
+            } else {
+                prop_assert!(w.add_metadata(*i as u64, payload, MetadataType(*t)).is_err());
+            }
+        }
+        w.finish().unwrap();
+        let r = Reader::open(&p).unwrap();
+        r.validate().unwrap();
+        prop_assert_eq!(r.len(), samples.len());
+        for (i, (data, f, wd, ht)) in samples.iter().enumerate() {
+            prop_assert_eq!(&*r.read_sample(i).unwrap(), &data[..]);
+            let e = r.entry(i).unwrap();
+            prop_assert_eq!((e.format.0, e.width, e.height), (*f, *wd, *ht));
+            // First block in file order wins.
+            let want = added.iter().find(|(j, _, _)| *j == i).map(|(_, p, t)| (*t, p.clone()));
+            let got = r.read_metadata(i).unwrap().map(|(t, p)| (t.0, p.into_owned()));
+            prop_assert_eq!(got, want);
+        }
+        prop_assert_eq!(r.metadata_blocks().unwrap().len(), added.len());
+    }
+}
+
+fn base() -> Vec<u8> {
+    let p = tmp("base.tbl");
+    let mut w = Writer::create(&p, true).unwrap();
+    w.add_sample(
+        &vec![1u8; 1000],
+        SampleInfo {
+            format: SampleFormat::BMP,
+            width: 2,
+            height: 3,
+        },
+    )
+    .unwrap();
+    w.add_sample(
+        b"raw bytes that do not compress",
+        SampleInfo {
+            format: SampleFormat::PNG,
+            width: 0,
+            height: 0,
+        },
+    )
+    .unwrap();
+    w.add_metadata(0, br#"{"a":1}"#, MetadataType::JSON)
+        .unwrap();
+    w.finish().unwrap();
+    std::fs::read(&p).unwrap()
+}
+
+fn first_error(bytes: Vec<u8>, opts: ReadOptions) -> Option<(ErrorKind, Stage)> {
+    let r = match Reader::with_options(Source::from_vec(bytes), opts) {
+        Ok(r) => r,
+        Err(e) => return Some((e.kind(), e.stage())),
+    };
+    r.validate().err().map(|e| (e.kind(), e.stage()))
+}
+
+fn fix_crc(b: &mut [u8]) {
+    let mut h = [0u8; 64];
+    h.copy_from_slice(&b[..64]);
+    let crc = dataformats_tbl2::parse_header(&h).compute_checksum();
+    b[44..48].copy_from_slice(&crc.to_le_bytes());
+}
+
+#[test]
+fn corruptions_name_kind_and_stage() {
+    let b = base();
+    let strict = ReadOptions::default();
+    assert_eq!(first_error(b.clone(), strict), None);
+    assert_eq!(
+        first_error(b[..63].to_vec(), strict),
+        Some((ErrorKind::TooSmall, Stage::Open))
+    );
+    let mut m = b.clone();
+    m[3] = 1;
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::BadMagic, Stage::Open))
+    );
+    let mut m = b.clone();
+    m[60] ^= 1;
+    assert_eq!(
+        first_error(m.clone(), strict),
+        Some((ErrorKind::HeaderCrc, Stage::Open))
+    );
+    assert_eq!(
+        first_error(m, strict.verify_checksums(false)),
+        None,
+        "reserved bytes are only CRC-covered"
+    );
+    let mut m = b.clone();
+    m[8..16].copy_from_slice(&(u64::MAX / 8).to_le_bytes());
+    fix_crc(&mut m);
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::IndexOob, Stage::Open))
+    );
+    // Sample 1 (raw): uncompressed_size lies.
+    let mut m = b.clone();
+    let e1 = 64 + 24;
+    m[e1 + 12] ^= 1;
+    assert_eq!(
+        first_error(m.clone(), strict),
+        Some((ErrorKind::UsizeMismatch, Stage::ReadSample(1)))
+    );
+    assert_eq!(
+        first_error(m, strict.strict(false)),
+        None,
+        "TurboLoader ignores it"
+    );
+    // Sample 0 (LZ4): offset past the end; offset overflow; CRC-16.
+    let mut m = b.clone();
+    m[64..72].copy_from_slice(&(b.len() as u64).to_le_bytes());
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::DataOob, Stage::ReadSample(0)))
+    );
+    let mut m = b.clone();
+    m[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::IndexOverflow, Stage::ReadSample(0)))
+    );
+    let mut m = b.clone();
+    m[64 + 22] ^= 0xff;
+    assert_eq!(
+        first_error(m.clone(), strict),
+        Some((ErrorKind::Crc16, Stage::ReadSample(0)))
+    );
+    assert_eq!(first_error(m, strict.verify_checksums(false)), None);
+    let mut m = b.clone();
+    m[64 + 12..64 + 16].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::NoUsize, Stage::ReadSample(0)))
+    );
+    let mut m = b.clone();
+    m[64 + 12..64 + 16].copy_from_slice(&999u32.to_le_bytes());
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::Lz4Error, Stage::ReadSample(0)))
+    );
+    let mut m = b.clone();
+    m[64 + 12..64 + 16].copy_from_slice(&1001u32.to_le_bytes());
+    assert_eq!(
+        first_error(m, strict),
+        Some((ErrorKind::UsizeMismatch, Stage::ReadSample(0)))
+    );
+    // Metadata section cut short.
+    assert_eq!(
+        first_error(b[..b.len() - 1].to_vec(), strict),
+        Some((ErrorKind::MetadataOob, Stage::Metadata))
+    );
+}
