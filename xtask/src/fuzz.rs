@@ -273,6 +273,16 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "tbl2_header" | "tbl2_index" | "tbl2_file" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("tbl2"), ".tbl", &mut files);
+            files.sort();
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                let seed = if target == "tbl2_header" { b[..b.len().min(64)].to_vec() } else { b[..b.len().min(64 << 10)].to_vec() };
+                seeds.push((format!("vec-{}", seeds.len()), seed));
+            }
+        }
         // A target without seeds of its own starts from its saved regressions.
         _ => {}
     }
