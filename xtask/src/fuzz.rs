@@ -279,7 +279,11 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
             files.sort();
             for p in files {
                 let Ok(b) = fs::read(&p) else { continue };
-                let seed = if target == "tbl2_header" { b[..b.len().min(64)].to_vec() } else { b[..b.len().min(64 << 10)].to_vec() };
+                let seed = if target == "tbl2_header" {
+                    b[..b.len().min(64)].to_vec()
+                } else {
+                    b[..b.len().min(64 << 10)].to_vec()
+                };
                 seeds.push((format!("vec-{}", seeds.len()), seed));
             }
         }

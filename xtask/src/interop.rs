@@ -20,6 +20,7 @@ use dataformats::core::codec::blosc::{BloscCompressor, Shuffle};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = include_str!("interop.py");
+const SCRIPT_TBL2: &str = include_str!("interop_tbl2.py");
 
 fn sha(b: &[u8]) -> String {
     ChecksumKind::Sha256.digest(b).to_hex()
@@ -36,7 +37,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn venv(dir: &Path) -> Result<PathBuf, String> {
+fn venv(dir: &Path, packages: &[&str]) -> Result<PathBuf, String> {
     let py = dir.join("venv/bin/python");
     if !py.exists() {
         println!(
@@ -47,17 +48,10 @@ fn venv(dir: &Path) -> Result<PathBuf, String> {
             .args(["-m", "venv"])
             .arg(dir.join("venv")))?;
     }
-    println!("interop: installing numpy, blosc 1.11.4, bloscpack 0.16.0, bcolz-zipline from PyPI");
-    run(Command::new(&py).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "numpy",
-        "blosc==1.11.4",
-        "bloscpack==0.16.0",
-        "bcolz-zipline",
-    ]))?;
+    println!("interop: installing {} from PyPI", packages.join(", "));
+    run(Command::new(&py)
+        .args(["-m", "pip", "install", "--quiet"])
+        .args(packages))?;
     Ok(py)
 }
 
@@ -275,16 +269,31 @@ fn write_files(out: &Path) -> Result<Vec<Value>, String> {
 }
 
 pub(crate) fn main(args: &[String]) -> Result<bool, String> {
-    match args.first().map(String::as_str) {
-        Some("bloscpack") => {}
-        other => return Err(format!("interop: expected `bloscpack`, got {other:?}")),
-    }
+    let (packages, script, writer): (&[&str], &str, fn(&Path) -> Result<Vec<Value>, String>) =
+        match args.first().map(String::as_str) {
+            Some("bloscpack") => (
+                &[
+                    "numpy",
+                    "blosc==1.11.4",
+                    "bloscpack==0.16.0",
+                    "bcolz-zipline",
+                ],
+                SCRIPT,
+                write_files,
+            ),
+            Some("tbl2") => (&["turboloader==2.39.0"], SCRIPT_TBL2, write_tbl2_files),
+            other => {
+                return Err(format!(
+                    "interop: expected `bloscpack` or `tbl2`, got {other:?}"
+                ));
+            }
+        };
     let dir = crate::project_root().join("target/interop");
     let files = dir.join("files");
     let _ = fs::remove_dir_all(&files);
     fs::create_dir_all(&files).map_err(|e| e.to_string())?;
-    let py = venv(&dir)?;
-    let manifest = write_files(&files)?;
+    let py = venv(&dir, packages)?;
+    let manifest = writer(&files)?;
     println!("interop: wrote {} files and directories", manifest.len());
     let mpath = dir.join("manifest.json");
     fs::write(
@@ -292,12 +301,119 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         serde_json::to_vec_pretty(&manifest).map_err(|e| e.to_string())?,
     )
     .map_err(|e| e.to_string())?;
-    let script = dir.join("interop.py");
-    fs::write(&script, SCRIPT).map_err(|e| e.to_string())?;
+    let script_path = dir.join("interop.py");
+    fs::write(&script_path, script).map_err(|e| e.to_string())?;
     let status = Command::new(&py)
-        .arg(&script)
+        .arg(&script_path)
         .arg(&mpath)
         .status()
         .map_err(|e| e.to_string())?;
     Ok(status.success())
+}
+
+/// TBL v2 files from our writer: every format code, compression on and off,
+/// empty and incompressible samples, metadata of every type (duplicates and
+/// samples without any), and a file converted from a tar we build.
+fn write_tbl2_files(out: &Path) -> Result<Vec<Value>, String> {
+    use dataformats::tbl2::{MetadataType, SampleFormat, SampleInfo, Writer};
+    let e = |x: dataformats::tbl2::Error| x.to_string();
+    let mut manifest = Vec::new();
+    let types = [
+        MetadataType::NONE,
+        MetadataType::JSON,
+        MetadataType::PROTOBUF,
+        MetadataType::MSGPACK,
+        MetadataType::CUSTOM,
+    ];
+    for (n, compress) in [(0usize, false), (1, true), (2, true), (3, false)] {
+        let p = out.join(format!("api_{n}.tbl"));
+        let mut w = Writer::create(&p, compress).map_err(e)?;
+        let mut samples: Vec<Value> = Vec::new();
+        for i in 0..40u32 {
+            let data: Vec<u8> = match i % 4 {
+                0 => vec![(i % 7) as u8; 500 + i as usize * 13],
+                1 => (0..700u32)
+                    .map(|k| (k.wrapping_mul(2_654_435_761).wrapping_add(i) >> 13) as u8)
+                    .collect(),
+                2 => Vec::new(),
+                _ => format!("sample {i} ").repeat(20).into_bytes(),
+            };
+            let info = SampleInfo {
+                format: SampleFormat((i % 9) as u8),
+                width: (i * 7 % 300) as u16,
+                height: (i * 3 % 200) as u16,
+            };
+            let idx = w.add_sample(&data, info).map_err(e)?;
+            let compressed = compress
+                && !data.is_empty()
+                && dataformats::core::codec::compress(
+                    dataformats::core::codec::Codec::Lz4Block,
+                    &data,
+                    None,
+                )
+                .map(|c| c.len() < data.len())
+                .unwrap_or(false);
+            samples.push(json!({"sha256": sha(&data), "width": info.width, "height": info.height, "format": info.format.0, "compressed": compressed, "metadata": null}));
+            if i % 3 == 0 && n != 0 {
+                let kind = types[(i as usize / 3) % types.len()];
+                let text = format!("{{\"i\":{i},\"n\":{n}}}");
+                w.add_metadata(idx, text.as_bytes(), kind).map_err(e)?;
+                // A second block for the same sample: the first one wins.
+                w.add_metadata(idx, b"{\"second\":true}", MetadataType::JSON)
+                    .map_err(e)?;
+                samples[idx as usize]["metadata"] = json!({"text": text, "type": kind.0});
+            }
+        }
+        w.finish().map_err(e)?;
+        manifest.push(json!({"path": p, "samples": samples}));
+    }
+    // A tar of small images converted by our converter.
+    let tar = out.join("images.tar");
+    {
+        use std::io::Write;
+        let mut t = Vec::new();
+        let mut member = |name: &str, data: &[u8]| {
+            let mut h = [0u8; 512];
+            h[..name.len()].copy_from_slice(name.as_bytes());
+            let size = format!("{:011o}\0", data.len());
+            h[124..136].copy_from_slice(size.as_bytes());
+            h[156] = b'0';
+            h[257..263].copy_from_slice(b"ustar\0");
+            t.extend_from_slice(&h);
+            t.extend_from_slice(data);
+            t.resize(t.len().div_ceil(512) * 512, 0);
+        };
+        let mut png = vec![0x89, b'P', b'N', b'G', 13, 10, 26, 10, 0, 0, 0, 13];
+        png.extend_from_slice(b"IHDR");
+        png.extend_from_slice(&64u32.to_be_bytes());
+        png.extend_from_slice(&48u32.to_be_bytes());
+        png.extend_from_slice(&[8, 2, 0, 0, 0, 0, 0, 0, 0]);
+        let mut bmp = vec![0u8; 54 + 12 * 10 * 3];
+        bmp[..2].copy_from_slice(b"BM");
+        bmp[18..22].copy_from_slice(&12u32.to_le_bytes());
+        bmp[22..26].copy_from_slice(&10u32.to_le_bytes());
+        member("a/0.png", &png);
+        member("a/1.bmp", &bmp);
+        member("a/skip.txt", b"not an image");
+        member(
+            "a/2.JPG",
+            &[
+                0xFF, 0xD8, 0xFF, 0xC0, 0, 17, 8, 0, 20, 0, 30, 3, 0, 0, 0, 0, 0, 0,
+            ],
+        );
+        t.extend_from_slice(&[0u8; 1024]);
+        fs::File::create(&tar)
+            .and_then(|mut f| f.write_all(&t))
+            .map_err(|x| x.to_string())?;
+    }
+    let p = out.join("from_tar.tbl");
+    dataformats::tbl2::tar::convert_tar_file(&tar, &p, true, 2, |_| {}).map_err(e)?;
+    let r = dataformats::tbl2::Reader::open(&p).map_err(e)?;
+    let mut samples = Vec::new();
+    for i in 0..r.len() {
+        let en = r.entry(i).map_err(e)?;
+        samples.push(json!({"sha256": sha(&r.read_sample(i).map_err(e)?), "width": en.width, "height": en.height, "format": en.format.0, "compressed": en.is_compressed(), "metadata": null}));
+    }
+    manifest.push(json!({"path": p, "samples": samples}));
+    Ok(manifest)
 }

@@ -33,9 +33,10 @@ tasks:
       Release-mode speed table: unpack of an N MB (default 200) float64 file against raw
       c-blosc on the same chunks and memcpy, serial and parallel; then the peak memory of
       packing an N GiB (default 1) file through the streaming writer.
-  interop bloscpack
-      Write Bloscpack files in every option combination and bcolz directories with our
-      writers, then read them back with python-bloscpack 0.16 and bcolz-zipline installed
+  interop bloscpack|tbl2
+      Write files with our writers (Bloscpack in every option combination and bcolz
+      directories; TBL v2 with every format, compression setting and metadata type, and a
+      converted tar), then read them back with the reference Python packages installed
       from PyPI into a throw-away virtual environment (target/interop/venv).
   ci
       Run .ci/run (what CI runs on a fresh clone).
