@@ -20,6 +20,9 @@ use dataformats::core::codec::blosc::{BloscCompressor, Shuffle};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = include_str!("interop.py");
+
+/// Writes a format's interop files and returns their manifest.
+type WriteFiles = fn(&Path) -> Result<Vec<Value>, String>;
 const SCRIPT_TBL2: &str = include_str!("interop_tbl2.py");
 
 fn sha(b: &[u8]) -> String {
@@ -269,7 +272,7 @@ fn write_files(out: &Path) -> Result<Vec<Value>, String> {
 }
 
 pub(crate) fn main(args: &[String]) -> Result<bool, String> {
-    let (packages, script, writer): (&[&str], &str, fn(&Path) -> Result<Vec<Value>, String>) =
+    let (packages, script, writer): (&[&str], &str, WriteFiles) =
         match args.first().map(String::as_str) {
             Some("bloscpack") => (
                 &[
