@@ -29,6 +29,10 @@ tasks:
       Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
       with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
       stable. --replay instead reruns every saved input in fuzz/corpus/*/regressions.
+  bench tbl2
+      Release-mode table: random-access reads with CRC-16 on and off and tar->tbl
+      conversion on ~100 MB data sets, against TurboLoader's numbers; then the peak
+      memory of converting a 1 GB tar.
   bench bloscpack [--mb N] [--pack-gb N]
       Release-mode speed table: unpack of an N MB (default 200) float64 file against raw
       c-blosc on the same chunks and memcpy, serial and parallel; then the peak memory of
@@ -93,8 +97,29 @@ fn bench(args: &[String]) -> Result<bool, String> {
     let Some((what, rest)) = args.split_first() else {
         return Err("bench needs a format: `cargo xtask bench bloscpack`".into());
     };
+    if what == "tbl2" {
+        let run = |extra: &[&str]| -> Result<bool, String> {
+            let status = Command::new("cargo")
+                .args([
+                    "run",
+                    "--quiet",
+                    "--release",
+                    "-p",
+                    "dataformats-tbl2",
+                    "--example",
+                    "bench_tbl2",
+                    "--",
+                ])
+                .args(extra)
+                .current_dir(project_root())
+                .status()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            Ok(status.success())
+        };
+        return Ok(run(&[])? && run(&["--convert-memory", "1"])?);
+    }
     if what != "bloscpack" {
-        return Err(format!("no bench for `{what}` (have: bloscpack)"));
+        return Err(format!("no bench for `{what}` (have: bloscpack, tbl2)"));
     }
     let (mut mb, mut gb) = ("200".to_string(), "1".to_string());
     let mut it = rest.iter();

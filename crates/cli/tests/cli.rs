@@ -30,7 +30,7 @@ fn demo_round_trips_every_codec() {
     let out = run(&["demo", "--dir", dir.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("10 of 10 round trips ok"), "{stdout}");
+    assert!(stdout.contains("11 of 11 round trips ok"), "{stdout}");
     assert!(
         dir.join("table.blp").is_file()
             && dir.join("table.npy").is_file()
@@ -305,4 +305,82 @@ fn bloscpack_append_from_the_command_line() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("not_enough_space"));
+}
+
+#[test]
+fn tbl2_convert_inspect_validate_dump() {
+    let dir = scratch("tbl");
+    // A tar with two images and a text file, as TurboLoader's converter sees it.
+    let mut t = Vec::new();
+    let mut member = |name: &str, data: &[u8]| {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        h[124..136].copy_from_slice(format!("{:011o}\0", data.len()).as_bytes());
+        h[156] = b'0';
+        t.extend_from_slice(&h);
+        t.extend_from_slice(data);
+        t.resize(t.len().div_ceil(512) * 512, 0);
+    };
+    let mut bmp = vec![0u8; 54 + 300];
+    bmp[..2].copy_from_slice(b"BM");
+    bmp[18..22].copy_from_slice(&10u32.to_le_bytes());
+    bmp[22..26].copy_from_slice(&10u32.to_le_bytes());
+    member("x/a.bmp", &bmp);
+    member("x/readme.txt", b"skip me");
+    member("x/b.bmp", &bmp);
+    t.extend_from_slice(&[0u8; 1024]);
+    let tar = dir.join("d.tar");
+    std::fs::write(&tar, &t).unwrap();
+    let tbl = dir.join("d.tbl");
+    let out = run(&[
+        "--json",
+        "convert",
+        tar.to_str().unwrap(),
+        tbl.to_str().unwrap(),
+        "--workers",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["samples"].as_u64(), v["skipped"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&["--json", "inspect", tbl.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(v["num_samples"], 2);
+    assert_eq!(
+        (
+            v["samples"][1]["width"].as_u64(),
+            v["samples"][1]["format"].as_str()
+        ),
+        (Some(10), Some("bmp"))
+    );
+    assert!(run(&["validate", tbl.to_str().unwrap()]).status.success());
+    let one = dir.join("one.bmp");
+    assert!(
+        run(&[
+            "dump",
+            tbl.to_str().unwrap(),
+            "--sample",
+            "1",
+            "--out",
+            one.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    assert_eq!(std::fs::read(&one).unwrap(), bmp);
+    // Corrupt the CRC-16 of sample 0: validate fails naming the sample.
+    let mut b = std::fs::read(&tbl).unwrap();
+    b[64 + 22] ^= 0xff;
+    let bad = dir.join("bad.tbl");
+    std::fs::write(&bad, &b).unwrap();
+    let out = run(&["validate", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("crc16 at read_sample(0)"),
+        "{}",
+        text(&out.stderr)
+    );
 }

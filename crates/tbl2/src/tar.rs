@@ -85,7 +85,7 @@ struct Member {
 ///
 /// `workers` threads compress samples in parallel (1 = on this thread); the
 /// output does not depend on it. `progress` is called with the bytes of each
-/// converted member. Memory holds one batch of members (about 64 MiB).
+/// converted member. Memory holds one batch of members (about 16 MiB).
 pub fn tar_to_tbl(
     tar: &mut impl Read,
     output: impl AsRef<Path>,
@@ -184,7 +184,7 @@ pub fn tar_to_tbl(
                 height,
             },
         });
-        if batch_bytes >= 64 << 20 || batch.len() >= 4096 {
+        if batch_bytes >= 16 << 20 || batch.len() >= 4096 {
             flush(&mut w, &mut batch)?;
             batch_bytes = 0;
         }
