@@ -199,10 +199,11 @@ fn format_runs(dir: &Path, table: &[u8]) -> Vec<FormatRun> {
         let mut w = TblWriter::create(&tbl, true).map_err(e)?;
         for (i, row) in table.chunks_exact(13).take(500).enumerate() {
             let side = 4 + (i % 4) as u32;
-            let mut bmp = vec![0u8; 54];
-            bmp[..2].copy_from_slice(b"BM");
-            bmp[18..22].copy_from_slice(&side.to_le_bytes());
-            bmp[22..26].copy_from_slice(&side.to_le_bytes());
+            let mut head = [0u8; 54];
+            head[..2].copy_from_slice(b"BM");
+            head[18..22].copy_from_slice(&side.to_le_bytes());
+            head[22..26].copy_from_slice(&side.to_le_bytes());
+            let mut bmp = head.to_vec();
             for _ in 0..side * side {
                 bmp.extend_from_slice(row.get(..3).unwrap_or_default());
             }
