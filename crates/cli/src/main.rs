@@ -6,6 +6,7 @@
 
 mod bloscpack;
 mod blz;
+mod cntk;
 mod demo;
 mod output;
 mod progress;
@@ -165,12 +166,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Bloscpack => bloscpack::inspect(&path, cli.json),
             Format::Blz => blz::inspect(&path, cli.json),
             Format::Tbl2 => tbl2::inspect(&path, cli.json),
+            Format::Cntk => cntk::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::validate(&path, cli.json),
             Format::Blz => blz::validate(&path, cli.json),
             Format::Tbl2 => tbl2::validate(&path, cli.json),
+            Format::Cntk => cntk::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Dump {
@@ -181,6 +184,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
             Format::Blz => blz::dump(&path, range, cli.json),
+            Format::Cntk => cntk::dump(&path, range, cli.json),
             Format::Tbl2 => match (sample, out) {
                 (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
                 (None, None) => tbl2::dump(&path, range, cli.json),

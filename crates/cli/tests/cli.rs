@@ -77,10 +77,9 @@ fn demo_json_is_machine_readable() {
 #[test]
 fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
     let dir = scratch("unsupported");
-    let cases: [(&str, &[u8], &str); 3] = [
+    let cases: [(&str, &[u8], &str); 2] = [
         ("a.idv", b"CML\0DVB\0\x00\x00", "idv"),
         ("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf"),
-        ("a.bin", b"nib_ktnc\x01\x00\x00\x00", "cntk"),
     ];
     for (name, bytes, format) in cases {
         let p = dir.join(name);

@@ -112,7 +112,8 @@ impl Format {
         match self {
             Format::Bloscpack | Format::Blz => cfg!(feature = "bloscpack"),
             Format::Tbl2 => cfg!(feature = "tbl2"),
-            Format::Idv | Format::Cntk | Format::Ctf | Format::Mldf => false,
+            Format::Cntk => cfg!(feature = "cntk"),
+            Format::Idv | Format::Ctf | Format::Mldf => false,
         }
     }
 }

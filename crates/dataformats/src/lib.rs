@@ -24,7 +24,11 @@ pub use dataformats_core as core;
 #[cfg(feature = "bloscpack")]
 pub use dataformats_bloscpack as bloscpack;
 
+/// CNTK binary format ([`dataformats_cntk`]).
+#[cfg(feature = "cntk")]
+pub use dataformats_cntk as cntk;
 pub use dataformats_core::{Error, ErrorKind, Result};
+
 /// TurboLoader TBL v2 ([`dataformats_tbl2`]).
 #[cfg(feature = "tbl2")]
 pub use dataformats_tbl2 as tbl2;

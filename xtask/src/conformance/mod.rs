@@ -16,6 +16,7 @@ use serde_json::Value;
 
 mod bloscpack;
 mod blz;
+mod cntk;
 mod tbl2;
 
 /// One vector and its sidecar.
@@ -53,6 +54,7 @@ fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     m.insert("bloscpack", Box::new(bloscpack::Bloscpack));
     m.insert("blz", Box::new(blz::Blz));
     m.insert("tbl2", Box::new(tbl2::Tbl2));
+    m.insert("cntk", Box::new(cntk::Cntk));
     m
 }
 
