@@ -287,6 +287,18 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 seeds.push((format!("vec-{}", seeds.len()), seed));
             }
         }
+        "cntk_file" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("cntk"), ".bin", &mut files);
+            files.sort();
+            for p in files {
+                if let Ok(b) = fs::read(&p) {
+                    if b.len() <= 64 << 10 {
+                        seeds.push((format!("vec-{}", seeds.len()), b));
+                    }
+                }
+            }
+        }
         // A target without seeds of its own starts from its saved regressions.
         _ => {}
     }

@@ -21,6 +21,8 @@
 #![deny(missing_docs)]
 
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod read;
 
 pub use error::{Error, ErrorKind, Result};

@@ -450,9 +450,10 @@ impl Reader {
             .in_chunk(i)
             .at(entry.offset));
         }
-        let mut records = Vec::with_capacity(self.streams.len());
+        let mut records = Vec::new();
         for s in &self.streams {
-            let mut per = Vec::with_capacity(nseq);
+            // Grows with the records actually read, never sized from the file's counts.
+            let mut per = Vec::new();
             for q in 0..nseq {
                 let at = c.pos;
                 let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
@@ -462,7 +463,10 @@ impl Reader {
                 let e = s.elem.size();
                 match s.kind {
                     StreamKind::Dense => {
-                        let n = u64::from(k) * u64::from(s.dim) * e;
+                        let n = u64::from(k)
+                            .checked_mul(u64::from(s.dim))
+                            .and_then(|x| x.checked_mul(e))
+                            .unwrap_or(u64::MAX);
                         let b = c
                             .bytes(n, ErrorKind::ChunkOverrun, "dense values")
                             .map_err(loc)?;
