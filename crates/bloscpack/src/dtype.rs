@@ -410,6 +410,7 @@ impl Dtype {
     }
 }
 
+/// Accepts a dtype whose size fits `MAX_ITEMSIZE` (and, for records, is not zero).
 fn check_size(d: Dtype) -> Result<Dtype, DtypeError> {
     fn size(d: &Dtype) -> Option<u64> {
         match d {
@@ -420,13 +421,15 @@ fn check_size(d: Dtype) -> Result<Dtype, DtypeError> {
             }),
         }
     }
-    match size(&d) {
-        Some(n)
-            if n as usize <= MAX_ITEMSIZE && (n as usize) > 0 || matches!(&d, Dtype::Scalar(_)) =>
-        {
-            Ok(d)
-        }
-        _ => err("structured dtype is empty or too large"),
+    let ok = match (&d, size(&d)) {
+        (Dtype::Scalar(_), _) => true,
+        (Dtype::Record(_), Some(n)) => n > 0 && n <= MAX_ITEMSIZE as u64,
+        (Dtype::Record(_), None) => false,
+    };
+    if ok {
+        Ok(d)
+    } else {
+        err("structured dtype is empty or too large")
     }
 }
 

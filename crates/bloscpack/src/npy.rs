@@ -128,10 +128,7 @@ pub fn read_header(src: &Source) -> Result<NpyHeader> {
 /// The header bytes of an `.npy` file for `array` (version 1.0, or 2.0 when
 /// the header does not fit in 64 KiB), padded to a multiple of 64.
 pub fn header_bytes(array: &NumpyMeta) -> Vec<u8> {
-    let descr = match &array.dtype {
-        Dtype::Scalar(_) => array.dtype.python_literal(),
-        Dtype::Record(_) => array.dtype.python_literal(),
-    };
+    let descr = array.dtype.python_literal();
     let shape = match array.shape.as_slice() {
         [] => "()".to_string(),
         [d] => format!("({d},)"),
