@@ -7,27 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
-
 use dataformats_bloscpack::{MetadataOptions, Reader, WriteOptions, pack_bytes};
 use dataformats_core::codec::blosc::Shuffle;
-
-fn vectors() -> Option<PathBuf> {
-    let dir = std::env::var_os("DATAFORMATS_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-        .join("bloscpack");
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("vectors folder {} is missing under CI=true", dir.display());
-    } else {
-        eprintln!("skipping: vectors folder {} not found", dir.display());
-        None
-    }
-}
 
 /// Vectors changed after the reference wrote them (appends, post-processing).
 const ALTERED: [&str; 4] = [
@@ -39,7 +20,9 @@ const ALTERED: [&str; 4] = [
 
 #[test]
 fn repacking_reference_files_gives_the_same_layout() {
-    let Some(dir) = vectors() else { return };
+    let Some(dir) = dataformats_core::testing::vectors_dir("bloscpack") else {
+        return;
+    };
     let mut checked = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();

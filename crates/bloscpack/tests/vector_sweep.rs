@@ -10,23 +10,6 @@ use dataformats_bloscpack::blz::BlzDir;
 use dataformats_bloscpack::{ReadOptions, Reader};
 use dataformats_core::{Limits, Source};
 
-fn vectors(format: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("DATAFORMATS_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-        .join(format);
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("vectors folder {} is missing under CI=true", dir.display());
-    } else {
-        eprintln!("skipping: {} not found", dir.display());
-        None
-    }
-}
-
 fn valid(sidecar: &Path) -> bool {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(sidecar).unwrap()).unwrap();
     v["valid"] == true
@@ -39,7 +22,7 @@ fn check_blp(bytes: Vec<u8>) {
 
 #[test]
 fn bloscpack_vectors_survive_every_prefix_and_flip() {
-    let Some(dir) = vectors("bloscpack") else {
+    let Some(dir) = dataformats_core::testing::vectors_dir("bloscpack") else {
         return;
     };
     let mut swept = 0;
@@ -117,7 +100,9 @@ fn sweep_dir(root: &Path, work: &Path) {
 
 #[test]
 fn blz_vectors_survive_every_prefix_and_flip() {
-    let Some(dir) = vectors("blz") else { return };
+    let Some(dir) = dataformats_core::testing::vectors_dir("blz") else {
+        return;
+    };
     // Thousands of small rewrites: use memory-backed storage where there is one.
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() {

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
-
 use dataformats_cntk::Reader;
 use dataformats_core::{Limits, Source};
 
@@ -16,27 +14,11 @@ fn check(bytes: Vec<u8>) -> bool {
     }
 }
 
-fn dir() -> Option<PathBuf> {
-    let d = std::env::var_os("DATAFORMATS_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-        .join("cntk");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "vectors folder missing under CI=true"
-        );
-        None
-    }
-}
-
 #[test]
 fn valid_vectors_survive_every_prefix_and_flip() {
-    let Some(dir) = dir() else { return };
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
     let mut swept = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
@@ -67,7 +49,9 @@ fn valid_vectors_survive_every_prefix_and_flip() {
 
 #[test]
 fn invalid_vectors_are_rejected() {
-    let Some(dir) = dir() else { return };
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
     let mut n = 0;
     for e in std::fs::read_dir(dir.join("invalid")).unwrap() {
         let p = e.unwrap().path();

@@ -57,6 +57,8 @@ pub mod fuzzing;
 pub mod limits;
 pub mod parse;
 pub mod source;
+#[doc(hidden)]
+pub mod testing;
 
 pub use atomic::AtomicFile;
 pub use checksum::{ChecksumKind, Digest, Hasher};

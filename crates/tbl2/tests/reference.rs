@@ -4,28 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
-
 use dataformats_tbl2::tar::convert_tar_file;
 use dataformats_tbl2::{MetadataType, Reader, SampleInfo, Writer};
 use serde_json::Value;
-
-fn vectors() -> Option<PathBuf> {
-    let dir = std::env::var_os("DATAFORMATS_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-        .join("tbl2");
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("vectors folder {} is missing under CI=true", dir.display());
-    } else {
-        eprintln!("skipping: {} not found", dir.display());
-        None
-    }
-}
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
@@ -33,9 +14,37 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// Writes every sample of `source` (decoded, with its stored format and
+/// dimensions) to `out` through the writer API, then `metadata`'s blocks.
+fn rebuild(source: &std::path::Path, out: &std::path::Path, compress: bool, metadata: &[Value]) {
+    let reader = Reader::open(source).unwrap();
+    let mut w = Writer::create(out, compress).unwrap();
+    for i in 0..reader.len() {
+        let e = reader.entry(i).unwrap();
+        let info = SampleInfo {
+            format: e.format,
+            width: e.width,
+            height: e.height,
+        };
+        w.add_sample(&reader.read_sample(i).unwrap(), info).unwrap();
+    }
+    for m in metadata {
+        let kind = MetadataType(m["type_code"].as_u64().unwrap() as u16);
+        w.add_metadata(
+            m["sample_index"].as_u64().unwrap(),
+            &hex(m["hex"].as_str().unwrap()),
+            kind,
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+}
+
 #[test]
 fn every_valid_vector_is_reproduced_byte_for_byte() {
-    let Some(dir) = vectors() else { return };
+    let Some(dir) = dataformats_core::testing::vectors_dir("tbl2") else {
+        return;
+    };
     let out_dir = std::env::temp_dir().join(format!("df-tbl-ref-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut checked = 0;
@@ -66,56 +75,13 @@ fn every_valid_vector_is_reproduced_byte_for_byte() {
                 "{name}: converter status"
             );
             if !metadata.is_empty() {
-                let reader = Reader::open(&ours).unwrap();
-                let mut w = Writer::create(out_dir.join(format!("{name}.meta")), compress).unwrap();
-                for i in 0..reader.len() {
-                    let e = reader.entry(i).unwrap();
-                    w.add_sample(
-                        &reader.read_sample(i).unwrap(),
-                        SampleInfo {
-                            format: e.format,
-                            width: e.width,
-                            height: e.height,
-                        },
-                    )
-                    .unwrap();
-                }
-                for m in &metadata {
-                    w.add_metadata(
-                        m["sample_index"].as_u64().unwrap(),
-                        &hex(m["hex"].as_str().unwrap()),
-                        MetadataType(m["type_code"].as_u64().unwrap() as u16),
-                    )
-                    .unwrap();
-                }
-                w.finish().unwrap();
-                std::fs::rename(out_dir.join(format!("{name}.meta")), &ours).unwrap();
+                let staged = out_dir.join(format!("{name}.meta"));
+                rebuild(&ours, &staged, compress, &metadata);
+                std::fs::rename(&staged, &ours).unwrap();
             }
         } else {
             // Built through the writer API: decoded samples with their stored format and dimensions.
-            let reader = Reader::open(&p).unwrap();
-            let mut w = Writer::create(&ours, compress).unwrap();
-            for i in 0..reader.len() {
-                let e = reader.entry(i).unwrap();
-                w.add_sample(
-                    &reader.read_sample(i).unwrap(),
-                    SampleInfo {
-                        format: e.format,
-                        width: e.width,
-                        height: e.height,
-                    },
-                )
-                .unwrap();
-            }
-            for m in &metadata {
-                w.add_metadata(
-                    m["sample_index"].as_u64().unwrap(),
-                    &hex(m["hex"].as_str().unwrap()),
-                    MetadataType(m["type_code"].as_u64().unwrap() as u16),
-                )
-                .unwrap();
-            }
-            w.finish().unwrap();
+            rebuild(&p, &ours, compress, &metadata);
         }
         let want = std::fs::read(&p).unwrap();
         let got = std::fs::read(&ours).unwrap();

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::PathBuf;
-
 use dataformats_core::{Limits, Source};
 use dataformats_tbl2::{ReadOptions, Reader};
 
@@ -20,19 +18,9 @@ fn check(bytes: Vec<u8>) {
 
 #[test]
 fn valid_vectors_survive_prefixes_and_flips() {
-    let dir = std::env::var_os("DATAFORMATS_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-        .join("tbl2");
-    if !dir.is_dir() {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "vectors folder missing under CI=true"
-        );
+    let Some(dir) = dataformats_core::testing::vectors_dir("tbl2") else {
         return;
-    }
+    };
     let mut swept = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();

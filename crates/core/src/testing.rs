@@ -1,0 +1,27 @@
+//! Helpers for the workspace's tests. Not a stable API.
+
+use std::path::PathBuf;
+
+/// The shared vectors of `format`: `$DATAFORMATS_VECTORS/<format>`, or
+/// `../shared/vectors/<format>` beside the project. `None` (with a message)
+/// when the folder is missing; a panic when it is missing under `CI=true`,
+/// where skipping would hide untested code.
+pub fn vectors_dir(format: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("DATAFORMATS_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
+        })
+        .join(format);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !ci,
+        "vectors folder {} is missing under CI=true",
+        dir.display()
+    );
+    eprintln!("skipping: vectors folder {} not found", dir.display());
+    None
+}
