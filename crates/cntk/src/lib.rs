@@ -1,4 +1,4 @@
-//! CNTK binary format (CBF) files, read strictly.
+//! CNTK binary format (CBF) files: a strict reader and a streaming writer.
 //!
 //! A CBF file is a 12-byte preamble (magic, version 1), chunks of sequences,
 //! then a header at the end (stream descriptors and a chunk table) found
@@ -24,8 +24,10 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod read;
+mod write;
 
 pub use error::{Error, ErrorKind, Result};
 pub use read::{
     Chunk, ChunkEntry, ElemType, MAGIC, Reader, Record, StreamDesc, StreamKind, VERSION,
 };
+pub use write::{Chunking, RecordData, Writer};

@@ -1,0 +1,270 @@
+//! Writing CBF files: streams declared up front, sequences appended, chunks
+//! cut by a target size, memory bounded by one chunk, atomic output.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use dataformats_core::AtomicFile;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::read::{ElemType, MAGIC, StreamDesc, StreamKind, VERSION};
+
+/// How sequences are grouped into chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunking {
+    /// Close a chunk once its estimated size reaches the target (each chunk
+    /// starts counting from zero).
+    Target(u64),
+    /// ctf2bin's rule, quirks included (`cntk.md` §5.8): one running total
+    /// that is never reset, compared with `>=` after every sequence but the
+    /// last. Gives ctf2bin's chunk boundaries, so byte-identical files.
+    Ctf2bin(u64),
+}
+
+/// One stream's data in one sequence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RecordData<'a> {
+    /// `samples` dense samples: `samples × dim` values.
+    Dense {
+        /// Number of samples.
+        samples: u32,
+        /// The values, sample after sample.
+        values: &'a [f64],
+    },
+    /// Sparse samples: per sample, its (index, value) entries.
+    Sparse(&'a [Vec<(u32, f64)>]),
+}
+
+/// A streaming CBF writer.
+#[derive(Debug)]
+pub struct Writer {
+    out: BufWriter<AtomicFile>,
+    streams: Vec<StreamDesc>,
+    chunking: Chunking,
+    pos: u64,
+    table: Vec<(u64, u32, u32)>,
+    /// Current chunk: sequence lengths and, per stream, the records' bytes.
+    lengths: Vec<u32>,
+    records: Vec<Vec<u8>>,
+    chunk_estimate: u64,
+    running_total: u64,
+    close_pending: bool,
+}
+
+fn put_value(out: &mut Vec<u8>, elem: ElemType, v: f64) {
+    match elem {
+        // A plain cast, as ctf2bin's C conversion: overflow gives ±inf, NaN keeps its sign.
+        ElemType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+        ElemType::F64 => out.extend_from_slice(&v.to_le_bytes()),
+    }
+}
+
+impl Writer {
+    /// Starts a file at `path` with `streams` (names must be unique; sparse
+    /// dimensions below 2^31). The file appears when [`Writer::finish`] succeeds.
+    pub fn create(
+        path: impl AsRef<Path>,
+        streams: &[StreamDesc],
+        chunking: Chunking,
+    ) -> Result<Self> {
+        let mut names = std::collections::HashSet::new();
+        for s in streams {
+            if !names.insert(&s.name) {
+                return Err(Error::new(
+                    ErrorKind::DuplicateStream,
+                    format!("stream {:?} declared twice", s.name),
+                ));
+            }
+            if s.kind == StreamKind::Sparse && s.dim >= 1 << 31 {
+                return Err(Error::new(
+                    ErrorKind::BadSampleDim,
+                    format!("sparse stream {:?} has dimension {}", s.name, s.dim),
+                ));
+            }
+        }
+        let f = AtomicFile::create(path).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+        let mut out = BufWriter::with_capacity(1 << 20, f);
+        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        out.write_all(MAGIC).map_err(io)?;
+        out.write_all(&VERSION.to_le_bytes()).map_err(io)?;
+        Ok(Writer {
+            out,
+            records: vec![Vec::new(); streams.len()],
+            streams: streams.to_vec(),
+            chunking,
+            pos: 12,
+            table: Vec::new(),
+            lengths: Vec::new(),
+            chunk_estimate: 0,
+            running_total: 0,
+            close_pending: false,
+        })
+    }
+
+    /// Appends one sequence: one entry per stream, in declaration order.
+    pub fn add_sequence(&mut self, data: &[RecordData<'_>]) -> Result<()> {
+        if data.len() != self.streams.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} record(s) for {} stream(s)",
+                    data.len(),
+                    self.streams.len()
+                ),
+            ));
+        }
+        if self.close_pending {
+            self.flush_chunk()?;
+            self.close_pending = false;
+        }
+        // Check every record before writing any, so a refused sequence leaves no bytes behind.
+        for (s, d) in self.streams.iter().zip(data) {
+            match (s.kind, d) {
+                (StreamKind::Dense, RecordData::Dense { samples, values }) => {
+                    if values.len() as u64 != u64::from(*samples) * u64::from(s.dim) {
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!(
+                                "stream {:?}: {} values for {samples} samples of dimension {}",
+                                s.name,
+                                values.len(),
+                                s.dim
+                            ),
+                        ));
+                    }
+                }
+                (StreamKind::Sparse, RecordData::Sparse(samples)) => {
+                    let nnz: usize = samples.iter().map(Vec::len).sum();
+                    if u32::try_from(samples.len()).is_err() || i32::try_from(nnz).is_err() {
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!("stream {:?}: too many samples or entries", s.name),
+                        ));
+                    }
+                    if let Some((i, _)) = samples.iter().flatten().find(|(i, _)| *i >= s.dim) {
+                        return Err(Error::new(
+                            ErrorKind::IndexOutOfRange,
+                            format!("stream {:?}: index {i} outside 0..{}", s.name, s.dim),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("stream {:?} is {:?}, the record is not", s.name, s.kind),
+                    ));
+                }
+            }
+        }
+        let mut len = 0u32;
+        let mut estimate = 0u64;
+        for ((s, d), buf) in self.streams.iter().zip(data).zip(self.records.iter_mut()) {
+            let e = s.elem.size();
+            match (s.kind, d) {
+                (StreamKind::Dense, RecordData::Dense { samples, values }) => {
+                    buf.extend_from_slice(&samples.to_le_bytes());
+                    for &v in *values {
+                        put_value(buf, s.elem, v);
+                    }
+                    len = len.max(*samples);
+                    estimate += u64::from(*samples) * u64::from(s.dim) * e;
+                }
+                (StreamKind::Sparse, RecordData::Sparse(samples)) => {
+                    let k = samples.len() as u32;
+                    let nnz = samples.iter().map(Vec::len).sum::<usize>() as i32;
+                    buf.extend_from_slice(&k.to_le_bytes());
+                    buf.extend_from_slice(&nnz.to_le_bytes());
+                    for (_, v) in samples.iter().flatten() {
+                        put_value(buf, s.elem, *v);
+                    }
+                    for (i, _) in samples.iter().flatten() {
+                        buf.extend_from_slice(&i.to_le_bytes());
+                    }
+                    for smp in *samples {
+                        buf.extend_from_slice(&(smp.len() as u32).to_le_bytes());
+                    }
+                    len = len.max(k);
+                    for smp in *samples {
+                        estimate += smp.len() as u64 * (4 + e) + 4;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.lengths.push(len);
+        match self.chunking {
+            Chunking::Target(t) => {
+                self.chunk_estimate += estimate;
+                if self.chunk_estimate >= t {
+                    self.close_pending = true;
+                }
+            }
+            Chunking::Ctf2bin(t) => {
+                self.running_total += estimate;
+                if self.running_total >= t {
+                    // Closed only if another sequence follows (the last one stays open).
+                    self.close_pending = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> Result<()> {
+        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        let start = self.pos;
+        let mut samples = 0u64;
+        for l in &self.lengths {
+            self.out.write_all(&l.to_le_bytes()).map_err(io)?;
+            samples += u64::from(*l);
+        }
+        self.pos += 4 * self.lengths.len() as u64;
+        for r in &mut self.records {
+            self.out.write_all(r).map_err(io)?;
+            self.pos += r.len() as u64;
+            r.clear();
+        }
+        let nseq = u32::try_from(self.lengths.len())
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "too many sequences in a chunk"))?;
+        let samples = u32::try_from(samples)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "too many samples in a chunk"))?;
+        self.table.push((start, nseq, samples));
+        self.lengths.clear();
+        self.chunk_estimate = 0;
+        Ok(())
+    }
+
+    /// Writes the last chunk, the header and the footer, and renames the file into place.
+    pub fn finish(mut self) -> Result<()> {
+        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        // The open chunk is always written (an empty input gives one empty chunk).
+        self.flush_chunk()?;
+        let h = self.pos;
+        let mut head = Vec::new();
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&(self.table.len() as u32).to_le_bytes());
+        head.extend_from_slice(&(self.streams.len() as u32).to_le_bytes());
+        for s in &self.streams {
+            head.push(match s.kind {
+                StreamKind::Dense => 0,
+                StreamKind::Sparse => 1,
+            });
+            head.extend_from_slice(&(s.name.len() as u32).to_le_bytes());
+            head.extend_from_slice(s.name.as_bytes());
+            head.push(match s.elem {
+                ElemType::F32 => 0,
+                ElemType::F64 => 1,
+            });
+            head.extend_from_slice(&s.dim.to_le_bytes());
+        }
+        for (off, nseq, nsamp) in &self.table {
+            head.extend_from_slice(&(*off as i64).to_le_bytes());
+            head.extend_from_slice(&nseq.to_le_bytes());
+            head.extend_from_slice(&nsamp.to_le_bytes());
+        }
+        head.extend_from_slice(&(h as i64).to_le_bytes());
+        self.out.write_all(&head).map_err(io)?;
+        let f = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        f.finish().map_err(io)
+    }
+}
