@@ -243,6 +243,83 @@ fn format_runs(dir: &Path, table: &[u8]) -> Vec<FormatRun> {
         path: tbl,
         result,
     });
+
+    // CNTK binary: each group of 100 rows a sequence, (x, y) dense and the label one-hot sparse.
+    let cbf = dir.join("table.cbf.bin");
+    let result = (|| -> Result<String, String> {
+        use dataformats::cntk::{
+            Chunking, ElemType, Reader as CbfReader, Record, RecordData, StreamDesc, StreamKind,
+            Writer as CbfWriter,
+        };
+        let e = |x: dataformats::cntk::Error| x.to_string();
+        let streams = [
+            StreamDesc {
+                name: "features".into(),
+                kind: StreamKind::Dense,
+                elem: ElemType::F32,
+                dim: 2,
+            },
+            StreamDesc {
+                name: "label".into(),
+                kind: StreamKind::Sparse,
+                elem: ElemType::F32,
+                dim: 10,
+            },
+        ];
+        let mut w = CbfWriter::create(&cbf, &streams, Chunking::Target(64 << 10)).map_err(e)?;
+        let f32_at = |r: &[u8], o: usize| {
+            let mut b = [0u8; 4];
+            for (d, s) in b.iter_mut().zip(r.iter().skip(o)) {
+                *d = *s;
+            }
+            f64::from(f32::from_le_bytes(b))
+        };
+        let mut first_x = 0.0;
+        for (q, group) in table.chunks_exact(13 * 100).enumerate() {
+            let rows: Vec<&[u8]> = group.chunks_exact(13).collect();
+            let xs: Vec<f64> = rows
+                .iter()
+                .flat_map(|r| [f32_at(r, 4), f32_at(r, 8)])
+                .collect();
+            let labels: Vec<Vec<(u32, f64)>> = rows
+                .iter()
+                .map(|r| vec![(u32::from(r.get(12).copied().unwrap_or(0)), 1.0)])
+                .collect();
+            if q == 0 {
+                first_x = xs.first().copied().unwrap_or(0.0);
+            }
+            w.add_sequence(&[
+                RecordData::Dense {
+                    samples: rows.len() as u32,
+                    values: &xs,
+                },
+                RecordData::Sparse(&labels),
+            ])
+            .map_err(e)?;
+        }
+        w.finish().map_err(e)?;
+        let r = CbfReader::open(&cbf).map_err(e)?;
+        r.validate().map_err(e)?;
+        let ch = r.read_chunk(0).map_err(e)?;
+        let back = match ch.records.first().and_then(|p| p.first()) {
+            Some(Record::Dense { values, .. }) => values.first().copied().unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        };
+        if back.to_bits() != first_x.to_bits() {
+            return Err("first value read back differs".into());
+        }
+        let seqs: u32 = r.chunks().iter().map(|c| c.num_sequences).sum();
+        Ok(format!(
+            "{seqs} sequences in {} chunks, dense + sparse streams, validated and read back",
+            r.chunks().len()
+        ))
+    })();
+    runs.push(FormatRun {
+        format: "cntk",
+        bytes: std::fs::metadata(&cbf).map_or(0, |m| m.len()),
+        path: cbf,
+        result,
+    });
     runs
 }
 

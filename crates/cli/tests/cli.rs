@@ -30,7 +30,7 @@ fn demo_round_trips_every_codec() {
     let out = run(&["demo", "--dir", dir.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("11 of 11 round trips ok"), "{stdout}");
+    assert!(stdout.contains("12 of 12 round trips ok"), "{stdout}");
     assert!(
         dir.join("table.blp").is_file()
             && dir.join("table.npy").is_file()
