@@ -20,6 +20,7 @@
 
 #![deny(missing_docs)]
 
+pub mod ctf;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -179,3 +179,59 @@ fn target_chunking_and_validation() {
     }
     assert!(!dir.join("gone.bin").exists());
 }
+
+#[test]
+fn ctf2bin_conversions_are_byte_identical() {
+    use dataformats_cntk::ctf::{ctf_to_cbf, parse_streams_file};
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("df-cntk-ctf-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "bin") {
+            continue;
+        }
+        let sidecar: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.with_extension("bin.json")).unwrap()).unwrap();
+        let Some(chunk_size) = sidecar["producer_args"]["chunk_size"].as_u64() else {
+            continue;
+        };
+        if sidecar["valid"] != true {
+            continue;
+        }
+        let ctf = std::fs::read_to_string(p.with_extension("ctf")).unwrap();
+        let specs =
+            parse_streams_file(&std::fs::read_to_string(p.with_extension("streams")).unwrap())
+                .unwrap();
+        let precision = if sidecar["producer_args"]["precision"] == "double" {
+            ElemType::F64
+        } else {
+            ElemType::F32
+        };
+        let ours = out.join(p.file_name().unwrap());
+        ctf_to_cbf(
+            &ctf,
+            &specs,
+            precision,
+            Chunking::Ctf2bin(chunk_size),
+            &ours,
+            |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&p).unwrap());
+        assert!(
+            a == b,
+            "{}: differs at {:?} ({} vs {} bytes)",
+            p.display(),
+            a.iter().zip(&b).position(|(x, y)| x != y),
+            a.len(),
+            b.len()
+        );
+        n += 1;
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    assert!(n >= 35, "only {n} conversions compared");
+}
