@@ -258,7 +258,7 @@ pub(crate) struct PackArgs {
     shuffle: Option<String>,
     /// Uncompressed bytes per chunk (suffixes K, M, G allowed).
     #[arg(long)]
-    chunk_size: Option<String>,
+    pub(crate) chunk_size: Option<String>,
     /// Per-chunk checksum: None, adler32, crc32, md5, sha1, sha224, sha256, sha384, sha512.
     #[arg(long)]
     checksum: Option<String>,
@@ -323,7 +323,7 @@ impl PackArgs {
     }
 }
 
-fn parse_size(s: &str) -> Option<usize> {
+pub(crate) fn parse_size(s: &str) -> Option<usize> {
     let (num, mul) = match s.chars().last()? {
         'K' | 'k' => (&s[..s.len() - 1], 1usize << 10),
         'M' | 'm' => (&s[..s.len() - 1], 1 << 20),

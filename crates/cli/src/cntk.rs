@@ -196,3 +196,127 @@ pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>, as_json: bool) -> Res
     }
     Ok(())
 }
+
+/// Settings for CTF → CBF conversion.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub(crate) struct CtfArgs {
+    /// A ctf2bin stream file (`name alias dense|sparse dim` per line).
+    #[arg(long)]
+    streams: Option<std::path::PathBuf>,
+    /// A stream as NAME:dense|sparse:DIM[:ALIAS] (repeatable; instead of --streams).
+    #[arg(long = "stream")]
+    stream: Vec<String>,
+    /// Element type of every stream: f32 (default) or f64.
+    #[arg(long, default_value = "f32")]
+    precision: String,
+    /// Reproduce ctf2bin.py's output byte for byte (its chunking rule).
+    #[arg(long)]
+    compat: Option<String>,
+}
+
+/// `convert data.ctf data.bin` and `convert data.bin data.ctf`.
+pub(crate) fn convert(
+    input: &Path,
+    output: &Path,
+    to_binary: bool,
+    args: &CtfArgs,
+    chunk_size: Option<&str>,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use dataformats::cntk::ctf::{ctf_to_cbf, parse_stream_arg, parse_streams_file};
+    use dataformats::cntk::{Chunking, ElemType};
+    let usage = |m: String| Failure::new(2, "usage", None, m);
+    if !to_binary {
+        // CBF -> CTF: the dump text, written atomically.
+        let r = open(input)?;
+        let mut text = String::new();
+        let mut id = 0u64;
+        for i in 0..r.chunks().len() {
+            let ch = r.read_chunk(i).map_err(|e| fail(input, &e))?;
+            for q in 0..ch.sequence_lengths.len() {
+                let recs: Vec<&Record> = ch.records.iter().filter_map(|p| p.get(q)).collect();
+                for line in ctf_lines(&r, id, &recs) {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                id += 1;
+            }
+        }
+        let mut f = dataformats::core::AtomicFile::create(output)
+            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
+        std::io::Write::write_all(&mut f, text.as_bytes())
+            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
+        f.finish()
+            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
+        say!(
+            "{}",
+            if as_json {
+                json!({"sequences": id}).to_string()
+            } else {
+                format!(
+                    "{} -> {}: {id} sequence(s) as CTF text",
+                    input.display(),
+                    output.display()
+                )
+            }
+        );
+        return Ok(());
+    }
+    let specs = match (&args.streams, args.stream.is_empty()) {
+        (Some(p), true) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| Failure::new(1, "io", Some(p), e.to_string()))?;
+            parse_streams_file(&t).map_err(|e| Failure::new(2, "usage", Some(p), e.to_string()))?
+        }
+        (None, false) => args
+            .stream
+            .iter()
+            .map(|s| parse_stream_arg(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| usage(e.to_string()))?,
+        _ => return Err(usage(
+            "give the streams with either --streams FILE or --stream NAME:dense|sparse:DIM[:ALIAS]"
+                .into(),
+        )),
+    };
+    let precision = match args.precision.as_str() {
+        "f32" | "float" => ElemType::F32,
+        "f64" | "double" => ElemType::F64,
+        p => return Err(usage(format!("precision {p:?} is not f32 or f64"))),
+    };
+    let size = match chunk_size {
+        Some(s) => crate::bloscpack::parse_size(s)
+            .ok_or_else(|| usage(format!("bad chunk size {s:?}")))? as u64,
+        None => 32 << 20,
+    };
+    let chunking = match args.compat.as_deref() {
+        Some("ctf2bin") => Chunking::Ctf2bin(size),
+        None => Chunking::Target(size),
+        Some(c) => return Err(usage(format!("--compat {c:?}: only ctf2bin is known"))),
+    };
+    let text =
+        std::fs::read(input).map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
+    let text = String::from_utf8(text)
+        .map_err(|e| Failure::new(1, "bad_text", Some(input), format!("not UTF-8: {e}")))?;
+    let bar = progress::bytes(text.len() as u64, "ctf->cbf", as_json);
+    let report = ctf_to_cbf(&text, &specs, precision, chunking, output, |n| {
+        bar.inc(n as u64)
+    })
+    .map_err(|e| Failure::new(1, "bad_ctf", Some(input), e.to_string()))?;
+    bar.finish_and_clear();
+    if as_json {
+        say!(
+            "{}",
+            json!({"sequences": report.sequences, "samples": report.samples})
+        );
+    } else {
+        say!(
+            "{} -> {}: {} sequence(s), {} sample(s)",
+            input.display(),
+            output.display(),
+            report.sequences,
+            report.samples
+        );
+    }
+    Ok(())
+}

@@ -33,6 +33,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show a file's format, header, schema and layout.
@@ -68,6 +70,9 @@ enum Command {
         /// Settings when the output is a Bloscpack file.
         #[command(flatten)]
         pack: bloscpack::PackArgs,
+        /// Settings for CNTK text -> binary.
+        #[command(flatten)]
+        ctf: cntk::CtfArgs,
         /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
         #[arg(long, default_value_t = 1)]
         workers: usize,
@@ -209,6 +214,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             pack,
             workers,
             no_compress,
+            ctf,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
@@ -222,6 +228,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
                 Some(Format::Blz) => blz::convert(&input, &output, cli.json),
+                Some(Format::Ctf) if out_ext == "bin" => cntk::convert(
+                    &input,
+                    &output,
+                    true,
+                    &ctf,
+                    pack.chunk_size.as_deref(),
+                    cli.json,
+                ),
+                Some(Format::Cntk) if out_ext == "ctf" => {
+                    cntk::convert(&input, &output, false, &ctf, None, cli.json)
+                }
                 Some(Format::Tbl2) if out_ext == "tar" => {
                     tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
                 }

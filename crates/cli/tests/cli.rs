@@ -383,3 +383,76 @@ fn tbl2_convert_inspect_validate_dump() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn ctf_to_cbf_and_back() {
+    let dir = scratch("ctf");
+    let ctf = dir.join("d.ctf");
+    std::fs::write(
+        &ctf,
+        "0 |x 1 2 |y 3:1.5\n0 |x 3 4\n1 |y 0:2 1:-1 |# a comment\n",
+    )
+    .unwrap();
+    let bin = dir.join("d.bin");
+    let out = run(&[
+        "--json",
+        "convert",
+        ctf.to_str().unwrap(),
+        bin.to_str().unwrap(),
+        "--stream",
+        "x:dense:2",
+        "--stream",
+        "y:sparse:5",
+        "--compat",
+        "ctf2bin",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["sequences"].as_u64(), v["samples"].as_u64()),
+        (Some(2), Some(4))
+    );
+    assert!(run(&["validate", bin.to_str().unwrap()]).status.success());
+    let back = dir.join("back.ctf");
+    assert!(
+        run(&["convert", bin.to_str().unwrap(), back.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let bin2 = dir.join("d2.bin");
+    assert!(
+        run(&[
+            "convert",
+            back.to_str().unwrap(),
+            bin2.to_str().unwrap(),
+            "--stream",
+            "x:dense:2",
+            "--stream",
+            "y:sparse:5",
+            "--compat",
+            "ctf2bin"
+        ])
+        .status
+        .success()
+    );
+    assert_eq!(
+        std::fs::read(&bin).unwrap(),
+        std::fs::read(&bin2).unwrap(),
+        "bin -> ctf -> bin"
+    );
+    // A bad value is reported with its line and column.
+    std::fs::write(&ctf, "0 |x 1 2\n0 |x 1 oops\n").unwrap();
+    let out = run(&[
+        "convert",
+        ctf.to_str().unwrap(),
+        bin.to_str().unwrap(),
+        "--stream",
+        "x:dense:2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("line 2, column 3"),
+        "{}",
+        text(&out.stderr)
+    );
+}
