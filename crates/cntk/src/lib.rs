@@ -24,10 +24,12 @@ pub mod ctf;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod randomize;
 mod read;
 mod write;
 
 pub use error::{Error, ErrorKind, Result};
+pub use randomize::{BatchSize, Minibatches, ReaderConfig, Window};
 pub use read::{
     Chunk, ChunkEntry, ElemType, MAGIC, Reader, Record, StreamDesc, StreamKind, VERSION,
 };
