@@ -227,27 +227,16 @@ pub(crate) fn convert(
     use dataformats::cntk::{Chunking, ElemType};
     let usage = |m: String| Failure::new(2, "usage", None, m);
     if !to_binary {
-        // CBF -> CTF: the dump text, written atomically.
+        // CBF -> CTF, streamed into a file that appears when complete.
         let r = open(input)?;
-        let mut text = String::new();
-        let mut id = 0u64;
-        for i in 0..r.chunks().len() {
-            let ch = r.read_chunk(i).map_err(|e| fail(input, &e))?;
-            for q in 0..ch.sequence_lengths.len() {
-                let recs: Vec<&Record> = ch.records.iter().filter_map(|p| p.get(q)).collect();
-                for line in ctf_lines(&r, id, &recs) {
-                    text.push_str(&line);
-                    text.push('\n');
-                }
-                id += 1;
-            }
-        }
-        let mut f = dataformats::core::AtomicFile::create(output)
-            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
-        std::io::Write::write_all(&mut f, text.as_bytes())
-            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
-        f.finish()
-            .map_err(|e| Failure::new(1, "io", Some(output), e.to_string()))?;
+        let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
+        let mut f =
+            std::io::BufWriter::new(dataformats::core::AtomicFile::create(output).map_err(io)?);
+        let id = dataformats::cntk::ctf::cbf_to_ctf(&r, &mut f).map_err(|e| fail(input, &e))?;
+        f.into_inner()
+            .map_err(|e| io(e.into_error()))?
+            .finish()
+            .map_err(io)?;
         say!(
             "{}",
             if as_json {
@@ -294,12 +283,12 @@ pub(crate) fn convert(
         None => Chunking::Target(size),
         Some(c) => return Err(usage(format!("--compat {c:?}: only ctf2bin is known"))),
     };
-    let text =
-        std::fs::read(input).map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
-    let text = String::from_utf8(text)
-        .map_err(|e| Failure::new(1, "bad_text", Some(input), format!("not UTF-8: {e}")))?;
-    let bar = progress::bytes(text.len() as u64, "ctf->cbf", as_json);
-    let report = ctf_to_cbf(&text, &specs, precision, chunking, output, |n| {
+    let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let file = std::fs::File::open(input)
+        .map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
+    let bar = progress::bytes(size, "ctf->cbf", as_json);
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let report = ctf_to_cbf(reader, &specs, precision, chunking, output, |n| {
         bar.inc(n as u64)
     })
     .map_err(|e| Failure::new(1, "bad_ctf", Some(input), e.to_string()))?;

@@ -175,6 +175,64 @@ fn universal_newlines(s: &str) -> String {
     s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
+/// Reads text lines with Python's universal newlines (CRLF, LF and a lone CR
+/// end a line; nothing else does), strict UTF-8, one line at a time.
+struct Lines<R> {
+    r: R,
+    pending: std::collections::VecDeque<String>,
+    buf: Vec<u8>,
+    number: usize,
+}
+
+impl<R: std::io::BufRead> Lines<R> {
+    fn new(r: R) -> Self {
+        Lines {
+            r,
+            pending: Default::default(),
+            buf: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// The next line (without its end) and its 1-based number, and the bytes it took.
+    fn next(&mut self) -> Result<Option<(usize, String, usize)>> {
+        if let Some(l) = self.pending.pop_front() {
+            self.number += 1;
+            return Ok(Some((self.number, l, 0)));
+        }
+        self.buf.clear();
+        let n = self
+            .r
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let had_nl = self.buf.last() == Some(&b'\n');
+        if had_nl {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        let text = std::str::from_utf8(&self.buf).map_err(|e| {
+            perr(
+                self.number + 1,
+                e.valid_up_to() + 1,
+                "the text is not UTF-8",
+            )
+        })?;
+        let mut pieces: Vec<String> = text.split('\r').map(str::to_string).collect();
+        if !had_nl && pieces.len() > 1 && pieces.last().is_some_and(String::is_empty) {
+            pieces.pop();
+        }
+        self.pending.extend(pieces);
+        let first = self.pending.pop_front().unwrap_or_default();
+        self.number += 1;
+        Ok(Some((self.number, first, n)))
+    }
+}
+
 /// What a conversion produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ConvertReport {
@@ -195,7 +253,7 @@ enum Acc {
 /// values parsed as f64 and cast to f32 for `precision` f32. Errors give the
 /// line and column.
 pub fn ctf_to_cbf(
-    text: &str,
+    input: impl std::io::BufRead,
     specs: &[StreamSpec],
     precision: ElemType,
     chunking: Chunking,
@@ -227,8 +285,7 @@ pub fn ctf_to_cbf(
     let mut report = ConvertReport::default();
     let mut acc: Option<Vec<Acc>> = None;
     let mut current_id: Option<String> = None;
-    let text = universal_newlines(text);
-    let body = text.strip_suffix('\n').unwrap_or(&text);
+    let mut lines = Lines::new(input);
     let flush =
         |w: &mut Writer, acc: &mut Option<Vec<Acc>>, report: &mut ConvertReport| -> Result<()> {
             if let Some(a) = acc.take() {
@@ -247,10 +304,9 @@ pub fn ctf_to_cbf(
             }
             Ok(())
         };
-    if !body.is_empty() {
-        for (ln, line) in body.split('\n').enumerate() {
-            let ln = ln + 1;
-            progress(line.len() + 1);
+    {
+        while let Some((ln, line, taken)) = lines.next()? {
+            progress(taken);
             let Some(bar) = line.find('|') else {
                 return Err(perr(
                     ln,
@@ -352,4 +408,77 @@ pub fn ctf_to_cbf(
     flush(&mut w, &mut acc, &mut report)?;
     w.finish()?;
     Ok(report)
+}
+
+/// Writes every sequence of `reader` as CTF text: one line per sample row,
+/// `id |name values` (dense) or `id |name index:value ...` (sparse), with
+/// the sequence's global index as id and the binary's stream names as field
+/// names; a sequence of length 0 becomes `id |#` so it survives a round trip.
+/// Values use the shortest text that parses back to the same number.
+pub fn cbf_to_ctf(reader: &crate::read::Reader, out: &mut impl std::io::Write) -> Result<u64> {
+    use crate::read::Record;
+    let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+    let mut id = 0u64;
+    for c in 0..reader.chunks().len() {
+        let ch = reader.read_chunk(c)?;
+        for q in 0..ch.sequence_lengths.len() {
+            let recs: Vec<&Record> = ch.records.iter().filter_map(|p| p.get(q)).collect();
+            let rows = recs.iter().map(|r| r.samples()).max().unwrap_or(0);
+            if rows == 0 {
+                writeln!(out, "{id} |#").map_err(io)?;
+            }
+            for j in 0..rows as usize {
+                let mut line = id.to_string();
+                for (s, rec) in reader.streams().iter().zip(&recs) {
+                    if j >= rec.samples() as usize {
+                        continue;
+                    }
+                    line.push_str(" |");
+                    line.push_str(&s.name);
+                    match rec {
+                        Record::Dense { values, .. } => {
+                            let dim = s.dim as usize;
+                            for v in values.get(j * dim..(j + 1) * dim).unwrap_or_default() {
+                                line.push(' ');
+                                line.push_str(&fmt_value(*v));
+                            }
+                        }
+                        Record::Sparse {
+                            values,
+                            indices,
+                            sizes,
+                            ..
+                        } => {
+                            let start: usize = sizes.iter().take(j).map(|&n| n as usize).sum();
+                            let n = sizes.get(j).copied().unwrap_or(0) as usize;
+                            for k in start..start + n {
+                                line.push_str(&format!(
+                                    " {}:{}",
+                                    indices.get(k).copied().unwrap_or(0),
+                                    fmt_value(values.get(k).copied().unwrap_or(0.0))
+                                ));
+                            }
+                        }
+                    }
+                }
+                writeln!(out, "{line}").map_err(io)?;
+            }
+            id += 1;
+        }
+    }
+    Ok(id)
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        if v.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        }
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        format!("{v}")
+    }
 }

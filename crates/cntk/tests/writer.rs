@@ -213,7 +213,7 @@ fn ctf2bin_conversions_are_byte_identical() {
         };
         let ours = out.join(p.file_name().unwrap());
         ctf_to_cbf(
-            &ctf,
+            ctf.as_bytes(),
             &specs,
             precision,
             Chunking::Ctf2bin(chunk_size),
@@ -234,4 +234,77 @@ fn ctf2bin_conversions_are_byte_identical() {
     }
     std::fs::remove_dir_all(&out).unwrap();
     assert!(n >= 35, "only {n} conversions compared");
+}
+
+#[test]
+fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
+    use dataformats_cntk::ctf::{StreamSpec, cbf_to_ctf, ctf_to_cbf, parse_streams_file};
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("df-cntk-fix-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "ctf") {
+            continue;
+        }
+        let sidecar: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.with_extension("bin.json")).unwrap()).unwrap();
+        if sidecar["valid"] != true {
+            continue;
+        }
+        let chunk_size = sidecar["producer_args"]["chunk_size"].as_u64().unwrap();
+        let precision = if sidecar["producer_args"]["precision"] == "double" {
+            ElemType::F64
+        } else {
+            ElemType::F32
+        };
+        let specs =
+            parse_streams_file(&std::fs::read_to_string(p.with_extension("streams")).unwrap())
+                .unwrap();
+        // The text we write names fields by the binary's stream names.
+        let by_name: Vec<StreamSpec> = specs
+            .iter()
+            .map(|s| StreamSpec {
+                alias: s.name.clone(),
+                ..s.clone()
+            })
+            .collect();
+        let bin1 = out.join("1.bin");
+        ctf_to_cbf(
+            std::fs::read(&p).unwrap().as_slice(),
+            &specs,
+            precision,
+            Chunking::Ctf2bin(chunk_size),
+            &bin1,
+            |_| {},
+        )
+        .unwrap();
+        let mut text1 = Vec::new();
+        cbf_to_ctf(&Reader::open(&bin1).unwrap(), &mut text1).unwrap();
+        let bin2 = out.join("2.bin");
+        ctf_to_cbf(
+            text1.as_slice(),
+            &by_name,
+            precision,
+            Chunking::Ctf2bin(chunk_size),
+            &bin2,
+            |_| {},
+        )
+        .unwrap();
+        let mut text2 = Vec::new();
+        cbf_to_ctf(&Reader::open(&bin2).unwrap(), &mut text2).unwrap();
+        assert_eq!(
+            std::fs::read(&bin1).unwrap(),
+            std::fs::read(&bin2).unwrap(),
+            "{}: CBF changed",
+            p.display()
+        );
+        assert_eq!(text1, text2, "{}: CTF changed", p.display());
+        n += 1;
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    assert!(n >= 35, "only {n}");
 }
