@@ -287,13 +287,41 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 seeds.push((format!("vec-{}", seeds.len()), seed));
             }
         }
-        "cntk_file" => {
+        "ctf" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("cntk"), ".ctf", &mut files);
+            files.sort();
+            for p in files.iter().take(40) {
+                if let Ok(b) = fs::read(p) {
+                    seeds.push((
+                        format!("vec-{}", seeds.len()),
+                        b[..b.len().min(4096)].to_vec(),
+                    ));
+                }
+            }
+        }
+        "cntk_file" | "cntk_header" => {
             let mut files = Vec::new();
             files_with_suffix(&vectors_dir().join("cntk"), ".bin", &mut files);
             files.sort();
             for p in files {
                 if let Ok(b) = fs::read(&p) {
-                    if b.len() <= 64 << 10 {
+                    if target == "cntk_header" {
+                        // The header without the 12-byte preamble and the footer.
+                        if let Some(h) = b
+                            .len()
+                            .checked_sub(8)
+                            .and_then(|f| b.get(f..))
+                            .map(|f| i64::from_le_bytes(f.try_into().unwrap_or([0; 8])))
+                        {
+                            if let Some(part) = usize::try_from(h)
+                                .ok()
+                                .and_then(|h| b.get(h + 8..b.len() - 8))
+                            {
+                                seeds.push((format!("vec-{}", seeds.len()), part.to_vec()));
+                            }
+                        }
+                    } else if b.len() <= 64 << 10 {
                         seeds.push((format!("vec-{}", seeds.len()), b));
                     }
                 }

@@ -19,3 +19,60 @@ pub fn file(data: &[u8]) {
         }
     }
 }
+
+/// Arbitrary bytes as the header behind a valid preamble and footer: the
+/// descriptor and chunk-table parsing, without the magic checks in the way.
+pub fn header(data: &[u8]) {
+    let mut f = Vec::with_capacity(data.len() + 28);
+    f.extend_from_slice(crate::read::MAGIC);
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(crate::read::MAGIC);
+    f.extend_from_slice(data);
+    f.extend_from_slice(&12i64.to_le_bytes());
+    file(&f);
+}
+
+/// Arbitrary text through the CTF converter (streams `a` dense 2 and `b`
+/// sparse 5); whatever converts must read back and validate.
+pub fn ctf(data: &[u8]) {
+    use crate::ctf::{StreamSpec, ctf_to_cbf};
+    use crate::read::{ElemType, StreamKind};
+    use crate::write::Chunking;
+    let specs = [
+        StreamSpec {
+            name: "a".into(),
+            alias: "a".into(),
+            kind: StreamKind::Dense,
+            dim: 2,
+        },
+        StreamSpec {
+            name: "b".into(),
+            alias: "b".into(),
+            kind: StreamKind::Sparse,
+            dim: 5,
+        },
+    ];
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let out = base.join(format!("df-fuzz-ctf-{}.bin", std::process::id()));
+    if ctf_to_cbf(
+        data,
+        &specs,
+        ElemType::F32,
+        Chunking::Ctf2bin(64),
+        &out,
+        |_| {},
+    )
+    .is_ok()
+    {
+        let r = crate::read::Reader::open(&out);
+        assert!(
+            r.is_ok_and(|r| r.validate().is_ok()),
+            "converted CTF must read back"
+        );
+    }
+    let _ = std::fs::remove_file(&out);
+}
