@@ -29,6 +29,9 @@ tasks:
       Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
       with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
       stable. --replay instead reruns every saved input in fuzz/corpus/*/regressions.
+  bench cntk
+      Release-mode CTF -> CBF conversion and dense f32 read throughput, then the
+      converter's peak memory on a 1 GiB CTF file.
   bench tbl2
       Release-mode table: random-access reads with CRC-16 on and off and tar->tbl
       conversion on ~100 MB data sets, against TurboLoader's numbers; then the peak
@@ -97,6 +100,27 @@ fn bench(args: &[String]) -> Result<bool, String> {
     let Some((what, rest)) = args.split_first() else {
         return Err("bench needs a format: `cargo xtask bench bloscpack`".into());
     };
+    if what == "cntk" {
+        let run = |extra: &[&str]| -> Result<bool, String> {
+            let status = Command::new("cargo")
+                .args([
+                    "run",
+                    "--quiet",
+                    "--release",
+                    "-p",
+                    "dataformats-cntk",
+                    "--example",
+                    "bench_cntk",
+                    "--",
+                ])
+                .args(extra)
+                .current_dir(project_root())
+                .status()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            Ok(status.success())
+        };
+        return Ok(run(&[])? && run(&["--convert-memory", "1"])?);
+    }
     if what == "tbl2" {
         let run = |extra: &[&str]| -> Result<bool, String> {
             let status = Command::new("cargo")
@@ -119,7 +143,9 @@ fn bench(args: &[String]) -> Result<bool, String> {
         return Ok(run(&[])? && run(&["--convert-memory", "1"])?);
     }
     if what != "bloscpack" {
-        return Err(format!("no bench for `{what}` (have: bloscpack, tbl2)"));
+        return Err(format!(
+            "no bench for `{what}` (have: bloscpack, tbl2, cntk)"
+        ));
     }
     let (mut mb, mut gb) = ("200".to_string(), "1".to_string());
     let mut it = rest.iter();

@@ -173,6 +173,44 @@ fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
     a
 }
 
+/// A cursor over a chunk already in memory (borrowed from a map when possible).
+struct SliceCursor<'a> {
+    data: &'a [u8],
+    base: u64,
+    pos: usize,
+}
+
+impl<'a> SliceCursor<'a> {
+    fn bytes(&mut self, n: u64, kind: ErrorKind, what: &str) -> Result<&'a [u8]> {
+        let at = self.base + self.pos as u64;
+        let end = usize::try_from(n)
+            .ok()
+            .and_then(|n| self.pos.checked_add(n))
+            .filter(|&e| e <= self.data.len());
+        let Some(end) = end else {
+            return Err(Error::new(
+                kind,
+                format!(
+                    "{what} ({n} bytes) passes the end of the chunk at {}",
+                    self.base + self.data.len() as u64
+                ),
+            )
+            .at(at));
+        };
+        let out = self.data.get(self.pos..end).unwrap_or_default();
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn u32(&mut self, kind: ErrorKind, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(arr::<4>(self.bytes(4, kind, what)?)))
+    }
+
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+}
+
 fn floats(b: &[u8], elem: ElemType) -> Vec<f64> {
     match elem {
         ElemType::F32 => b
@@ -421,10 +459,11 @@ impl Reader {
         })?;
         let span = entry.end - entry.offset;
         self.limits.check_alloc("chunk", span)?;
-        let mut c = Cursor {
-            src: &self.src,
-            pos: entry.offset,
-            end: entry.end,
+        let chunk_bytes = self.src.bytes(entry.offset, span)?;
+        let mut c = SliceCursor {
+            data: &chunk_bytes,
+            base: entry.offset,
+            pos: 0,
         };
         let nseq = entry.num_sequences as usize;
         let prefix_bytes = c
@@ -455,7 +494,7 @@ impl Reader {
             // Grows with the records actually read, never sized from the file's counts.
             let mut per = Vec::new();
             for q in 0..nseq {
-                let at = c.pos;
+                let at = c.offset();
                 let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
                 let k = c
                     .u32(ErrorKind::ChunkOverrun, "sample count")
@@ -472,11 +511,11 @@ impl Reader {
                             .map_err(loc)?;
                         per.push(Record::Dense {
                             samples: k,
-                            values: floats(&b, s.elem),
+                            values: floats(b, s.elem),
                         });
                     }
                     StreamKind::Sparse => {
-                        let nnz_at = c.pos;
+                        let nnz_at = c.offset();
                         let nnz = c.u32(ErrorKind::ChunkOverrun, "nnz").map_err(loc)? as i32;
                         if nnz < 0 {
                             return Err(loc(Error::new(
@@ -499,7 +538,7 @@ impl Reader {
                                 "per-sample sizes",
                             )
                             .map_err(loc)?;
-                        let sizes = i32s(&sb);
+                        let sizes = i32s(sb);
                         if let Some(bad) = sizes.iter().find(|&&x| x < 0) {
                             return Err(loc(Error::new(
                                 ErrorKind::BadCount,
@@ -515,7 +554,7 @@ impl Reader {
                             )
                             .at(at)));
                         }
-                        let indices = i32s(&ib);
+                        let indices = i32s(ib);
                         if let Some(bad) = indices
                             .iter()
                             .find(|&&x| x < 0 || x as u64 >= u64::from(s.dim))
@@ -528,7 +567,7 @@ impl Reader {
                         }
                         per.push(Record::Sparse {
                             samples: k,
-                            values: floats(&vb, s.elem),
+                            values: floats(vb, s.elem),
                             indices: indices.into_iter().map(|x| x as u32).collect(),
                             sizes: sizes.into_iter().map(|x| x as u32).collect(),
                         });
@@ -553,16 +592,16 @@ impl Reader {
                 .at(entry.offset));
             }
         }
-        if c.pos != entry.end {
+        if c.offset() != entry.end {
             return Err(Error::new(
                 ErrorKind::ChunkSizeMismatch,
                 format!(
                     "{} unused byte(s) at the end of the chunk",
-                    entry.end - c.pos
+                    entry.end - c.offset()
                 ),
             )
             .in_chunk(i)
-            .at(c.pos));
+            .at(c.offset()));
         }
         Ok(Chunk {
             sequence_lengths: lengths,

@@ -1,0 +1,129 @@
+//! The CNTK speed table (`cargo xtask bench cntk` runs this in release mode):
+//! CTF → CBF conversion throughput, reading dense f32 sequences, and (with
+//! `--convert-memory GB`) the converter's peak memory on a large CTF file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::io::Write;
+use std::time::Instant;
+
+use dataformats_cntk::ctf::{StreamSpec, ctf_to_cbf};
+use dataformats_cntk::{Chunking, ElemType, Reader, Record, StreamKind};
+
+fn make_ctf(path: &std::path::Path, bytes: u64) -> u64 {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut written = 0u64;
+    let mut s = 1u64;
+    let mut seq = 0u64;
+    while written < bytes {
+        for _ in 0..20 {
+            let mut line = format!("{seq} |features");
+            for _ in 0..64 {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                line.push_str(&format!(" {:.6}", (s % 2_000_000) as f64 / 1e6 - 1.0));
+            }
+            line.push_str(&format!(" |labels {}:1\n", s % 10));
+            written += line.len() as u64;
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        seq += 1;
+    }
+    written
+}
+
+fn peak_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        / 1024
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = std::env::temp_dir().join(format!("df-cntk-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let specs = [
+        StreamSpec {
+            name: "features".into(),
+            alias: "features".into(),
+            kind: StreamKind::Dense,
+            dim: 64,
+        },
+        StreamSpec {
+            name: "labels".into(),
+            alias: "labels".into(),
+            kind: StreamKind::Sparse,
+            dim: 10,
+        },
+    ];
+    let mb = if args.first().map(String::as_str) == Some("--convert-memory") {
+        args.get(1).and_then(|s| s.parse::<u64>().ok()).unwrap_or(1) * 1024
+    } else {
+        200
+    };
+    let ctf = dir.join("data.ctf");
+    let text_bytes = make_ctf(&ctf, mb << 20);
+    let bin = dir.join("data.bin");
+    let before = peak_rss_mib();
+    let t = Instant::now();
+    let f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&ctf).unwrap());
+    let report = ctf_to_cbf(
+        f,
+        &specs,
+        ElemType::F32,
+        Chunking::Target(32 << 20),
+        &bin,
+        |_| {},
+    )
+    .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "CTF -> CBF: {:.0} MB of text, {} sequences, {:.1} s: {:.0} MB/s of CTF on one core (target: 100 MB/s)",
+        text_bytes as f64 / 1e6,
+        report.sequences,
+        secs,
+        text_bytes as f64 / 1e6 / secs
+    );
+    if args.first().map(String::as_str) == Some("--convert-memory") {
+        println!(
+            "peak RSS before converting {before} MiB, after {} MiB (chunks of 32 MiB)",
+            peak_rss_mib()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        return;
+    }
+    // Reading: every chunk decoded; dense f32 payload bytes per second.
+    // SAFETY: the bench owns the file and does not change it while mapped.
+    let src = unsafe { dataformats_core::Source::map(&bin) }.unwrap();
+    let r = Reader::with_limits(src, dataformats_core::Limits::default()).unwrap();
+    let mut best = f64::MAX;
+    let mut dense_bytes = 0u64;
+    for _ in 0..5 {
+        let t = Instant::now();
+        dense_bytes = 0;
+        for c in 0..r.chunks().len() {
+            let ch = r.read_chunk(c).unwrap();
+            for rec in &ch.records[0] {
+                if let Record::Dense { values, .. } = rec {
+                    dense_bytes += values.len() as u64 * 4;
+                }
+            }
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "read dense f32: {:.0} MB of values in {:.3} s: {:.2} GB/s (target: 1 GB/s), all checks on",
+        dense_bytes as f64 / 1e6,
+        best,
+        dense_bytes as f64 / best / 1e9
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
