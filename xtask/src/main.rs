@@ -96,56 +96,56 @@ fn ci(args: &[String]) -> Result<bool, String> {
     Ok(status.success())
 }
 
+/// Runs a format crate's bench example in release mode with `args`.
+fn run_example(
+    package: &str,
+    features: &[&str],
+    example: &str,
+    args: &[&str],
+) -> Result<bool, String> {
+    let mut cmd = Command::new("cargo");
+    cmd.args(["run", "--quiet", "--release", "-p", package]);
+    for f in features {
+        cmd.args(["--features", f]);
+    }
+    let status = cmd
+        .args(["--example", example, "--"])
+        .args(args)
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    Ok(status.success())
+}
+
 fn bench(args: &[String]) -> Result<bool, String> {
     let Some((what, rest)) = args.split_first() else {
         return Err("bench needs a format: `cargo xtask bench bloscpack`".into());
     };
-    if what == "cntk" {
-        let run = |extra: &[&str]| -> Result<bool, String> {
-            let status = Command::new("cargo")
-                .args([
-                    "run",
-                    "--quiet",
-                    "--release",
-                    "-p",
+    match what.as_str() {
+        "cntk" => {
+            return Ok(run_example("dataformats-cntk", &[], "bench_cntk", &[])?
+                && run_example(
                     "dataformats-cntk",
-                    "--example",
+                    &[],
                     "bench_cntk",
-                    "--",
-                ])
-                .args(extra)
-                .current_dir(project_root())
-                .status()
-                .map_err(|e| format!("cannot run cargo: {e}"))?;
-            Ok(status.success())
-        };
-        return Ok(run(&[])? && run(&["--convert-memory", "1"])?);
-    }
-    if what == "tbl2" {
-        let run = |extra: &[&str]| -> Result<bool, String> {
-            let status = Command::new("cargo")
-                .args([
-                    "run",
-                    "--quiet",
-                    "--release",
-                    "-p",
+                    &["--convert-memory", "1"],
+                )?);
+        }
+        "tbl2" => {
+            return Ok(run_example("dataformats-tbl2", &[], "bench_tbl2", &[])?
+                && run_example(
                     "dataformats-tbl2",
-                    "--example",
+                    &[],
                     "bench_tbl2",
-                    "--",
-                ])
-                .args(extra)
-                .current_dir(project_root())
-                .status()
-                .map_err(|e| format!("cannot run cargo: {e}"))?;
-            Ok(status.success())
-        };
-        return Ok(run(&[])? && run(&["--convert-memory", "1"])?);
-    }
-    if what != "bloscpack" {
-        return Err(format!(
-            "no bench for `{what}` (have: bloscpack, tbl2, cntk)"
-        ));
+                    &["--convert-memory", "1"],
+                )?);
+        }
+        "bloscpack" => {}
+        _ => {
+            return Err(format!(
+                "no bench for `{what}` (have: bloscpack, tbl2, cntk)"
+            ));
+        }
     }
     let (mut mb, mut gb) = ("200".to_string(), "1".to_string());
     let mut it = rest.iter();
@@ -156,25 +156,7 @@ fn bench(args: &[String]) -> Result<bool, String> {
             other => return Err(format!("bench: unknown argument `{other}`")),
         }
     }
-    let run = |extra: &[&str]| -> Result<bool, String> {
-        let status = Command::new("cargo")
-            .args([
-                "run",
-                "--quiet",
-                "--release",
-                "-p",
-                "dataformats-bloscpack",
-                "--features",
-                "rayon",
-                "--example",
-                "bench_unpack",
-                "--",
-            ])
-            .args(extra)
-            .current_dir(project_root())
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        Ok(status.success())
-    };
-    Ok(run(&[&mb])? && run(&["--pack-memory", &gb])?)
+    let bp =
+        |extra: &[&str]| run_example("dataformats-bloscpack", &["rayon"], "bench_unpack", extra);
+    Ok(bp(&[&mb])? && bp(&["--pack-memory", &gb])?)
 }

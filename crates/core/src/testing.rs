@@ -1,5 +1,7 @@
 //! Helpers for the workspace's tests. Not a stable API.
 
+#![allow(clippy::panic)]
+
 use std::path::PathBuf;
 
 /// The shared vectors of `format`: `$DATAFORMATS_VECTORS/<format>`, or
@@ -24,4 +26,24 @@ pub fn vectors_dir(format: &str) -> Option<PathBuf> {
     );
     eprintln!("skipping: vectors folder {} not found", dir.display());
     None
+}
+
+/// Runs `f` on every saved input in `fuzz/corpus/<target>/regressions/` (the
+/// entry point the fuzz target uses), failing when there is none.
+pub fn replay_regressions(target: &str, f: fn(&[u8])) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
+        .join("regressions");
+    let mut n = 0;
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_file() {
+            let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            f(&data);
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no saved inputs for {target}");
 }
