@@ -293,10 +293,17 @@ pub(crate) fn convert(
     })
     .map_err(|e| Failure::new(1, "bad_ctf", Some(input), e.to_string()))?;
     bar.finish_and_clear();
+    if report.negative_indices > 0 {
+        eprintln!(
+            "warning: {} negative sparse index(es) written as is (--compat ctf2bin); {} is not a valid CBF file",
+            report.negative_indices,
+            output.display()
+        );
+    }
     if as_json {
         say!(
             "{}",
-            json!({"sequences": report.sequences, "samples": report.samples})
+            json!({"sequences": report.sequences, "samples": report.samples, "negative_indices": report.negative_indices})
         );
     } else {
         say!(

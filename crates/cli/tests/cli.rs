@@ -456,3 +456,42 @@ fn ctf_to_cbf_and_back() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn negative_sparse_index_only_in_ctf2bin_compat() {
+    let dir = scratch("ctfneg");
+    let ctf = dir.join("n.ctf");
+    std::fs::write(&ctf, "0 |s -2:1.5 3:1\n").unwrap();
+    let bin = dir.join("n.bin");
+    let args = |compat: bool| {
+        let mut a = vec![
+            "convert".to_string(),
+            ctf.to_str().unwrap().to_string(),
+            bin.to_str().unwrap().to_string(),
+            "--stream".to_string(),
+            "s:sparse:5".to_string(),
+        ];
+        if compat {
+            a.extend(["--compat".to_string(), "ctf2bin".to_string()]);
+        }
+        a
+    };
+    let strict = bin_args(&args(false));
+    assert_eq!(strict.status.code(), Some(1), "{}", text(&strict.stderr));
+    assert!(
+        text(&strict.stderr).contains("index -2"),
+        "{}",
+        text(&strict.stderr)
+    );
+    assert!(!bin.exists());
+    let compat = bin_args(&args(true));
+    assert!(compat.status.success(), "{}", text(&compat.stderr));
+    assert!(text(&compat.stderr).contains("1 negative sparse index"));
+    let v = run(&["validate", bin.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v.stderr));
+    assert!(text(&v.stderr).contains("index"), "{}", text(&v.stderr));
+}
+
+fn bin_args(args: &[String]) -> Output {
+    bin().args(args).output().unwrap()
+}

@@ -70,6 +70,27 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // SAFETY: the bench owns the file and does not change it while mapped.
+    let mapped = Reader::with_limits(
+        unsafe { dataformats_core::Source::map(&out) }.unwrap(),
+        dataformats_core::Limits::default(),
+    )
+    .unwrap();
+    g.bench_function("read_all_chunks_into_caller_buffer", |b| {
+        let mut buf = Vec::new();
+        b.iter(|| {
+            for i in 0..mapped.chunks().len() {
+                let view = mapped.chunk_view(i).unwrap();
+                for q in 0..view.num_sequences() {
+                    if let Some(dataformats_cntk::RecordView::Dense(d)) = view.record(0, q) {
+                        buf.resize(d.len(), 0f32);
+                        d.read_f32_into(&mut buf).unwrap();
+                        std::hint::black_box(&buf);
+                    }
+                }
+            }
+        })
+    });
     g.finish();
 }
 

@@ -240,6 +240,9 @@ pub struct ConvertReport {
     pub sequences: u64,
     /// Samples over all streams.
     pub samples: u64,
+    /// Negative sparse indices written as is (only with
+    /// [`Chunking::Ctf2bin`]); a file with any is invalid.
+    pub negative_indices: u64,
 }
 
 enum Acc {
@@ -252,6 +255,11 @@ enum Acc {
 /// samples, `|#` comments, sparse `index:value` entries sorted per sample,
 /// values parsed as f64 and cast to f32 for `precision` f32. Errors give the
 /// line and column.
+///
+/// With [`Chunking::Ctf2bin`] the conversion is ctf2bin.py's in every
+/// respect, including its one lax check: a negative sparse index is written
+/// as is (counted in [`ConvertReport::negative_indices`]; the file is then
+/// invalid, as ctf2bin's would be). Otherwise such an index is an error.
 pub fn ctf_to_cbf(
     input: impl std::io::BufRead,
     specs: &[StreamSpec],
@@ -269,7 +277,9 @@ pub fn ctf_to_cbf(
             dim: s.dim,
         })
         .collect();
+    let compat = matches!(chunking, Chunking::Ctf2bin(_));
     let mut w = Writer::create(out, &streams, chunking)?;
+    w.set_signed_indices(compat);
     let new_acc = || -> Vec<Acc> {
         specs
             .iter()
@@ -385,18 +395,33 @@ pub fn ctf_to_cbf(
                             let v = py_float(v).ok_or_else(|| {
                                 perr(ln, here, format!("{alias}: {v:?} is not a number"))
                             })?;
-                            let i = u32::try_from(i).ok().filter(|&i| i < spec.dim).ok_or_else(
-                                || {
-                                    perr(
-                                        ln,
-                                        here,
-                                        format!("{alias}: index {i} is outside 0..{}", spec.dim),
-                                    )
-                                },
-                            )?;
+                            // ctf2bin only checks `index >= dim` and packs a C int, so
+                            // in its compat mode a negative index is written as is.
+                            let ok = if compat {
+                                i32::try_from(i)
+                                    .ok()
+                                    .filter(|&i| i64::from(i) < i64::from(spec.dim))
+                                    .map(|i| i as u32)
+                            } else {
+                                u32::try_from(i).ok().filter(|&i| i < spec.dim)
+                            };
+                            let i = ok.ok_or_else(|| {
+                                perr(
+                                    ln,
+                                    here,
+                                    format!("{alias}: index {i} is outside 0..{}", spec.dim),
+                                )
+                            })?;
+                            if i >= 1 << 31 {
+                                report.negative_indices += 1;
+                            }
                             entries.push((i, v));
                         }
-                        entries.sort_by_key(|&(i, _)| i);
+                        if compat {
+                            entries.sort_by_key(|&(i, _)| i as i32);
+                        } else {
+                            entries.sort_by_key(|&(i, _)| i);
+                        }
                         samples.push(entries);
                         report.samples += 1;
                     }

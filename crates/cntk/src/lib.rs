@@ -17,6 +17,32 @@
 //!     println!("{samples} samples, first value {}", values[0]);
 //! }
 //! ```
+//!
+//! In hot paths, borrow instead: [`Reader::chunk_view`] checks a chunk and
+//! hands out each record in its stored type, as a zero-copy slice of the
+//! memory map or copied into a buffer of yours.
+//!
+//! ```no_run
+//! use dataformats_cntk::{Reader, RecordView};
+//! // SAFETY: nothing modifies the file while it is mapped.
+//! let src = unsafe { dataformats_core::Source::map("data.bin") }.unwrap();
+//! let r = Reader::with_limits(src, Default::default()).unwrap();
+//! let view = r.chunk_view(0).unwrap();
+//! let mut buf = Vec::new();
+//! for q in 0..view.num_sequences() {
+//!     match view.record(0, q) {
+//!         Some(RecordView::Dense(d)) => match d.as_f32() {
+//!             Some(values) => println!("{} values, zero-copy", values.len()),
+//!             None => {
+//!                 buf.resize(d.len(), 0.0);
+//!                 d.read_f64_into(&mut buf).unwrap();
+//!             }
+//!         },
+//!         Some(RecordView::Sparse(s)) => println!("{} entries, starts {:?}", s.nnz(), s.column_starts()),
+//!         None => {}
+//!     }
+//! }
+//! ```
 
 #![deny(missing_docs)]
 
@@ -31,6 +57,7 @@ mod write;
 pub use error::{Error, ErrorKind, Result};
 pub use randomize::{BatchSize, Minibatches, ReaderConfig, Window};
 pub use read::{
-    Chunk, ChunkEntry, ElemType, MAGIC, Reader, Record, StreamDesc, StreamKind, VERSION,
+    Chunk, ChunkEntry, ChunkView, DenseView, ElemType, MAGIC, Reader, Record, RecordView,
+    SparseView, StreamDesc, StreamKind, VERSION,
 };
 pub use write::{Chunking, RecordData, Writer};

@@ -1,9 +1,11 @@
 //! Reading CBF files strictly, in the check order of `cntk.md` §4.2.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::ops::Range;
 use std::path::Path;
 
-use dataformats_core::{Limits, Source};
+use dataformats_core::{Limits, Source, plain};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -206,6 +208,12 @@ impl<'a> SliceCursor<'a> {
         Ok(u32::from_le_bytes(arr::<4>(self.bytes(4, kind, what)?)))
     }
 
+    fn range(&mut self, n: u64, kind: ErrorKind, what: &str) -> Result<Range<usize>> {
+        let start = self.pos;
+        self.bytes(n, kind, what)?;
+        Ok(start..self.pos)
+    }
+
     fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
@@ -226,12 +234,6 @@ fn floats(b: &[u8], elem: ElemType) -> Vec<f64> {
             })
             .collect(),
     }
-}
-
-fn i32s(b: &[u8]) -> Vec<i32> {
-    b.chunks_exact(4)
-        .map(|c| i32::from_le_bytes(arr::<4>(c)))
-        .collect()
 }
 
 impl Reader {
@@ -449,8 +451,30 @@ impl Reader {
         &self.src
     }
 
-    /// Decodes chunk `i`, checking every count, size and index (checks 9–15).
+    /// Decodes chunk `i` into owned records with values widened to f64,
+    /// after every check of [`Reader::chunk_view`].
     pub fn read_chunk(&self, i: usize) -> Result<Chunk> {
+        let view = self.chunk_view(i)?;
+        let records = (0..self.streams.len())
+            .map(|s| {
+                (0..view.sequence_lengths.len())
+                    .filter_map(|q| view.record(s, q))
+                    .map(|r| r.to_record())
+                    .collect()
+            })
+            .collect();
+        Ok(Chunk {
+            sequence_lengths: view.sequence_lengths,
+            records,
+        })
+    }
+
+    /// Checks chunk `i` (checks 9–15: every count, size and sparse index)
+    /// and returns a view of it that borrows the chunk's bytes (from the
+    /// memory map when the source is one; read once otherwise). Values are
+    /// handed out in their stored type, as zero-copy slices when aligned or
+    /// decoded into caller buffers.
+    pub fn chunk_view(&self, i: usize) -> Result<ChunkView<'_>> {
         let entry = *self.chunks.get(i).ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidArgument,
@@ -459,153 +483,13 @@ impl Reader {
         })?;
         let span = entry.end - entry.offset;
         self.limits.check_alloc("chunk", span)?;
-        let chunk_bytes = self.src.bytes(entry.offset, span)?;
-        let mut c = SliceCursor {
-            data: &chunk_bytes,
-            base: entry.offset,
-            pos: 0,
-        };
-        let nseq = entry.num_sequences as usize;
-        let prefix_bytes = c
-            .bytes(
-                4 * u64::from(entry.num_sequences),
-                ErrorKind::ChunkOverrun,
-                "sequence length prefix",
-            )
-            .map_err(|e| e.in_chunk(i))?;
-        let lengths: Vec<u32> = prefix_bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(arr::<4>(b)))
-            .collect();
-        let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-        if total != u64::from(entry.num_samples) {
-            return Err(Error::new(
-                ErrorKind::SampleCountMismatch,
-                format!(
-                    "sequence lengths sum to {total}, the chunk table says {}",
-                    entry.num_samples
-                ),
-            )
-            .in_chunk(i)
-            .at(entry.offset));
-        }
-        let mut records = Vec::new();
-        for s in &self.streams {
-            // Grows with the records actually read, never sized from the file's counts.
-            let mut per = Vec::new();
-            for q in 0..nseq {
-                let at = c.offset();
-                let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
-                let k = c
-                    .u32(ErrorKind::ChunkOverrun, "sample count")
-                    .map_err(loc)?;
-                let e = s.elem.size();
-                match s.kind {
-                    StreamKind::Dense => {
-                        let n = u64::from(k)
-                            .checked_mul(u64::from(s.dim))
-                            .and_then(|x| x.checked_mul(e))
-                            .unwrap_or(u64::MAX);
-                        let b = c
-                            .bytes(n, ErrorKind::ChunkOverrun, "dense values")
-                            .map_err(loc)?;
-                        per.push(Record::Dense {
-                            samples: k,
-                            values: floats(b, s.elem),
-                        });
-                    }
-                    StreamKind::Sparse => {
-                        let nnz_at = c.offset();
-                        let nnz = c.u32(ErrorKind::ChunkOverrun, "nnz").map_err(loc)? as i32;
-                        if nnz < 0 {
-                            return Err(loc(Error::new(
-                                ErrorKind::BadCount,
-                                format!("nnz {nnz} is negative"),
-                            )
-                            .at(nnz_at)));
-                        }
-                        let nnz = nnz as u64;
-                        let vb = c
-                            .bytes(nnz * e, ErrorKind::ChunkOverrun, "sparse values")
-                            .map_err(loc)?;
-                        let ib = c
-                            .bytes(nnz * 4, ErrorKind::ChunkOverrun, "sparse indices")
-                            .map_err(loc)?;
-                        let sb = c
-                            .bytes(
-                                u64::from(k) * 4,
-                                ErrorKind::ChunkOverrun,
-                                "per-sample sizes",
-                            )
-                            .map_err(loc)?;
-                        let sizes = i32s(sb);
-                        if let Some(bad) = sizes.iter().find(|&&x| x < 0) {
-                            return Err(loc(Error::new(
-                                ErrorKind::BadCount,
-                                format!("a per-sample size is {bad}"),
-                            )
-                            .at(at)));
-                        }
-                        let sum: u64 = sizes.iter().map(|&x| x as u64).sum();
-                        if sum != nnz {
-                            return Err(loc(Error::new(
-                                ErrorKind::NnzMismatch,
-                                format!("per-sample sizes sum to {sum}, nnz is {nnz}"),
-                            )
-                            .at(at)));
-                        }
-                        let indices = i32s(ib);
-                        if let Some(bad) = indices
-                            .iter()
-                            .find(|&&x| x < 0 || x as u64 >= u64::from(s.dim))
-                        {
-                            return Err(loc(Error::new(
-                                ErrorKind::IndexOutOfRange,
-                                format!("index {bad} is outside 0..{}", s.dim),
-                            )
-                            .at(at)));
-                        }
-                        per.push(Record::Sparse {
-                            samples: k,
-                            values: floats(vb, s.elem),
-                            indices: indices.into_iter().map(|x| x as u32).collect(),
-                            sizes: sizes.into_iter().map(|x| x as u32).collect(),
-                        });
-                    }
-                }
-            }
-            records.push(per);
-        }
-        for (q, &len) in lengths.iter().enumerate() {
-            let max = records
-                .iter()
-                .filter_map(|per| per.get(q))
-                .map(Record::samples)
-                .max()
-                .unwrap_or(0);
-            if max != len {
-                return Err(Error::new(
-                    ErrorKind::SampleCountMismatch,
-                    format!("sequence {q} has length {len} in the prefix, its longest stream has {max} samples"),
-                )
-                .in_chunk(i)
-                .at(entry.offset));
-            }
-        }
-        if c.offset() != entry.end {
-            return Err(Error::new(
-                ErrorKind::ChunkSizeMismatch,
-                format!(
-                    "{} unused byte(s) at the end of the chunk",
-                    entry.end - c.offset()
-                ),
-            )
-            .in_chunk(i)
-            .at(c.offset()));
-        }
-        Ok(Chunk {
-            sequence_lengths: lengths,
-            records,
+        let data = self.src.bytes(entry.offset, span)?;
+        let (sequence_lengths, locs) = check_chunk(&data, &entry, i, &self.streams)?;
+        Ok(ChunkView {
+            data,
+            streams: &self.streams,
+            sequence_lengths,
+            locs,
         })
     }
 
@@ -615,5 +499,450 @@ impl Reader {
             self.read_chunk(i)?;
         }
         Ok(())
+    }
+}
+
+/// Where one record's parts lie in its chunk's bytes.
+#[derive(Debug, Clone)]
+enum Loc {
+    Dense {
+        samples: u32,
+        values: Range<usize>,
+    },
+    Sparse {
+        samples: u32,
+        values: Range<usize>,
+        indices: Range<usize>,
+        sizes: Range<usize>,
+    },
+}
+
+impl Loc {
+    fn samples(&self) -> u32 {
+        match self {
+            Loc::Dense { samples, .. } | Loc::Sparse { samples, .. } => *samples,
+        }
+    }
+}
+
+type Checked = (Vec<u32>, Vec<Vec<Loc>>);
+
+/// Checks a chunk's bytes against its table entry and the streams (checks
+/// 9–15) and finds every record.
+fn check_chunk(
+    data: &[u8],
+    entry: &ChunkEntry,
+    i: usize,
+    streams: &[StreamDesc],
+) -> Result<Checked> {
+    let mut c = SliceCursor {
+        data,
+        base: entry.offset,
+        pos: 0,
+    };
+    let nseq = entry.num_sequences as usize;
+    let prefix_bytes = c
+        .bytes(
+            4 * u64::from(entry.num_sequences),
+            ErrorKind::ChunkOverrun,
+            "sequence length prefix",
+        )
+        .map_err(|e| e.in_chunk(i))?;
+    let lengths: Vec<u32> = prefix_bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(arr::<4>(b)))
+        .collect();
+    let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+    if total != u64::from(entry.num_samples) {
+        return Err(Error::new(
+            ErrorKind::SampleCountMismatch,
+            format!(
+                "sequence lengths sum to {total}, the chunk table says {}",
+                entry.num_samples
+            ),
+        )
+        .in_chunk(i)
+        .at(entry.offset));
+    }
+    let mut locs = Vec::new();
+    for s in streams {
+        // Grows with the records actually read, never sized from the file's counts.
+        let mut per = Vec::new();
+        for q in 0..nseq {
+            let at = c.offset();
+            let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
+            let k = c
+                .u32(ErrorKind::ChunkOverrun, "sample count")
+                .map_err(loc)?;
+            let e = s.elem.size();
+            match s.kind {
+                StreamKind::Dense => {
+                    let n = u64::from(k)
+                        .checked_mul(u64::from(s.dim))
+                        .and_then(|x| x.checked_mul(e))
+                        .unwrap_or(u64::MAX);
+                    let values = c
+                        .range(n, ErrorKind::ChunkOverrun, "dense values")
+                        .map_err(loc)?;
+                    per.push(Loc::Dense { samples: k, values });
+                }
+                StreamKind::Sparse => {
+                    let nnz_at = c.offset();
+                    let nnz = c.u32(ErrorKind::ChunkOverrun, "nnz").map_err(loc)? as i32;
+                    if nnz < 0 {
+                        return Err(loc(Error::new(
+                            ErrorKind::BadCount,
+                            format!("nnz {nnz} is negative"),
+                        )
+                        .at(nnz_at)));
+                    }
+                    let nnz = nnz as u64;
+                    let values = c
+                        .range(nnz * e, ErrorKind::ChunkOverrun, "sparse values")
+                        .map_err(loc)?;
+                    let indices = c
+                        .range(nnz * 4, ErrorKind::ChunkOverrun, "sparse indices")
+                        .map_err(loc)?;
+                    let sizes = c
+                        .range(
+                            u64::from(k) * 4,
+                            ErrorKind::ChunkOverrun,
+                            "per-sample sizes",
+                        )
+                        .map_err(loc)?;
+                    let sb = data.get(sizes.clone()).unwrap_or_default();
+                    let mut sum = 0u64;
+                    for b in sb.chunks_exact(4) {
+                        let x = i32::from_le_bytes(arr::<4>(b));
+                        if x < 0 {
+                            return Err(loc(Error::new(
+                                ErrorKind::BadCount,
+                                format!("a per-sample size is {x}"),
+                            )
+                            .at(at)));
+                        }
+                        sum += x as u64;
+                    }
+                    if sum != nnz {
+                        return Err(loc(Error::new(
+                            ErrorKind::NnzMismatch,
+                            format!("per-sample sizes sum to {sum}, nnz is {nnz}"),
+                        )
+                        .at(at)));
+                    }
+                    let ib = data.get(indices.clone()).unwrap_or_default();
+                    if let Some(bad) = ib
+                        .chunks_exact(4)
+                        .map(|b| i32::from_le_bytes(arr::<4>(b)))
+                        .find(|&x| x < 0 || x as u64 >= u64::from(s.dim))
+                    {
+                        return Err(loc(Error::new(
+                            ErrorKind::IndexOutOfRange,
+                            format!("index {bad} is outside 0..{}", s.dim),
+                        )
+                        .at(at)));
+                    }
+                    per.push(Loc::Sparse {
+                        samples: k,
+                        values,
+                        indices,
+                        sizes,
+                    });
+                }
+            }
+        }
+        locs.push(per);
+    }
+    for (q, &len) in lengths.iter().enumerate() {
+        let max = locs
+            .iter()
+            .filter_map(|per| per.get(q))
+            .map(Loc::samples)
+            .max()
+            .unwrap_or(0);
+        if max != len {
+            return Err(Error::new(
+                ErrorKind::SampleCountMismatch,
+                format!("sequence {q} has length {len} in the prefix, its longest stream has {max} samples"),
+            )
+            .in_chunk(i)
+            .at(entry.offset));
+        }
+    }
+    if c.offset() != entry.end {
+        return Err(Error::new(
+            ErrorKind::ChunkSizeMismatch,
+            format!(
+                "{} unused byte(s) at the end of the chunk",
+                entry.end - c.offset()
+            ),
+        )
+        .in_chunk(i)
+        .at(c.offset()));
+    }
+    Ok((lengths, locs))
+}
+
+/// A checked chunk whose records borrow its bytes; see [`Reader::chunk_view`].
+#[derive(Debug)]
+pub struct ChunkView<'a> {
+    data: Cow<'a, [u8]>,
+    streams: &'a [StreamDesc],
+    sequence_lengths: Vec<u32>,
+    locs: Vec<Vec<Loc>>,
+}
+
+impl ChunkView<'_> {
+    /// Samples per sequence (the chunk's length prefix).
+    pub fn sequence_lengths(&self) -> &[u32] {
+        &self.sequence_lengths
+    }
+
+    /// Sequences in the chunk.
+    pub fn num_sequences(&self) -> usize {
+        self.sequence_lengths.len()
+    }
+
+    /// The record of stream `stream` (declaration order) in sequence `seq`,
+    /// or `None` if either is out of range.
+    pub fn record(&self, stream: usize, seq: usize) -> Option<RecordView<'_>> {
+        let desc = self.streams.get(stream)?;
+        let bytes = |r: &Range<usize>| self.data.get(r.clone()).unwrap_or_default();
+        Some(match self.locs.get(stream)?.get(seq)? {
+            Loc::Dense { samples, values } => RecordView::Dense(DenseView {
+                samples: *samples,
+                dim: desc.dim,
+                elem: desc.elem,
+                bytes: bytes(values),
+            }),
+            Loc::Sparse {
+                samples,
+                values,
+                indices,
+                sizes,
+            } => RecordView::Sparse(SparseView {
+                samples: *samples,
+                dim: desc.dim,
+                elem: desc.elem,
+                values: bytes(values),
+                indices: bytes(indices),
+                sizes: bytes(sizes),
+            }),
+        })
+    }
+}
+
+/// One record of a [`ChunkView`], borrowing its bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum RecordView<'a> {
+    /// A dense stream's record.
+    Dense(DenseView<'a>),
+    /// A sparse stream's record.
+    Sparse(SparseView<'a>),
+}
+
+impl RecordView<'_> {
+    /// Samples of this stream in the sequence.
+    pub fn samples(&self) -> u32 {
+        match self {
+            RecordView::Dense(d) => d.samples,
+            RecordView::Sparse(s) => s.samples,
+        }
+    }
+
+    /// An owned copy with values widened to f64.
+    pub fn to_record(&self) -> Record {
+        match self {
+            RecordView::Dense(d) => Record::Dense {
+                samples: d.samples,
+                values: d.to_f64_vec(),
+            },
+            RecordView::Sparse(s) => Record::Sparse {
+                samples: s.samples,
+                values: floats(s.values, s.elem),
+                indices: s.indices().collect(),
+                sizes: s.sizes().collect(),
+            },
+        }
+    }
+}
+
+/// Dense samples: `samples × dim` values of the stream's element type,
+/// sample after sample.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseView<'a> {
+    /// Number of samples.
+    pub samples: u32,
+    /// Values per sample.
+    pub dim: u32,
+    /// Stored element type.
+    pub elem: ElemType,
+    bytes: &'a [u8],
+}
+
+impl<'a> DenseView<'a> {
+    /// Number of values (`samples × dim`).
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.elem.size() as usize
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The stored little-endian bytes.
+    pub fn raw(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The values as `&[f32]` without copying: `Some` for an f32 stream whose
+    /// values are 4-byte aligned in memory (always so for a memory-mapped
+    /// CBF file, whose fields are all 4-byte multiples after a 12-byte
+    /// preamble) on a little-endian machine.
+    pub fn as_f32(&self) -> Option<&'a [f32]> {
+        (self.elem == ElemType::F32)
+            .then(|| plain::cast_slice::<f32>(self.bytes))
+            .flatten()
+    }
+
+    /// The values as `&[f64]` without copying: `Some` for an f64 stream
+    /// whose values happen to be 8-byte aligned, on a little-endian machine.
+    pub fn as_f64(&self) -> Option<&'a [f64]> {
+        (self.elem == ElemType::F64)
+            .then(|| plain::cast_slice::<f64>(self.bytes))
+            .flatten()
+    }
+
+    /// Copies the values of an f32 stream into `out` (length `len()`).
+    pub fn read_f32_into(&self, out: &mut [f32]) -> Result<()> {
+        if self.elem != ElemType::F32 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "read_f32_into on an f64 stream (use read_f64_into)",
+            ));
+        }
+        plain::copy_into(self.bytes, out)
+            .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))
+    }
+
+    /// Copies the values into `out` (length `len()`), widening f32 exactly.
+    pub fn read_f64_into(&self, out: &mut [f64]) -> Result<()> {
+        if out.len() != self.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} values for a buffer of {}", self.len(), out.len()),
+            ));
+        }
+        match self.elem {
+            ElemType::F64 => plain::copy_into(self.bytes, out)
+                .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string())),
+            ElemType::F32 => {
+                for (d, c) in out.iter_mut().zip(self.bytes.chunks_exact(4)) {
+                    *d = f64::from(f32::from_le_bytes(arr::<4>(c)));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The values widened to f64 in a new vector.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        floats(self.bytes, self.elem)
+    }
+
+    /// Sample `j`'s stored bytes (`dim` values), or `None` past the end.
+    pub fn sample_raw(&self, j: u32) -> Option<&'a [u8]> {
+        let w = self.dim as usize * self.elem.size() as usize;
+        let start = (j as usize).checked_mul(w)?;
+        self.bytes.get(start..start.checked_add(w)?)
+    }
+}
+
+/// Sparse samples in compressed sparse column form: all values, all row
+/// indices (each checked `< dim`), and the entry count of each sample.
+#[derive(Debug, Clone, Copy)]
+pub struct SparseView<'a> {
+    /// Number of samples (columns).
+    pub samples: u32,
+    /// Rows per sample.
+    pub dim: u32,
+    /// Stored element type.
+    pub elem: ElemType,
+    values: &'a [u8],
+    indices: &'a [u8],
+    sizes: &'a [u8],
+}
+
+impl<'a> SparseView<'a> {
+    /// Entries over all samples.
+    pub fn nnz(&self) -> usize {
+        self.indices.len() / 4
+    }
+
+    /// The values' stored little-endian bytes.
+    pub fn raw_values(&self) -> &'a [u8] {
+        self.values
+    }
+
+    /// Row indices of all entries, sample after sample.
+    pub fn indices(&self) -> impl ExactSizeIterator<Item = u32> + 'a {
+        self.indices
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(arr::<4>(c)))
+    }
+
+    /// Entries per sample.
+    pub fn sizes(&self) -> impl ExactSizeIterator<Item = u32> + 'a {
+        self.sizes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(arr::<4>(c)))
+    }
+
+    /// CSC column starts: `samples + 1` offsets into the entries, from 0 to `nnz`.
+    pub fn column_starts(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.sizes.len() / 4 + 1);
+        let mut at = 0u32;
+        out.push(0);
+        for n in self.sizes() {
+            at = at.saturating_add(n);
+            out.push(at);
+        }
+        out
+    }
+
+    /// The values as `&[f32]` without copying (f32 stream, aligned, little-endian).
+    pub fn values_f32(&self) -> Option<&'a [f32]> {
+        (self.elem == ElemType::F32)
+            .then(|| plain::cast_slice::<f32>(self.values))
+            .flatten()
+    }
+
+    /// The row indices as `&[u32]` without copying (aligned, little-endian).
+    pub fn indices_u32(&self) -> Option<&'a [u32]> {
+        plain::cast_slice::<u32>(self.indices)
+    }
+
+    /// Copies the values into `out` (length `nnz()`), widening f32 exactly.
+    pub fn read_values_f64_into(&self, out: &mut [f64]) -> Result<()> {
+        if out.len() != self.nnz() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} values for a buffer of {}", self.nnz(), out.len()),
+            ));
+        }
+        for (d, v) in out.iter_mut().zip(floats(self.values, self.elem)) {
+            *d = v;
+        }
+        Ok(())
+    }
+
+    /// Each sample's (index, value) entries, values widened to f64.
+    pub fn samples_entries(&self) -> Vec<Vec<(u32, f64)>> {
+        let values = floats(self.values, self.elem);
+        let mut idx = self.indices().zip(values);
+        self.sizes()
+            .map(|n| idx.by_ref().take(n as usize).collect())
+            .collect()
     }
 }

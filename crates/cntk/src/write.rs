@@ -49,6 +49,7 @@ pub struct Writer {
     chunk_estimate: u64,
     running_total: u64,
     close_pending: bool,
+    signed_indices: bool,
 }
 
 fn put_value(out: &mut Vec<u8>, elem: ElemType, v: f64) {
@@ -98,7 +99,17 @@ impl Writer {
             chunk_estimate: 0,
             running_total: 0,
             close_pending: false,
+            signed_indices: false,
         })
+    }
+
+    /// Takes sparse indices as the bit patterns of `i32`s, as ctf2bin.py
+    /// does: an index is then refused only when it is `>= dim` as a signed
+    /// number, so a negative index is written as is. Such a file is invalid
+    /// (CNTK's readers and ours reject it); this exists only to reproduce
+    /// ctf2bin's output byte for byte (`--compat ctf2bin`).
+    pub fn set_signed_indices(&mut self, on: bool) {
+        self.signed_indices = on;
     }
 
     /// Appends one sequence: one entry per stream, in declaration order.
@@ -141,7 +152,15 @@ impl Writer {
                             format!("stream {:?}: too many samples or entries", s.name),
                         ));
                     }
-                    if let Some((i, _)) = samples.iter().flatten().find(|(i, _)| *i >= s.dim) {
+                    let signed = self.signed_indices;
+                    let bad = |i: u32| {
+                        if signed {
+                            i64::from(i as i32) >= i64::from(s.dim)
+                        } else {
+                            i >= s.dim
+                        }
+                    };
+                    if let Some((i, _)) = samples.iter().flatten().find(|(i, _)| bad(*i)) {
                         return Err(Error::new(
                             ErrorKind::IndexOutOfRange,
                             format!("stream {:?}: index {i} outside 0..{}", s.name, s.dim),

@@ -189,8 +189,14 @@ fn ctf2bin_conversions_are_byte_identical() {
     let out = std::env::temp_dir().join(format!("df-cntk-ctf-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let mut n = 0;
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let p = e.unwrap().path();
+    let mut invalid = 0;
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(dir.join("invalid")).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    for p in paths {
         if p.extension().is_none_or(|x| x != "bin") {
             continue;
         }
@@ -199,9 +205,7 @@ fn ctf2bin_conversions_are_byte_identical() {
         let Some(chunk_size) = sidecar["producer_args"]["chunk_size"].as_u64() else {
             continue;
         };
-        if sidecar["valid"] != true {
-            continue;
-        }
+        // Every file ctf2bin made, including the invalid one it writes for a negative index.
         let ctf = std::fs::read_to_string(p.with_extension("ctf")).unwrap();
         let specs =
             parse_streams_file(&std::fs::read_to_string(p.with_extension("streams")).unwrap())
@@ -212,7 +216,7 @@ fn ctf2bin_conversions_are_byte_identical() {
             ElemType::F32
         };
         let ours = out.join(p.file_name().unwrap());
-        ctf_to_cbf(
+        let report = ctf_to_cbf(
             ctf.as_bytes(),
             &specs,
             precision,
@@ -221,6 +225,25 @@ fn ctf2bin_conversions_are_byte_identical() {
             |_| {},
         )
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        if sidecar["valid"] == true {
+            assert_eq!(report.negative_indices, 0, "{}", p.display());
+        } else {
+            // ctf2bin wrote it; our reader must refuse it for the sidecar's reason.
+            assert!(report.negative_indices > 0, "{}", p.display());
+            let err = Reader::open(&ours).and_then(|r| r.validate()).unwrap_err();
+            assert_eq!(err.kind().as_str(), sidecar["error"], "{}", p.display());
+            // Without the compat mode the converter refuses the text itself.
+            let strict = ctf_to_cbf(
+                ctf.as_bytes(),
+                &specs,
+                precision,
+                Chunking::Target(chunk_size),
+                &out.join("strict.bin"),
+                |_| {},
+            );
+            assert!(strict.is_err(), "{}", p.display());
+            invalid += 1;
+        }
         let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&p).unwrap());
         assert!(
             a == b,
@@ -233,7 +256,8 @@ fn ctf2bin_conversions_are_byte_identical() {
         n += 1;
     }
     std::fs::remove_dir_all(&out).unwrap();
-    assert!(n >= 35, "only {n} conversions compared");
+    assert!(n >= 36, "only {n} conversions compared");
+    assert_eq!(invalid, 1, "ctf2bin-made invalid vectors");
 }
 
 #[test]

@@ -15,6 +15,8 @@
 //!   payload fills it exactly.
 //! - [`Limits`] and the range helpers in [`limits`]: nothing read from a file is
 //!   allocated or indexed before it is checked.
+//! - [`plain`]: stored little-endian numbers as zero-copy slices when aligned,
+//!   else decoded into caller buffers.
 //! - [`AtomicFile`]: output that appears only when complete.
 //! - [`Error`]: the error type, with offsets, shared by the format crates.
 //!
@@ -56,6 +58,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod limits;
 pub mod parse;
+pub mod plain;
 pub mod source;
 #[doc(hidden)]
 pub mod testing;

@@ -1,0 +1,132 @@
+//! Borrowed chunk views agree with the owned records on every valid vector,
+//! and f32 values come out of a memory map without copying.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use dataformats_cntk::{ElemType, Reader, Record, RecordView};
+use dataformats_core::Source;
+
+#[test]
+fn views_match_records_and_f32_is_zero_copy_from_a_map() {
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
+    let (mut files, mut f32_zero_copy, mut sparse) = (0, 0, 0);
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        // SAFETY: the vectors are not modified while the test runs.
+        let src = unsafe { Source::map(&p) }.unwrap();
+        let Ok(r) = Reader::with_limits(src, dataformats_core::Limits::default()) else {
+            continue;
+        };
+        if r.validate().is_err() {
+            continue;
+        }
+        files += 1;
+        for c in 0..r.chunks().len() {
+            let owned = r.read_chunk(c).unwrap();
+            let view = r.chunk_view(c).unwrap();
+            assert_eq!(view.sequence_lengths(), &owned.sequence_lengths[..]);
+            for (s, desc) in r.streams().iter().enumerate() {
+                for q in 0..view.num_sequences() {
+                    let rec = view.record(s, q).unwrap();
+                    assert!(
+                        same_record(&rec.to_record(), &owned.records[s][q]),
+                        "{}",
+                        p.display()
+                    );
+                    match (rec, &owned.records[s][q]) {
+                        (RecordView::Dense(d), Record::Dense { values, .. }) => {
+                            let mut wide = vec![0f64; d.len()];
+                            d.read_f64_into(&mut wide).unwrap();
+                            assert!(same_bits(&wide, values), "{}", p.display());
+                            if desc.elem == ElemType::F32 {
+                                // The map is page-aligned and every CBF field is 4-byte aligned.
+                                let z = d.as_f32().expect("aligned f32 values");
+                                assert_eq!(z.as_ptr().cast::<u8>(), d.raw().as_ptr());
+                                let mut buf = vec![0f32; d.len()];
+                                d.read_f32_into(&mut buf).unwrap();
+                                assert_eq!(
+                                    buf.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                                    z.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                                );
+                                f32_zero_copy += 1;
+                            } else {
+                                assert!(d.read_f32_into(&mut [0f32; 0]).is_err());
+                            }
+                            assert!(d.read_f64_into(&mut vec![0.0; d.len() + 1]).is_err());
+                        }
+                        (
+                            RecordView::Sparse(v),
+                            Record::Sparse {
+                                indices,
+                                sizes,
+                                values,
+                                ..
+                            },
+                        ) => {
+                            let starts = v.column_starts();
+                            assert_eq!(starts.len(), sizes.len() + 1);
+                            assert_eq!(*starts.last().unwrap() as usize, v.nnz());
+                            let entries = v.samples_entries();
+                            for (j, e) in entries.iter().enumerate() {
+                                let (a, b) = (starts[j] as usize, starts[j + 1] as usize);
+                                assert_eq!(
+                                    e.iter().map(|x| x.0).collect::<Vec<_>>(),
+                                    indices[a..b]
+                                );
+                            }
+                            let mut vals = vec![0f64; v.nnz()];
+                            v.read_values_f64_into(&mut vals).unwrap();
+                            assert!(same_bits(&vals, values));
+                            if let Some(ix) = v.indices_u32() {
+                                assert_eq!(ix, &indices[..]);
+                            }
+                            sparse += 1;
+                        }
+                        _ => panic!("{}: view kind differs from record kind", p.display()),
+                    }
+                }
+            }
+        }
+    }
+    assert!(files >= 30, "only {files} valid files");
+    assert!(f32_zero_copy > 0 && sparse > 0);
+}
+
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Equality with NaN payloads compared by bits.
+fn same_record(a: &Record, b: &Record) -> bool {
+    match (a, b) {
+        (
+            Record::Dense { samples, values },
+            Record::Dense {
+                samples: s2,
+                values: v2,
+            },
+        ) => samples == s2 && same_bits(values, v2),
+        (
+            Record::Sparse {
+                samples,
+                values,
+                indices,
+                sizes,
+            },
+            Record::Sparse {
+                samples: s2,
+                values: v2,
+                indices: i2,
+                sizes: z2,
+            },
+        ) => samples == s2 && same_bits(values, v2) && indices == i2 && sizes == z2,
+        _ => false,
+    }
+}

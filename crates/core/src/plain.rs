@@ -1,0 +1,145 @@
+//! Little-endian numbers stored in a file, read without copying when the
+//! bytes allow it.
+//!
+//! [`cast_slice`] hands out a `&[T]` over the stored bytes when they are
+//! suitably aligned (a memory map of a well-laid-out file usually is) and the
+//! machine is little-endian; otherwise [`copy_into`] decodes them into a
+//! caller buffer. Both only accept [`Plain`] types, for which every bit
+//! pattern is a valid value.
+//!
+//! ```
+//! use dataformats_core::plain::{cast_slice, copy_into};
+//! let stored: Vec<u8> = [1.5f32, -2.0, 8.25].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! let mut out = [0f32; 3];
+//! copy_into(&stored, &mut out).unwrap();
+//! assert_eq!(out, [1.5, -2.0, 8.25]);
+//! if let Some(view) = cast_slice::<f32>(&stored) {
+//!     assert_eq!(view, &out); // zero-copy when aligned
+//! }
+//! ```
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A fixed-size number type with no padding and no invalid bit patterns.
+pub trait Plain: Copy + Default + sealed::Sealed + 'static {
+    /// Size in bytes.
+    const SIZE: usize;
+    /// Decodes one value from exactly `SIZE` little-endian bytes (shorter input reads as zero bytes).
+    fn from_le_slice(b: &[u8]) -> Self;
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Plain for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline]
+            fn from_le_slice(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                for (d, s) in a.iter_mut().zip(b) {
+                    *d = *s;
+                }
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+plain!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+/// `bytes` as a slice of `T` without copying, if `bytes.len()` is a multiple
+/// of `T::SIZE`, the start is aligned for `T` and the machine is
+/// little-endian; `None` otherwise (then use [`copy_into`]).
+pub fn cast_slice<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
+    if cfg!(target_endian = "big") || bytes.len() % T::SIZE != 0 {
+        return None;
+    }
+    // SAFETY: `Plain` is sealed to primitive numbers: no padding, every bit
+    // pattern valid, so any aligned, in-bounds `T`-sized run of initialized
+    // bytes is a valid `T`. `align_to` only returns a correctly aligned middle
+    // part inside `bytes`, which keeps the borrow's lifetime.
+    let (head, mid, tail) = unsafe { bytes.align_to::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
+}
+
+/// Decodes `bytes` (little-endian `T`s) into `out`; fails, writing nothing,
+/// unless `bytes.len() == out.len() * T::SIZE`.
+pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMismatch> {
+    if bytes.len() as u64 != out.len() as u64 * T::SIZE as u64 {
+        return Err(LengthMismatch {
+            bytes: bytes.len(),
+            wanted: out.len() * T::SIZE,
+        });
+    }
+    if let Some(v) = cast_slice::<T>(bytes) {
+        out.copy_from_slice(v);
+    } else {
+        for (d, c) in out.iter_mut().zip(bytes.chunks_exact(T::SIZE)) {
+            *d = T::from_le_slice(c);
+        }
+    }
+    Ok(())
+}
+
+/// The byte count given to [`copy_into`] does not match the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LengthMismatch {
+    /// Bytes given.
+    pub bytes: usize,
+    /// Bytes the output buffer holds.
+    pub wanted: usize,
+}
+
+impl std::fmt::Display for LengthMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} stored bytes for a buffer of {} bytes",
+            self.bytes, self.wanted
+        )
+    }
+}
+
+impl std::error::Error for LengthMismatch {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn cast_needs_alignment_and_whole_values() {
+        let mut bytes: Vec<u8> = Vec::new();
+        for x in [1.0f64, 2.0, 3.0, 4.0, 5.0] {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        // Some offset in the first 8 bytes is 8-aligned, whatever the allocator gave.
+        let aligned_at = (0..8)
+            .find(|&o| cast_slice::<f64>(&bytes[o..o + 8]).is_some())
+            .unwrap();
+        assert!(cast_slice::<f64>(&bytes[aligned_at + 1..aligned_at + 9]).is_none());
+        assert!(cast_slice::<f32>(&bytes[aligned_at..aligned_at + 6]).is_none());
+        let whole = &bytes[aligned_at..aligned_at + 32];
+        let expect: Vec<f64> = whole
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(cast_slice::<f64>(whole).unwrap(), &expect[..]);
+    }
+
+    #[test]
+    fn copy_handles_misalignment_and_checks_length() {
+        let mut bytes = vec![0u8];
+        for x in [7i32, -9, i32::MAX] {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        let mut out = [0i32; 3];
+        copy_into(&bytes[1..], &mut out).unwrap();
+        assert_eq!(out, [7, -9, i32::MAX]);
+        let mut short = [0i32; 2];
+        let e = copy_into(&bytes[1..], &mut short).unwrap_err();
+        assert_eq!((e.bytes, e.wanted), (12, 8));
+        assert_eq!(short, [0, 0]);
+    }
+}
