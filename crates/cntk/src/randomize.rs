@@ -173,12 +173,48 @@ fn windows(sizes: &[u64], w: Window) -> Vec<(usize, usize)> {
     }
 }
 
+/// Sweep `sweep`'s randomized chunk order (file chunk index at each
+/// position) and, per position, the `[begin, end)` window of positions its
+/// sequences may be exchanged with. The shuffle is CNTK's: for each position
+/// i in turn, swap with position `mt19937_64() mod n`, the generator seeded
+/// with the low 32 bits of `seed + sweep` (CNTK passes it as an `unsigned
+/// int`).
+// Chunk indices come from the opened chunk table.
+#[allow(clippy::indexing_slicing)]
+pub fn chunk_plan(
+    reader: &Reader,
+    cfg: &ReaderConfig,
+    sweep: u64,
+) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let chunks = reader.chunks();
+    let n = chunks.len();
+    let mut perm: Vec<usize> = (0..n).collect();
+    let seed = cfg.seed.wrapping_add(sweep);
+    let mut rng = Mt19937_64::new(u64::from(seed as u32));
+    for i in 0..n {
+        let j = (rng.next_u64() % n as u64) as usize;
+        perm.swap(i, j);
+    }
+    let sizes: Vec<u64> = perm
+        .iter()
+        .map(|&c| u64::from(chunks[c].num_samples))
+        .collect();
+    let win = windows(&sizes, cfg.window);
+    (perm, win)
+}
+
+/// Draws per sequence position before the randomizer gives up swapping it.
+const MAX_DRAWS: u32 = 1 << 24;
+
 /// The order in which sweep `sweep` serves sequences: `(chunk, sequence in chunk)`.
 ///
 /// Without randomization, file order. With it, CNTK's block randomization:
-/// the chunks swap-shuffled with `mt19937_64(seed + sweep)`, then each
-/// position's sequence swapped with a random one whose chunk lies in its
-/// window (and vice versa), drawn from a second generator with the same seed.
+/// the chunks swap-shuffled with `mt19937_64` seeded with the low 32 bits of
+/// `seed + sweep`, then each position's sequence swapped with a random one
+/// from its chunk's window, provided each sequence's source chunk lies in
+/// the window of the chunk it moves to, drawn from a second `mt19937_64`
+/// seeded with all of `seed + sweep` (as CNTK's ChunkRandomizer and
+/// SequenceRandomizer do).
 // Chunk indices come from the opened chunk table, positions from vectors
 // built here with matching lengths; none is taken from chunk data.
 #[allow(clippy::indexing_slicing)]
@@ -192,42 +228,36 @@ pub fn sweep_order(reader: &Reader, cfg: &ReaderConfig, sweep: u64) -> Vec<(usiz
             .collect();
     }
     let n = chunks.len();
-    let mut perm: Vec<usize> = (0..n).collect();
-    let mut rng = Mt19937_64::new(cfg.seed.wrapping_add(sweep));
-    for i in 0..n {
-        let j = (rng.next_u64() % n as u64) as usize;
-        perm.swap(i, j);
-    }
-    let sizes: Vec<u64> = perm
-        .iter()
-        .map(|&c| u64::from(chunks[c].num_samples))
-        .collect();
-    let win = windows(&sizes, cfg.window);
-    // Sequences in randomized-chunk order, each with its chunk position.
+    let seed = cfg.seed.wrapping_add(sweep);
+    let (perm, win) = chunk_plan(reader, cfg, sweep);
+    // Sequences in randomized-chunk order, each with the position of the
+    // chunk it comes from; and, for every sequence position, the chunk
+    // position it lies in (which stays put while sequences move).
     let mut seqs: Vec<(usize, usize, usize)> = Vec::new();
+    let mut chunk_at: Vec<usize> = Vec::new();
     let mut pos_of_chunk_start = Vec::with_capacity(n + 1);
     for (p, &c) in perm.iter().enumerate() {
         pos_of_chunk_start.push(seqs.len());
         for q in 0..chunks[c].num_sequences as usize {
             seqs.push((p, c, q));
+            chunk_at.push(p);
         }
     }
     pos_of_chunk_start.push(seqs.len());
-    let mut rng = Mt19937_64::new(cfg.seed.wrapping_add(sweep));
+    let mut rng = Mt19937_64::new(seed);
     let inside = |p: usize, w: (usize, usize)| p >= w.0 && p < w.1;
     for t in 0..seqs.len() {
-        let (pt, _, _) = seqs[t];
-        let wt = win[pt];
+        let ct = chunk_at[t];
+        let wt = win[ct];
         let (lo, hi) = (pos_of_chunk_start[wt.0], pos_of_chunk_start[wt.1]);
-        if hi <= lo + 1 {
-            continue;
-        }
-        // A bounded number of draws (CNTK retries until one fits; the
-        // identity swap always fits, so this ends).
-        for _ in 0..64 {
+        // As CNTK: draw until the sequence at j may move to t's chunk and the
+        // one at t to j's chunk (a draw is spent even when the range holds
+        // one position). j = t always qualifies, so each draw succeeds with
+        // probability at least 1/(hi - lo); the cap only guards against a
+        // pathological run and is never reached in practice.
+        for _ in 0..MAX_DRAWS {
             let j = lo + (rng.next_u64() % (hi - lo) as u64) as usize;
-            let (pj, _, _) = seqs[j];
-            if inside(pj, wt) && inside(pt, win[pj]) {
+            if inside(seqs[j].0, wt) && inside(seqs[t].0, win[chunk_at[j]]) {
                 seqs.swap(t, j);
                 break;
             }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use dataformats_cntk::randomize::sweep_order;
+use dataformats_cntk::randomize::{Mt19937_64, chunk_plan, sweep_order};
 use dataformats_cntk::{
     BatchSize, Chunking, ElemType, Minibatches, Reader, ReaderConfig, RecordData, StreamDesc,
     StreamKind, Window, Writer,
@@ -117,4 +117,75 @@ fn minibatches_by_samples_and_sequences_with_aliases() {
         )
         .is_err()
     );
+}
+
+/// CNTK's own post-condition: the sequence served at each position comes
+/// from a chunk inside the window of the chunk occupying that position.
+#[test]
+fn every_sequence_stays_inside_its_positions_window() {
+    let r = file();
+    for (window, seed) in [
+        (Window::Chunks(1), 0u64),
+        (Window::Chunks(3), 11),
+        (Window::Chunks(128), 5),
+        (Window::Samples(100), 2),
+        (Window::Samples(1000), 9),
+    ] {
+        let cfg = ReaderConfig::default().seed(seed).window(window);
+        for sweep in 0..3 {
+            let (perm, win) = chunk_plan(&r, &cfg, sweep);
+            let mut pos_of_file_chunk = vec![0; perm.len()];
+            for (p, &c) in perm.iter().enumerate() {
+                pos_of_file_chunk[c] = p;
+            }
+            let order = sweep_order(&r, &cfg, sweep);
+            let mut t = 0;
+            let mut moved = 0;
+            for (p, &c) in perm.iter().enumerate() {
+                for _ in 0..r.chunks()[c].num_sequences {
+                    let src = pos_of_file_chunk[order[t].0];
+                    assert!(
+                        win[p].0 <= src && src < win[p].1 && win[p].0 <= p && p < win[p].1,
+                        "{window:?} seed {seed} sweep {sweep}: position {t} in chunk position {p} \
+                         window {:?} serves a sequence of chunk position {src}",
+                        win[p]
+                    );
+                    moved += usize::from(src != p);
+                    t += 1;
+                }
+            }
+            assert_eq!(t, order.len());
+            if window == Window::Chunks(1) {
+                assert_eq!(
+                    moved, 0,
+                    "a one-chunk window keeps sequences in their chunk"
+                );
+            } else {
+                assert!(moved > 0, "{window:?}: sequences cross chunks");
+            }
+        }
+    }
+}
+
+#[test]
+fn chunk_shuffle_uses_the_low_32_bits_of_the_seed() {
+    let r = file();
+    let n = r.chunks().len();
+    let cfg = |s: u64| ReaderConfig::default().seed(s).window(Window::Chunks(4));
+    let (a, _) = chunk_plan(&r, &cfg(3), 0);
+    let (b, _) = chunk_plan(&r, &cfg(3 + (1 << 32)), 0);
+    assert_eq!(a, b);
+    // The sequence generator takes the whole seed.
+    assert_ne!(
+        sweep_order(&r, &cfg(3), 0),
+        sweep_order(&r, &cfg(3 + (1 << 32)), 0)
+    );
+    // The shuffle itself: position i swapped with mt19937_64() mod n, in order.
+    let mut rng = Mt19937_64::new(3);
+    let mut expect: Vec<usize> = (0..n).collect();
+    for i in 0..n {
+        let j = (rng.next_u64() % n as u64) as usize;
+        expect.swap(i, j);
+    }
+    assert_eq!(a, expect);
 }
