@@ -8,6 +8,7 @@ mod bloscpack;
 mod blz;
 mod cntk;
 mod demo;
+mod idv;
 mod output;
 mod progress;
 mod tbl2;
@@ -60,6 +61,9 @@ enum Command {
         /// Where `--sample` goes.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// IDV: `csv` (default) or `jsonl`.
+        #[arg(long)]
+        format: Option<String>,
     },
     /// Convert a file to another format (chosen by the output's extension).
     Convert {
@@ -73,10 +77,13 @@ enum Command {
         /// Settings for CNTK text -> binary.
         #[command(flatten)]
         ctf: cntk::CtfArgs,
+        /// Settings for CSV -> IDV.
+        #[command(flatten)]
+        idv: idv::IdvArgs,
         /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
         #[arg(long, default_value_t = 1)]
         workers: usize,
-        /// tar -> TBL v2: store every sample raw (TurboLoader's --no-compress).
+        /// tar -> TBL v2: store every sample raw (TurboLoader's --no-compress); CSV -> IDV: no deflate.
         #[arg(long)]
         no_compress: bool,
     },
@@ -172,6 +179,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Blz => blz::inspect(&path, cli.json),
             Format::Tbl2 => tbl2::inspect(&path, cli.json),
             Format::Cntk => cntk::inspect(&path, cli.json),
+            Format::Idv => idv::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
@@ -179,6 +187,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Blz => blz::validate(&path, cli.json),
             Format::Tbl2 => tbl2::validate(&path, cli.json),
             Format::Cntk => cntk::validate(&path, cli.json),
+            Format::Idv => idv::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Dump {
@@ -186,10 +195,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             range,
             sample,
             out,
+            format,
         } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
             Format::Blz => blz::dump(&path, range, cli.json),
             Format::Cntk => cntk::dump(&path, range, cli.json),
+            Format::Idv => idv::dump(&path, range, format.as_deref(), cli.json),
             Format::Tbl2 => match (sample, out) {
                 (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
                 (None, None) => tbl2::dump(&path, range, cli.json),
@@ -215,6 +226,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             workers,
             no_compress,
             ctf,
+            idv,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
@@ -241,6 +253,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 Some(Format::Tbl2) if out_ext == "tar" => {
                     tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
+                }
+                None if out_ext == "idv" => {
+                    idv::convert_csv(&input, &output, &idv, no_compress, cli.json)
                 }
                 None if out_ext == "tbl" => {
                     tbl2::convert(&input, &output, false, workers, no_compress, cli.json)

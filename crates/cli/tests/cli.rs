@@ -77,10 +77,7 @@ fn demo_json_is_machine_readable() {
 #[test]
 fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
     let dir = scratch("unsupported");
-    let cases: [(&str, &[u8], &str); 2] = [
-        ("a.idv", b"CML\0DVB\0\x00\x00", "idv"),
-        ("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf"),
-    ];
+    let cases: [(&str, &[u8], &str); 1] = [("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf")];
     for (name, bytes, format) in cases {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
@@ -494,4 +491,81 @@ fn negative_sparse_index_only_in_ctf2bin_compat() {
 
 fn bin_args(args: &[String]) -> Output {
     bin().args(args).output().unwrap()
+}
+
+#[test]
+fn csv_to_idv_inspect_validate_dump() {
+    let dir = scratch("idv");
+    let csv = dir.join("d.csv");
+    std::fs::write(
+        &csv,
+        "label,x,y,z,name,when\n1,0.5,1.5,-2,\"a, b\",2010-01-01T00:00:00\n0,3,4,5,c,0001-01-01T00:00:00.0000001\n2,NaN,,1e3,,9999-12-31T23:59:59.9999999\n",
+    )
+    .unwrap();
+    let idv = dir.join("d.idv");
+    let out = run(&[
+        "convert",
+        csv.to_str().unwrap(),
+        idv.to_str().unwrap(),
+        "--column",
+        "Label:U4[0-2]:0",
+        "--column",
+        "Features:R4:1-3",
+        "--column",
+        "Name:TX:4",
+        "--column",
+        "When:DT:5",
+        "--rows-per-block",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("3 row(s), 4 column(s)"));
+    let v = run(&["validate", idv.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", text(&v.stderr));
+    let i = run(&["--json", "inspect", idv.to_str().unwrap()]);
+    let j: serde_json::Value = serde_json::from_slice(&i.stdout).unwrap();
+    assert_eq!(j["rows"], 3);
+    assert_eq!(j["columns"][0]["type"], "Key<UInt32, 0-2>");
+    assert_eq!(j["columns"][1]["type"], "Vector<Single, 3>");
+    assert_eq!(j["columns"][1]["blocks"].as_array().unwrap().len(), 2);
+    let d = run(&["dump", idv.to_str().unwrap(), "--format", "jsonl"]);
+    assert!(d.status.success(), "{}", text(&d.stderr));
+    let rows: Vec<serde_json::Value> = text(&d.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["Label"], 2, "keys are stored as value + 1");
+    assert_eq!(rows[0]["Features"], serde_json::json!([0.5, 1.5, -2]));
+    assert_eq!(rows[0]["Name"], "a, b");
+    assert_eq!(rows[1]["When"], "0001-01-01T00:00:00.0000001");
+    assert_eq!(rows[2]["Features"], serde_json::json!(["NaN", "NaN", 1000]));
+    let c = run(&["dump", idv.to_str().unwrap(), "--range", "1..3"]);
+    let lines: Vec<String> = text(&c.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], "Label,Features,Name,When");
+    assert_eq!(lines.len(), 3);
+    assert!(lines[1].starts_with("1,\"[3, 4, 5]\",c,"), "{}", lines[1]);
+    // A damaged file is refused with its kind and a location.
+    let bytes = std::fs::read(&idv).unwrap();
+    let cut = dir.join("cut.idv");
+    std::fs::write(&cut, &bytes[..bytes.len() - 4]).unwrap();
+    let bad = run(&["validate", cut.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("truncated"),
+        "{}",
+        text(&bad.stderr)
+    );
+    // A bad cell names its line.
+    std::fs::write(&csv, "a\nnot-a-number\n").unwrap();
+    let e = run(&[
+        "convert",
+        csv.to_str().unwrap(),
+        dir.join("e.idv").to_str().unwrap(),
+        "--column",
+        "A:I4",
+    ]);
+    assert_eq!(e.status.code(), Some(1));
+    assert!(text(&e.stderr).contains("line 2"), "{}", text(&e.stderr));
+    assert!(!dir.join("e.idv").exists());
 }

@@ -113,7 +113,8 @@ impl Format {
             Format::Bloscpack | Format::Blz => cfg!(feature = "bloscpack"),
             Format::Tbl2 => cfg!(feature = "tbl2"),
             Format::Cntk => cfg!(feature = "cntk"),
-            Format::Idv | Format::Ctf | Format::Mldf => false,
+            Format::Idv => cfg!(feature = "idv"),
+            Format::Ctf | Format::Mldf => false,
         }
     }
 }

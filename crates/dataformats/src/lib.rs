@@ -28,6 +28,9 @@ pub use dataformats_bloscpack as bloscpack;
 #[cfg(feature = "cntk")]
 pub use dataformats_cntk as cntk;
 pub use dataformats_core::{Error, ErrorKind, Result};
+/// ML.NET binary dataview ([`dataformats_idv`]).
+#[cfg(feature = "idv")]
+pub use dataformats_idv as idv;
 
 /// TurboLoader TBL v2 ([`dataformats_tbl2`]).
 #[cfg(feature = "tbl2")]

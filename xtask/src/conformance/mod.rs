@@ -17,6 +17,7 @@ use serde_json::Value;
 mod bloscpack;
 mod blz;
 mod cntk;
+mod idv;
 mod tbl2;
 
 /// One vector and its sidecar.
@@ -55,6 +56,7 @@ fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     m.insert("blz", Box::new(blz::Blz));
     m.insert("tbl2", Box::new(tbl2::Tbl2));
     m.insert("cntk", Box::new(cntk::Cntk));
+    m.insert("idv", Box::new(idv::Idv));
     m
 }
 

@@ -62,6 +62,59 @@ pub(super) fn inflate_into(src: &[u8], dst: &mut [u8], zlib: bool) -> Result<usi
     }
 }
 
+/// Inflates raw deflate `src` into `dst` until `dst` is full or the stream
+/// ends; returns how many bytes were written. Bytes the stream could still
+/// produce and input after its end are ignored.
+pub(super) fn inflate_prefix(src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
+    let mut d = Decompress::new(false);
+    loop {
+        let (in_pos, out_pos) = (total(d.total_in()), total(d.total_out()));
+        if out_pos == dst.len() {
+            return Ok(out_pos);
+        }
+        let input = src.get(in_pos..).unwrap_or_default();
+        let output = dst.get_mut(out_pos..).unwrap_or_default();
+        let status = d
+            .decompress(input, output, FlushDecompress::Finish)
+            .map_err(|e| CodecError::corrupt("deflate", e.to_string()))?;
+        let (new_in, new_out) = (total(d.total_in()), total(d.total_out()));
+        if status == Status::StreamEnd || (new_in == in_pos && new_out == out_pos) {
+            return Ok(new_out);
+        }
+    }
+}
+
+/// Inflates raw deflate `src` to its end or to `max` bytes, whichever comes
+/// first. Returns what was produced and, if the data turned out corrupt,
+/// the error (what came before the damage is kept).
+pub(super) fn inflate_lenient(src: &[u8], max: usize) -> (Vec<u8>, Option<CodecError>) {
+    let mut d = Decompress::new(false);
+    let mut out: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let in_pos = total(d.total_in());
+        let before = total(d.total_out());
+        let room = max.saturating_sub(out.len()).min(buf.len());
+        if room == 0 {
+            return (out, None);
+        }
+        let input = src.get(in_pos..).unwrap_or_default();
+        let status = match d.decompress(
+            input,
+            buf.get_mut(..room).unwrap_or_default(),
+            FlushDecompress::Finish,
+        ) {
+            Ok(s) => s,
+            Err(e) => return (out, Some(CodecError::corrupt("deflate", e.to_string()))),
+        };
+        let produced = total(d.total_out()) - before;
+        out.extend_from_slice(buf.get(..produced).unwrap_or_default());
+        if status == Status::StreamEnd || (total(d.total_in()) == in_pos && produced == 0) {
+            return (out, None);
+        }
+    }
+}
+
 fn total(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }

@@ -181,6 +181,21 @@ pub fn decompress_into(codec: Codec, src: &[u8], dst: &mut [u8]) -> Result<usize
     }
 }
 
+/// Inflates raw deflate (RFC 1951) `src` into `dst` until `dst` is full or
+/// the stream ends, and returns how many bytes were written. Unlike
+/// [`decompress_into`], a stream that could produce more is not an error
+/// (ML.NET's IDV blocks are read that way); a short count is for the caller
+/// to judge.
+pub fn inflate_prefix(src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
+    deflate::inflate_prefix(src, dst)
+}
+
+/// Inflates raw deflate `src` up to its end or `max` bytes. Returns the bytes
+/// produced and, when the data is corrupt, the error met after them.
+pub fn inflate_lenient(src: &[u8], max: usize) -> (Vec<u8>, Option<CodecError>) {
+    deflate::inflate_lenient(src, max)
+}
+
 /// Compresses `src` with `codec` at `level` (the codec's default when `None`).
 ///
 /// Levels: deflate/zlib 0–9, LZ4 block 1–12 (above 1 uses LZ4-HC; 1 and the

@@ -1,0 +1,856 @@
+//! Opening an IDV file: header, column table of contents, annotations
+//! (`idv.md` §3–§9), then blocks on demand.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use dataformats_core::{Limits, Source, codec};
+
+use crate::cursor::Cursor;
+use crate::decode::decode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::types::{Codec, ColumnType, read_codec};
+use crate::values::{Scalar, Values};
+
+/// `CML\0DVB\0`.
+pub const SIGNATURE: u64 = 0x0042_5644_004C_4D43;
+/// The tail signature (the header signature byte-reversed).
+pub const TAIL_SIGNATURE: u64 = 0x434D_4C00_4456_4200;
+/// Header size.
+pub const HEADER_SIZE: u64 = 256;
+/// 1.1.1.6, what the current writer declares.
+pub const VERSION_1_1_1_6: u64 = 0x0001_0001_0001_0006;
+const READER_FIRST: u64 = 0x0001_0001_0001_0002;
+const METADATA_VERSION: u64 = 0x0001_0001_0001_0004;
+
+/// Renders a version as "a.b.c.d".
+pub fn version_string(v: u64) -> String {
+    format!(
+        "{}.{}.{}.{}",
+        v >> 48,
+        (v >> 32) & 0xFFFF,
+        (v >> 16) & 0xFFFF,
+        v & 0xFFFF
+    )
+}
+
+/// The header fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Writer version.
+    pub version: u64,
+    /// Oldest reader version that can read the file.
+    pub compatible_version: u64,
+    /// Column table of contents offset.
+    pub toc_offset: u64,
+    /// Tail signature offset.
+    pub tail_offset: u64,
+    /// Rows.
+    pub row_count: u64,
+    /// Columns in the table of contents (dead ones included).
+    pub column_count: u32,
+}
+
+/// Block compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// Stored as is.
+    None,
+    /// Raw deflate (RFC 1951).
+    Deflate,
+    /// A kind ML.NET does not know (the owner is dead).
+    Unknown(u8),
+}
+
+impl Compression {
+    fn from_byte(b: u8) -> Self {
+        match b {
+            0 => Compression::None,
+            1 => Compression::Deflate,
+            x => Compression::Unknown(x),
+        }
+    }
+
+    /// `"none"`, `"deflate"` or `"unknown(N)"`.
+    pub fn name(self) -> String {
+        match self {
+            Compression::None => "none".into(),
+            Compression::Deflate => "deflate".into(),
+            Compression::Unknown(x) => format!("unknown({x})"),
+        }
+    }
+}
+
+/// One entry of a column's annotation table of contents.
+#[derive(Debug, Clone)]
+pub struct Annotation {
+    /// The kind (`SlotNames`, `KeyValues`, `IsNormalized`...).
+    pub kind: String,
+    /// Its codec.
+    pub codec: Codec,
+    /// How its block is stored.
+    pub compression: Compression,
+    /// Block offset.
+    pub offset: u64,
+    /// Block size in the file.
+    pub size: u64,
+    /// The value (one row), or `None` for a dead entry (unknown codec or compression).
+    pub value: Option<Values>,
+}
+
+/// One column of the table of contents.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Name (may be empty or repeated).
+    pub name: String,
+    /// Codec.
+    pub codec: Codec,
+    /// Compression of its blocks.
+    pub compression: Compression,
+    /// Rows per block.
+    pub rows_per_block: u32,
+    /// Block lookup table offset.
+    pub lookup_offset: u64,
+    /// Annotation table offset (0 = none).
+    pub annotation_offset: u64,
+    /// Annotations (empty for a dead column, whose table is never read).
+    pub annotations: Vec<Annotation>,
+}
+
+impl Column {
+    /// Whether the column is unreadable (unknown codec or compression) and skipped.
+    pub fn is_dead(&self) -> bool {
+        self.codec.ty.is_none() || matches!(self.compression, Compression::Unknown(_))
+    }
+
+    /// The type, when the codec is known.
+    pub fn ty(&self) -> Option<&ColumnType> {
+        self.codec.ty.as_ref()
+    }
+
+    /// The annotation of `kind`, when present and readable.
+    pub fn annotation(&self, kind: &str) -> Option<&Values> {
+        self.annotations
+            .iter()
+            .find(|a| a.kind == kind)
+            .and_then(|a| a.value.as_ref())
+    }
+}
+
+/// One block lookup entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockEntry {
+    /// Offset of the stored block.
+    pub offset: u64,
+    /// Stored length.
+    pub compressed_len: u32,
+    /// Length after decompression.
+    pub decompressed_len: u32,
+}
+
+/// An open IDV file. Opening reads the header, the column table and the
+/// annotations (cost O(columns)); block lookup tables and blocks are read
+/// when a column is first read.
+#[derive(Debug)]
+pub struct Reader {
+    src: Source,
+    limits: Limits,
+    header: Header,
+    columns: Vec<Column>,
+    lookups: Vec<OnceLock<std::result::Result<Vec<BlockEntry>, Error>>>,
+}
+
+fn read_at<'a>(
+    src: &'a Source,
+    offset: u64,
+    len: u64,
+    what: &str,
+) -> Result<std::borrow::Cow<'a, [u8]>> {
+    src.bytes(offset, len).map_err(|_| {
+        Error::new(
+            ErrorKind::Truncated,
+            format!(
+                "{what}: {len} byte(s) at {offset} pass the end of the file ({})",
+                src.len()
+            ),
+        )
+        .at(offset)
+    })
+}
+
+/// Runs `parse` over the bytes from `offset` on: a window of the file
+/// (all of it when mapped), grown and retried while the parse runs out of
+/// bytes before the end of the file.
+fn windowed<T>(src: &Source, offset: u64, mut parse: impl FnMut(&[u8]) -> Result<T>) -> Result<T> {
+    let avail = src.len().saturating_sub(offset);
+    let mut window = if src.as_slice().is_some() {
+        avail
+    } else {
+        avail.min(1 << 20)
+    };
+    loop {
+        let bytes = read_at(src, offset, window, "table")?;
+        match parse(&bytes) {
+            Err(e) if e.kind() == ErrorKind::Truncated && window < avail => {
+                window = window.saturating_mul(4).min(avail);
+            }
+            r => return r,
+        }
+    }
+}
+
+impl Reader {
+    /// Opens the file at `path` with positioned reads.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::with_limits(Source::open(path)?, Limits::default())
+    }
+
+    /// Opens an in-memory file.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::with_limits(Source::from_vec(bytes), Limits::default())
+    }
+
+    /// Opens `src` with allocation `limits`.
+    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+        let header = read_header(&src)?;
+        let columns = read_toc(&src, &header, &limits)?;
+        let lookups = columns.iter().map(|_| OnceLock::new()).collect();
+        Ok(Reader {
+            src,
+            limits,
+            header,
+            columns,
+            lookups,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Rows.
+    pub fn row_count(&self) -> u64 {
+        self.header.row_count
+    }
+
+    /// Every column of the table of contents, dead ones included.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The byte source.
+    pub fn source(&self) -> &Source {
+        &self.src
+    }
+
+    /// Index of the first live column named `name`.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name == name && !c.is_dead())
+    }
+
+    /// Blocks per column.
+    pub fn block_count(&self) -> u64 {
+        block_count(
+            self.header.row_count,
+            self.columns.first().map_or(1, |c| c.rows_per_block),
+        )
+    }
+
+    /// Rows in block `b`.
+    pub fn rows_in_block(&self, b: u64) -> u64 {
+        let rpb = u64::from(self.columns.first().map_or(1, |c| c.rows_per_block)).max(1);
+        self.header
+            .row_count
+            .saturating_sub(b.saturating_mul(rpb))
+            .min(rpb)
+    }
+
+    fn live(&self, col: usize) -> Result<&Column> {
+        let c = self
+            .columns
+            .get(col)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no column {col}")))?;
+        if c.is_dead() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "column {col} ({:?}) is unreadable: codec {:?}, compression {}",
+                    c.name,
+                    c.codec.name,
+                    c.compression.name()
+                ),
+            ));
+        }
+        Ok(c)
+    }
+
+    /// The block lookup table of live column `col` (read once, then kept).
+    pub fn lookup(&self, col: usize) -> Result<&[BlockEntry]> {
+        let c = self.live(col)?;
+        let slot = self
+            .lookups
+            .get(col)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "column"))?;
+        let r = slot.get_or_init(|| {
+            read_lookup(&self.src, &self.header, c.lookup_offset, self.block_count())
+                .map_err(|e| e.in_column(&c.name))
+        });
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The decompressed bytes of block `b` of live column `col`.
+    pub fn block_bytes(&self, col: usize, b: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let c = self.live(col)?;
+        let e = *self
+            .lookup(col)?
+            .get(usize::try_from(b).unwrap_or(usize::MAX))
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no block {b}")))?;
+        let loc = |err: Error| err.in_column(&c.name).in_block(b);
+        let stored =
+            read_at(&self.src, e.offset, u64::from(e.compressed_len), "block").map_err(loc)?;
+        let want = u64::from(e.decompressed_len);
+        match c.compression {
+            Compression::None => {
+                if e.decompressed_len > e.compressed_len {
+                    return Err(loc(Error::new(
+                        ErrorKind::DecompressFailed,
+                        format!(
+                            "uncompressed block: {} byte(s) declared, {} stored",
+                            e.decompressed_len, e.compressed_len
+                        ),
+                    )
+                    .at(e.offset)));
+                }
+                Ok(match stored {
+                    std::borrow::Cow::Borrowed(s) => {
+                        std::borrow::Cow::Borrowed(s.get(..want as usize).unwrap_or_default())
+                    }
+                    std::borrow::Cow::Owned(mut v) => {
+                        v.truncate(want as usize);
+                        std::borrow::Cow::Owned(v)
+                    }
+                })
+            }
+            Compression::Deflate => {
+                self.limits
+                    .check_alloc("decompressed block", want)
+                    .map_err(|e| loc(e.into()))?;
+                let mut out = vec![0u8; want as usize];
+                self.inflate_into(&stored, &mut out)
+                    .map_err(|err| loc(err.at(e.offset)))?;
+                Ok(std::borrow::Cow::Owned(out))
+            }
+            Compression::Unknown(_) => {
+                Err(loc(Error::new(ErrorKind::InvalidArgument, "dead column")))
+            }
+        }
+    }
+
+    /// Inflates a deflate block into `out`, which must come out full.
+    pub(crate) fn inflate_into(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
+        let n = codec::inflate_prefix(stored, out).map_err(|e| {
+            Error::new(
+                ErrorKind::DecompressFailed,
+                format!("corrupt deflate data: {e}"),
+            )
+        })?;
+        if n != out.len() {
+            return Err(Error::new(
+                ErrorKind::DecompressFailed,
+                format!("deflate stream ends after {n} of {} byte(s)", out.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decodes block `b` of live column `col`.
+    pub fn read_block(&self, col: usize, b: u64) -> Result<Values> {
+        let c = self.live(col)?;
+        let ty = c
+            .ty()
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "dead column"))?;
+        let bytes = self.block_bytes(col, b)?;
+        let e = self.lookup(col)?.get(b as usize).copied();
+        let base = e.map_or(0, |e| e.offset);
+        let n = self.rows_in_block(b) as usize;
+        // Offsets inside a compressed block are given relative to the block start.
+        let mut cur = Cursor::new(
+            &bytes,
+            if c.compression == Compression::None {
+                base
+            } else {
+                0
+            },
+        );
+        decode(ty, c.codec.dvbool, &mut cur, n).map_err(|err| {
+            let err = err.in_column(&c.name).in_block(b);
+            if c.compression == Compression::None {
+                err
+            } else {
+                err.at(base)
+            }
+        })
+    }
+
+    /// Decodes rows `rows` of live column `col`, touching only the blocks
+    /// that hold them.
+    pub fn read_rows(&self, col: usize, rows: std::ops::Range<u64>) -> Result<Values> {
+        let c = self.live(col)?;
+        let ty = c
+            .ty()
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "dead column"))?;
+        if rows.start > rows.end || rows.end > self.header.row_count {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("rows {rows:?} outside 0..{}", self.header.row_count),
+            ));
+        }
+        let mut out = Values::empty_of(ty);
+        if rows.is_empty() {
+            return Ok(out);
+        }
+        let rpb = u64::from(c.rows_per_block.max(1));
+        for b in rows.start / rpb..=(rows.end - 1) / rpb {
+            let v = self.read_block(col, b)?;
+            let first = b * rpb;
+            let lo = rows.start.max(first) - first;
+            let hi = rows.end.min(first + rpb) - first;
+            out.append_from(&v, lo as usize..hi as usize);
+        }
+        Ok(out)
+    }
+
+    /// Every value of live column `col`.
+    pub fn read_column(&self, col: usize) -> Result<Values> {
+        self.read_rows(col, 0..self.header.row_count)
+    }
+
+    /// Every value of the live column named `name`, as `T` (for example
+    /// `column::<f32>("x")`, `column::<String>("text")`, `column::<u64>`
+    /// for keys).
+    pub fn column<T: Scalar>(&self, name: &str) -> Result<Vec<T>> {
+        let i = self.column_index(name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no live column {name:?}"),
+            )
+        })?;
+        let ty = self
+            .columns
+            .get(i)
+            .and_then(Column::ty)
+            .map(ToString::to_string);
+        T::from_values(self.read_column(i)?).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "column {name:?} is {}, not {}",
+                    ty.unwrap_or_default(),
+                    std::any::type_name::<T>()
+                ),
+            )
+        })
+    }
+
+    /// Decodes every block of every live column in the order of `idv.md`
+    /// §10.1 step 4; the first failure is reported.
+    pub fn validate(&self) -> Result<()> {
+        if self.header.row_count == 0 {
+            return Ok(());
+        }
+        for col in 0..self.columns.len() {
+            if self.columns.get(col).is_none_or(Column::is_dead) {
+                continue;
+            }
+            self.lookup(col)?;
+            for b in 0..self.block_count() {
+                self.read_block(col, b)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes blocks of live column `col` on the rayon pool and returns
+    /// them in order.
+    #[cfg(feature = "rayon")]
+    pub fn read_blocks_parallel(&self, col: usize) -> Result<Vec<Values>> {
+        use rayon::prelude::*;
+        self.lookup(col)?;
+        (0..self.block_count())
+            .into_par_iter()
+            .map(|b| self.read_block(col, b))
+            .collect()
+    }
+}
+
+fn block_count(rows: u64, rpb: u32) -> u64 {
+    if rows == 0 || rpb == 0 {
+        0
+    } else {
+        (rows - 1) / u64::from(rpb) + 1
+    }
+}
+
+fn bad(kind: ErrorKind, m: String, at: u64) -> Error {
+    Error::new(kind, m).at(at)
+}
+
+/// The header checks of §3, in their order.
+fn read_header(src: &Source) -> Result<Header> {
+    if src.len() < HEADER_SIZE {
+        return Err(bad(
+            ErrorKind::Truncated,
+            format!("{} byte(s), the header needs 256", src.len()),
+            0,
+        ));
+    }
+    let h = read_at(src, 0, 56, "header")?;
+    let f = |o: usize| {
+        u64::from_le_bytes(
+            h.get(o..o + 8)
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or_default(),
+        )
+    };
+    if f(0) != SIGNATURE {
+        return Err(bad(
+            ErrorKind::BadSignature,
+            "not a binary dataview file (signature)".into(),
+            0,
+        ));
+    }
+    let (version, compat) = (f(8), f(16));
+    if compat > version {
+        return Err(bad(
+            ErrorKind::BadVersion,
+            format!(
+                "compatible version {} above version {}",
+                version_string(compat),
+                version_string(version)
+            ),
+            16,
+        ));
+    }
+    if version < READER_FIRST {
+        return Err(bad(
+            ErrorKind::BadVersion,
+            format!("version {} below 1.1.1.2", version_string(version)),
+            8,
+        ));
+    }
+    if !(METADATA_VERSION..=VERSION_1_1_1_6).contains(&compat) {
+        return Err(bad(
+            ErrorKind::BadVersion,
+            format!(
+                "compatible version {} not in 1.1.1.4..=1.1.1.6",
+                version_string(compat)
+            ),
+            16,
+        ));
+    }
+    let toc = f(24) as i64;
+    let tail = f(32) as i64;
+    let rows = f(40) as i64;
+    let cols = i32::from_le_bytes(
+        h.get(48..52)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or_default(),
+    );
+    if rows < 0 {
+        return Err(bad(
+            ErrorKind::NegativeCount,
+            format!("row count {rows}"),
+            40,
+        ));
+    }
+    if cols < 0 {
+        return Err(bad(
+            ErrorKind::NegativeCount,
+            format!("column count {cols}"),
+            48,
+        ));
+    }
+    if cols != 0 && toc < HEADER_SIZE as i64 {
+        return Err(bad(
+            ErrorKind::OffsetOutOfRange,
+            format!("table of contents offset {toc} inside the header"),
+            24,
+        ));
+    }
+    if tail < HEADER_SIZE as i64 {
+        return Err(bad(
+            ErrorKind::OffsetOutOfRange,
+            format!("tail offset {tail} inside the header"),
+            32,
+        ));
+    }
+    let tail = tail as u64;
+    let t = read_at(src, tail, 8, "tail signature")?;
+    if u64::from_le_bytes(t.as_ref().try_into().unwrap_or_default()) != TAIL_SIGNATURE {
+        return Err(bad(ErrorKind::BadTail, "wrong tail signature".into(), tail));
+    }
+    Ok(Header {
+        version,
+        compatible_version: compat,
+        toc_offset: toc.max(0) as u64,
+        tail_offset: tail,
+        row_count: rows as u64,
+        column_count: cols as u32,
+    })
+}
+
+/// The column table of contents (§5) and the live columns' annotations (§9).
+fn read_toc(src: &Source, h: &Header, limits: &Limits) -> Result<Vec<Column>> {
+    if h.column_count == 0 {
+        return Ok(Vec::new());
+    }
+    let start = h.toc_offset;
+    let mut cols = windowed(src, start, |bytes| parse_toc(bytes, start, h))?;
+    for col in &mut cols {
+        if col.is_dead() || col.annotation_offset == 0 {
+            continue;
+        }
+        let at = col.annotation_offset;
+        let entries = windowed(src, at, |bytes| parse_annotation_toc(bytes, at, h))
+            .map_err(|e| e.in_column(&col.name))?;
+        col.annotations =
+            read_annotation_values(src, entries, limits).map_err(|e| e.in_column(&col.name))?;
+    }
+    Ok(cols)
+}
+
+fn parse_toc(bytes: &[u8], start: u64, h: &Header) -> Result<Vec<Column>> {
+    let mut c = Cursor::new(bytes, start);
+    let mut cols: Vec<Column> = Vec::new();
+    let mut rpb0: Option<u32> = None;
+    for _ in 0..h.column_count {
+        let name_at = c.offset();
+        let name = c.string("column name").map_err(|e| e.at(name_at))?;
+        let loc = |e: Error| e.in_column(&name);
+        let codec = read_codec(&mut c, true).map_err(loc)?;
+        let compression = Compression::from_byte(c.u8("compression kind").map_err(loc)?);
+        let rpb_at = c.offset();
+        let rpb_raw = c.leb128("rows per block").map_err(loc)?;
+        let rpb = rpb_raw as u32 as i32;
+        if rpb < 0 || (rpb == 0 && h.row_count > 0) {
+            return Err(loc(bad(
+                ErrorKind::RowsPerBlock,
+                format!("rows per block {rpb}"),
+                rpb_at,
+            )));
+        }
+        let rpb = rpb as u32;
+        match rpb0 {
+            None => rpb0 = Some(rpb),
+            Some(r0) if r0 != rpb => {
+                return Err(loc(bad(
+                    ErrorKind::RowsPerBlock,
+                    format!("rows per block {rpb}, column 0 has {r0} (differing is not supported)"),
+                    rpb_at,
+                )));
+            }
+            _ => {}
+        }
+        let nblocks = block_count(h.row_count, rpb);
+        if nblocks > i32::MAX as u64 {
+            return Err(loc(bad(
+                ErrorKind::RowsPerBlock,
+                format!("{nblocks} blocks per column"),
+                rpb_at,
+            )));
+        }
+        let lk_at = c.offset();
+        let lookup = c.i64("lookup table offset").map_err(loc)?;
+        if h.row_count > 0 {
+            let hi = h.tail_offset as i128 - 16 * nblocks as i128;
+            if (lookup as i128) < HEADER_SIZE as i128 || lookup as i128 > hi {
+                return Err(loc(bad(
+                    ErrorKind::OffsetOutOfRange,
+                    format!("lookup table offset {lookup} outside 256..={hi}"),
+                    lk_at,
+                )));
+            }
+        }
+        let an_at = c.offset();
+        let ann = c.i64("annotation table offset").map_err(loc)?;
+        if ann != 0 && (ann < HEADER_SIZE as i64 || ann as u64 > h.tail_offset) {
+            return Err(loc(bad(
+                ErrorKind::OffsetOutOfRange,
+                format!(
+                    "annotation table offset {ann} outside 256..={}",
+                    h.tail_offset
+                ),
+                an_at,
+            )));
+        }
+        cols.push(Column {
+            name,
+            codec,
+            compression,
+            rows_per_block: rpb,
+            lookup_offset: lookup.max(0) as u64,
+            annotation_offset: ann as u64,
+            annotations: Vec::new(),
+        });
+    }
+    Ok(cols)
+}
+
+fn parse_annotation_toc(bytes: &[u8], offset: u64, h: &Header) -> Result<Vec<Annotation>> {
+    let mut c = Cursor::new(bytes, offset);
+    let count = c.leb128("annotation count")?;
+    if count == 0 || count >= i32::MAX as u64 {
+        return Err(bad(
+            ErrorKind::BadAnnotation,
+            format!("{count} annotation entries"),
+            offset,
+        ));
+    }
+    let mut out: Vec<Annotation> = Vec::new();
+    for _ in 0..count {
+        let k_at = c.offset();
+        let kind = c.string("annotation kind")?;
+        if kind.is_empty() {
+            return Err(bad(
+                ErrorKind::BadAnnotation,
+                "empty annotation kind".into(),
+                k_at,
+            ));
+        }
+        if out.iter().any(|a| a.kind == kind) {
+            return Err(bad(
+                ErrorKind::BadAnnotation,
+                format!("annotation kind {kind:?} twice"),
+                k_at,
+            ));
+        }
+        let loc = |e: Error| e.in_annotation(&kind);
+        let codec = read_codec(&mut c, true).map_err(loc)?;
+        let compression = Compression::from_byte(c.u8("annotation compression").map_err(loc)?);
+        let o_at = c.offset();
+        let boff = c.i64("annotation block offset").map_err(loc)?;
+        if boff < HEADER_SIZE as i64 || boff as u64 > h.tail_offset {
+            return Err(loc(bad(
+                ErrorKind::OffsetOutOfRange,
+                format!(
+                    "annotation block offset {boff} outside 256..={}",
+                    h.tail_offset
+                ),
+                o_at,
+            )));
+        }
+        let s_at = c.offset();
+        let size = c.leb128("annotation block size").map_err(loc)?;
+        if size == 0 || size > i64::MAX as u64 || size > h.tail_offset - boff as u64 {
+            return Err(loc(bad(
+                ErrorKind::BadAnnotation,
+                format!(
+                    "annotation block size {size} (block at {boff}, tail at {})",
+                    h.tail_offset
+                ),
+                s_at,
+            )));
+        }
+        out.push(Annotation {
+            kind,
+            codec,
+            compression,
+            offset: boff as u64,
+            size,
+            value: None,
+        });
+    }
+    Ok(out)
+}
+
+fn read_annotation_values(
+    src: &Source,
+    mut out: Vec<Annotation>,
+    limits: &Limits,
+) -> Result<Vec<Annotation>> {
+    for a in &mut out {
+        let Some(ty) = a.codec.ty.clone() else {
+            continue;
+        };
+        let loc = |e: Error| e.in_annotation(&a.kind);
+        let stored = read_at(src, a.offset, a.size, "annotation block").map_err(loc)?;
+        let value = match a.compression {
+            Compression::Unknown(_) => continue,
+            Compression::None => {
+                let mut cur = Cursor::new(&stored, a.offset);
+                decode(&ty, a.codec.dvbool, &mut cur, 1).map_err(loc)?
+            }
+            Compression::Deflate => {
+                let max = limits.max_alloc.min(usize::MAX as u64) as usize;
+                let (inflated, err) = codec::inflate_lenient(&stored, max);
+                let mut cur = Cursor::new(&inflated, 0);
+                match decode(&ty, a.codec.dvbool, &mut cur, 1) {
+                    Ok(v) => v,
+                    Err(e) if e.kind() == ErrorKind::Truncated && err.is_some() => {
+                        return Err(loc(Error::new(
+                            ErrorKind::DecompressFailed,
+                            format!(
+                                "corrupt deflate data before the value is complete: {}",
+                                err.map(|e| e.to_string()).unwrap_or_default()
+                            ),
+                        )
+                        .at(a.offset)));
+                    }
+                    Err(e) => return Err(loc(e.at(a.offset))),
+                }
+            }
+        };
+        a.value = Some(value);
+    }
+    Ok(out)
+}
+
+/// A column's lookup table (§8), entry by entry.
+fn read_lookup(src: &Source, h: &Header, offset: u64, nblocks: u64) -> Result<Vec<BlockEntry>> {
+    let bytes = read_at(src, offset, nblocks * 16, "block lookup table")?;
+    let mut c = Cursor::new(&bytes, offset);
+    let mut out = Vec::with_capacity(nblocks as usize);
+    for b in 0..nblocks {
+        let at = c.offset();
+        let off = c.i64("block offset")?;
+        let clen = c.i32("compressed length")?;
+        let dlen = c.i32("decompressed length")?;
+        let loc = |e: Error| e.in_block(b);
+        if clen < 0 {
+            return Err(loc(bad(
+                ErrorKind::NegativeCount,
+                format!("compressed length {clen}"),
+                at + 8,
+            )));
+        }
+        if dlen < 0 {
+            return Err(loc(bad(
+                ErrorKind::NegativeCount,
+                format!("decompressed length {dlen}"),
+                at + 12,
+            )));
+        }
+        if off < HEADER_SIZE as i64 || off as i128 > h.tail_offset as i128 - i128::from(clen) {
+            return Err(loc(bad(
+                ErrorKind::OffsetOutOfRange,
+                format!(
+                    "block offset {off} outside 256..={}",
+                    h.tail_offset as i128 - i128::from(clen)
+                ),
+                at,
+            )));
+        }
+        out.push(BlockEntry {
+            offset: off as u64,
+            compressed_len: clen as u32,
+            decompressed_len: dlen as u32,
+        });
+    }
+    Ok(out)
+}
