@@ -1,0 +1,157 @@
+//! Round trips through the writer and reader for every codec: scalars,
+//! fixed and variable vectors, dense and sparse, several blocks, with and
+//! without compression.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use dataformats_idv::{
+    ColumnSpec, ColumnType, Compression, DateTimeOffset, ItemType, KeyWidth, MAX_TICKS, Reader,
+    TextValues, Values, VectorValues, Writer, WriterOptions,
+};
+use proptest::prelude::*;
+
+fn item_types() -> impl Strategy<Value = ItemType> {
+    prop_oneof![
+        Just(ItemType::I8),
+        Just(ItemType::U8),
+        Just(ItemType::I16),
+        Just(ItemType::U16),
+        Just(ItemType::I32),
+        Just(ItemType::U32),
+        Just(ItemType::I64),
+        Just(ItemType::U64),
+        Just(ItemType::F32),
+        Just(ItemType::F64),
+        Just(ItemType::Bool),
+        Just(ItemType::Text),
+        Just(ItemType::TimeSpan),
+        Just(ItemType::DateTime),
+        Just(ItemType::DateTimeOffset),
+        Just(ItemType::RowId),
+        (0usize..4, 1u64..1000).prop_map(|(w, count)| ItemType::Key {
+            width: [KeyWidth::U8, KeyWidth::U16, KeyWidth::U32, KeyWidth::U64][w],
+            count: count.min(255),
+        }),
+    ]
+}
+
+/// `n` values of `t`, from `seed` (a cheap generator keeps the strategy small).
+fn values(t: ItemType, n: usize, seed: u64) -> Values {
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    macro_rules! v {
+        ($var:ident, $e:expr) => {
+            Values::$var((0..n).map(|_| $e).collect())
+        };
+    }
+    match t {
+        ItemType::I8 => v!(I8, next() as i8),
+        ItemType::U8 => v!(U8, next() as u8),
+        ItemType::I16 => v!(I16, next() as i16),
+        ItemType::U16 => v!(U16, next() as u16),
+        ItemType::I32 => v!(I32, next() as i32),
+        ItemType::U32 => v!(U32, next() as u32),
+        ItemType::I64 => v!(I64, next() as i64),
+        ItemType::U64 => v!(U64, next()),
+        ItemType::F32 => v!(F32, f32::from_bits(next() as u32)),
+        ItemType::F64 => v!(F64, f64::from_bits(next())),
+        ItemType::Bool => v!(Bool, next() % 2 == 0),
+        ItemType::TimeSpan => v!(TimeSpan, (next() as i64).max(i64::MIN + 1)),
+        ItemType::DateTime => v!(DateTime, (next() % (MAX_TICKS as u64 + 1)) as i64),
+        ItemType::DateTimeOffset => v!(
+            DateTimeOffset,
+            DateTimeOffset {
+                ticks: (next() % (MAX_TICKS as u64 - 2_000_000_000_000) + 1_000_000_000_000) as i64,
+                offset_minutes: (next() % 1681) as i16 - 840,
+            }
+        ),
+        ItemType::RowId => v!(RowId, u128::from(next()) << 64 | u128::from(next())),
+        ItemType::Key { count, .. } => v!(Key, next() % (count + 1)),
+        ItemType::Text => {
+            let pool = ["", "a", "héllo", "日本語", "😀 grin", "x,y\"z", "\u{0}nul"];
+            Values::Text(
+                (0..n)
+                    .map(|_| pool[(next() % pool.len() as u64) as usize])
+                    .collect::<TextValues>(),
+            )
+        }
+    }
+}
+
+fn vectors(t: ItemType, n: usize, fixed: Option<u32>, seed: u64) -> Values {
+    let mut vv = VectorValues::new(t);
+    let mut s = seed | 1;
+    for i in 0..n {
+        s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let len = fixed.unwrap_or((s >> 60) as u32);
+        if (s >> 40) % 3 == 0 && len > 0 {
+            // Sparse: every other slot, up to fewer than len.
+            let idx: Vec<u32> = (0..len)
+                .filter(|k| (k + i as u32) % 2 == 0)
+                .take(len as usize - 1)
+                .collect();
+            let vals = values(t, idx.len(), s);
+            assert!(vv.push_sparse(len, &idx, &vals));
+        } else {
+            assert!(vv.push_dense(&values(t, len as usize, s)));
+        }
+    }
+    Values::Vector(vv)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_codec_round_trips(
+        item in item_types(),
+        shape in 0u8..3,
+        rows in 0usize..40,
+        rpb in 1u32..9,
+        deflate in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let (ty, data) = match shape {
+            0 => (ColumnType::Scalar(item), values(item, rows, seed)),
+            1 => (ColumnType::vector(item, 5), vectors(item, rows, Some(5), seed)),
+            _ => (ColumnType::var_vector(item), vectors(item, rows, None, seed)),
+        };
+        let dir = std::env::temp_dir().join(format!("df-idv-prop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{seed}.idv"));
+        let compression = if deflate { Compression::Deflate } else { Compression::None };
+        let spec = ColumnSpec::new("c", ty.clone())
+            .annotation("First", ty.clone(), data.slice(0..rows.min(1)).filter(|v| v.len() == 1).unwrap_or_else(|| data.clone()))
+            ;
+        let spec = if rows == 0 { ColumnSpec::new("c", ty.clone()) } else { spec };
+        let mut w = Writer::create(&path, vec![spec, ColumnSpec::new("n", ColumnType::Scalar(ItemType::I32))], WriterOptions { compression, rows_per_block: Some(rpb), level: 1 }).unwrap();
+        // Two batches, to cross block boundaries mid-batch.
+        let half = rows / 2;
+        let idx = Values::I32((0..rows as i32).collect());
+        w.write_batch(&[data.slice(0..half).unwrap(), idx.slice(0..half).unwrap()]).unwrap();
+        w.write_batch(&[data.slice(half..rows).unwrap(), idx.slice(half..rows).unwrap()]).unwrap();
+        w.finish().unwrap();
+        let r = Reader::open(&path).unwrap();
+        r.validate().unwrap();
+        prop_assert_eq!(r.row_count(), rows as u64);
+        prop_assert_eq!(r.columns()[0].ty(), Some(&ty));
+        let back = r.read_column(0).unwrap();
+        prop_assert_eq!(common::hash(&ty, &back), common::hash(&ty, &data));
+        if rows > 0 {
+            let a = r.columns()[0].annotation("First").unwrap();
+            prop_assert_eq!(common::hash(&ty, a), common::hash(&ty, &data.slice(0..1).unwrap()));
+            // A row range touches only its blocks and gives the same rows.
+            let (lo, hi) = (rows as u64 / 3, rows as u64 - rows as u64 / 4);
+            let part = r.read_rows(0, lo..hi).unwrap();
+            prop_assert_eq!(common::hash(&ty, &part), common::hash(&ty, &data.slice(lo as usize..hi as usize).unwrap()));
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+}
