@@ -327,6 +327,64 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "idv_file" | "idv_toc" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("idv"), ".idv", &mut files);
+            files.sort();
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                if b.len() > 64 << 10 {
+                    continue;
+                }
+                if target == "idv_file" {
+                    seeds.push((format!("vec-{}", seeds.len()), b));
+                    continue;
+                }
+                // The table of contents with the row and column counts in front.
+                let field = |o: usize| {
+                    b.get(o..o + 8)
+                        .and_then(|x| x.try_into().ok())
+                        .map(u64::from_le_bytes)
+                };
+                if let (Some(toc), Some(tail), Some(rows), Some(cols)) =
+                    (field(24), field(32), field(40), field(48))
+                {
+                    if let Some(part) = b.get(toc as usize..tail as usize) {
+                        let mut seed = vec![rows.min(255) as u8, (cols & 0xff) as u8];
+                        seed.extend_from_slice(part);
+                        seeds.push((format!("vec-{}", seeds.len()), seed));
+                    }
+                }
+            }
+        }
+        "idv_codec" => {
+            // Each codec name with an empty parameter list, and some rows of zeros.
+            for name in [
+                "SByte",
+                "Byte",
+                "Int16",
+                "UInt16",
+                "Int32",
+                "UInt32",
+                "Int64",
+                "UInt64",
+                "Single",
+                "Double",
+                "Boolean",
+                "DvBool",
+                "TextSpan",
+                "TimeSpan",
+                "DateTime",
+                "DateTimeOffset",
+                "DataViewRowId",
+            ] {
+                let mut seed = vec![3u8, name.len() as u8];
+                seed.extend_from_slice(name.as_bytes());
+                seed.push(0);
+                seed.extend_from_slice(&[0u8; 64]);
+                seeds.push((format!("codec-{name}"), seed));
+            }
+        }
         // A target without seeds of its own starts from its saved regressions.
         _ => {}
     }

@@ -26,6 +26,8 @@ mod cursor;
 mod decode;
 mod encode;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod read;
 pub mod render;
 mod types;
