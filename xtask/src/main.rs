@@ -122,6 +122,7 @@ fn bench(args: &[String]) -> Result<bool, String> {
         return Err("bench needs a format: `cargo xtask bench bloscpack`".into());
     };
     match what.as_str() {
+        "idv" => return run_example("dataformats-idv", &["rayon"], "bench_idv", &[]),
         "cntk" => {
             return Ok(run_example("dataformats-cntk", &[], "bench_cntk", &[])?
                 && run_example(

@@ -320,6 +320,85 @@ fn format_runs(dir: &Path, table: &[u8]) -> Vec<FormatRun> {
         path: cbf,
         result,
     });
+
+    // ML.NET IDV: the table as columns (id, a Vector<Single, 2> of features,
+    // the label as a key with its names), then dumped rows compared.
+    let idv = dir.join("table.idv");
+    let result = (|| -> Result<String, String> {
+        use dataformats::idv::{
+            ColumnSpec, ColumnType, ItemType, KeyWidth, Reader as IdvReader, TextValues, Values,
+            VectorValues, Writer as IdvWriter, WriterOptions,
+        };
+        let e = |x: dataformats::idv::Error| x.to_string();
+        let u32_at = |r: &[u8], o: usize| {
+            let mut b = [0u8; 4];
+            for (d, s) in b.iter_mut().zip(r.iter().skip(o)) {
+                *d = *s;
+            }
+            b
+        };
+        let recs: Vec<&[u8]> = table.chunks_exact(13).collect();
+        let ids: Vec<u32> = recs
+            .iter()
+            .map(|r| u32::from_le_bytes(u32_at(r, 0)))
+            .collect();
+        let mut feats = VectorValues::new(ItemType::F32);
+        for r in &recs {
+            let xy = Values::F32(vec![
+                f32::from_le_bytes(u32_at(r, 4)),
+                f32::from_le_bytes(u32_at(r, 8)),
+            ]);
+            feats.push_dense(&xy);
+        }
+        let labels: Vec<u64> = recs
+            .iter()
+            .map(|r| u64::from(r.get(12).copied().unwrap_or(0)) + 1)
+            .collect();
+        let key = ItemType::Key {
+            width: KeyWidth::U32,
+            count: 10,
+        };
+        let names: TextValues = (0..10).map(|i| format!("class{i}")).collect();
+        let mut names_vec = VectorValues::new(ItemType::Text);
+        names_vec.push_dense(&Values::Text(names));
+        let columns = vec![
+            ColumnSpec::new("id", ColumnType::Scalar(ItemType::U32)),
+            ColumnSpec::new("features", ColumnType::vector(ItemType::F32, 2)),
+            ColumnSpec::new("label", ColumnType::Scalar(key)).annotation(
+                "KeyValues",
+                ColumnType::vector(ItemType::Text, 10),
+                Values::Vector(names_vec),
+            ),
+        ];
+        let mut w = IdvWriter::create(&idv, columns, WriterOptions::default()).map_err(e)?;
+        w.write_batch(&[
+            Values::U32(ids.clone()),
+            Values::Vector(feats),
+            Values::Key(labels.clone()),
+        ])
+        .map_err(e)?;
+        w.finish().map_err(e)?;
+        let r = IdvReader::open(&idv).map_err(e)?;
+        r.validate().map_err(e)?;
+        if r.column::<u32>("id").map_err(e)? != ids
+            || r.column::<u64>("label").map_err(e)? != labels
+        {
+            return Err("columns read back differ".into());
+        }
+        let kinds = r.columns().get(2).map_or(0, |c| c.annotations.len());
+        Ok(format!(
+            "{} rows x {} columns in {} block(s) per column, {kinds} annotation, validated and read back",
+            r.row_count(),
+            r.columns().len(),
+            r.block_count()
+        ))
+    })();
+    runs.push(FormatRun {
+        format: "idv",
+        bytes: std::fs::metadata(&idv).map_or(0, |m| m.len()),
+        path: idv,
+        result,
+    });
     runs
 }
 

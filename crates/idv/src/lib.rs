@@ -42,7 +42,8 @@ pub use read::{
 };
 pub use types::{Codec, ColumnType, ItemType, KeyWidth};
 pub use values::{
-    DateTimeOffset, Scalar, TextValues, Values, VectorRef, VectorValues, wtf8_to_str_lossy,
+    DateTimeOffset, PlainItem, Scalar, TextValues, Values, VectorRef, VectorValues,
+    wtf8_to_str_lossy,
 };
 pub use write::{
     ColumnSpec, DEFAULT_MAX_BYTES_PER_BLOCK_GROUP, DEFAULT_MAX_ROWS_PER_BLOCK, Writer,

@@ -369,6 +369,78 @@ impl Reader {
         Ok(())
     }
 
+    /// Decodes block `b` of a plain numeric scalar column (`Single`,
+    /// `Int32`, ...) into `out` (resized to the block's rows), inflating
+    /// through `scratch`; both buffers are reused across calls, so a scan
+    /// allocates nothing once they have grown. An uncompressed block is
+    /// copied straight from the file.
+    pub fn read_block_into<T: crate::values::PlainItem>(
+        &self,
+        col: usize,
+        b: u64,
+        out: &mut Vec<T>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let c = self.live(col)?;
+        if c.ty() != Some(&ColumnType::Scalar(T::ITEM)) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "column {:?} is {}, not {}",
+                    c.name,
+                    c.ty().map(ToString::to_string).unwrap_or_default(),
+                    T::ITEM
+                ),
+            ));
+        }
+        let e = *self
+            .lookup(col)?
+            .get(usize::try_from(b).unwrap_or(usize::MAX))
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no block {b}")))?;
+        let loc = |err: Error| err.in_column(&c.name).in_block(b);
+        let n = self.rows_in_block(b) as usize;
+        let need = n as u64 * T::SIZE as u64;
+        if u64::from(e.decompressed_len) < need {
+            return Err(loc(Error::new(
+                ErrorKind::Truncated,
+                format!(
+                    "{n} values need {need} bytes, the block decodes to {}",
+                    e.decompressed_len
+                ),
+            )
+            .at(e.offset)));
+        }
+        let stored =
+            read_at(&self.src, e.offset, u64::from(e.compressed_len), "block").map_err(loc)?;
+        out.clear();
+        out.resize(n, T::default());
+        let bytes: &[u8] = match c.compression {
+            Compression::Deflate => {
+                let want = self
+                    .limits
+                    .check_alloc("decompressed block", u64::from(e.decompressed_len))
+                    .map_err(|err| loc(err.into()))?;
+                scratch.clear();
+                scratch.resize(want, 0);
+                self.inflate_into(&stored, scratch)
+                    .map_err(|err| loc(err.at(e.offset)))?;
+                scratch
+            }
+            _ => {
+                if e.decompressed_len > e.compressed_len {
+                    return Err(loc(Error::new(
+                        ErrorKind::DecompressFailed,
+                        "uncompressed block: more bytes declared than stored",
+                    )
+                    .at(e.offset)));
+                }
+                &stored
+            }
+        };
+        dataformats_core::plain::copy_into(bytes.get(..need as usize).unwrap_or_default(), out)
+            .map_err(|err| loc(Error::new(ErrorKind::Truncated, err.to_string())))
+    }
+
     /// Decodes block `b` of live column `col`.
     pub fn read_block(&self, col: usize, b: u64) -> Result<Values> {
         let c = self.live(col)?;

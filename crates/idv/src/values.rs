@@ -514,3 +514,19 @@ impl Scalar for String {
         }
     }
 }
+
+/// Plain numeric item types whose blocks are packed little-endian values,
+/// for [`crate::Reader::read_block_into`].
+pub trait PlainItem: dataformats_core::plain::Plain {
+    /// The item type these values have in a file.
+    const ITEM: ItemType;
+}
+
+macro_rules! plain_item {
+    ($($t:ty => $i:ident),*) => {$(
+        impl PlainItem for $t {
+            const ITEM: ItemType = ItemType::$i;
+        }
+    )*};
+}
+plain_item!(i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);

@@ -1,0 +1,139 @@
+//! `cargo xtask bench idv`: IDV scan speeds against raw inflate and memcpy
+//! on the same blocks, parallel block decode, and the cost of opening.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::time::Instant;
+
+use dataformats_core::codec;
+use dataformats_idv::{
+    ColumnSpec, ColumnType, Compression, ItemType, Reader, Values, Writer, WriterOptions,
+};
+
+fn best(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..runs {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+fn write(path: &std::path::Path, rows: usize, compression: Compression, columns: usize) {
+    let specs: Vec<ColumnSpec> = (0..columns)
+        .map(|i| ColumnSpec::new(format!("x{i}"), ColumnType::Scalar(ItemType::F32)))
+        .collect();
+    let mut w = Writer::create(
+        path,
+        specs,
+        WriterOptions {
+            compression,
+            rows_per_block: None,
+            level: 6,
+        },
+    )
+    .unwrap();
+    let chunk = 1 << 16;
+    let mut done = 0;
+    while done < rows {
+        let n = chunk.min(rows - done);
+        // Slowly varying values: compressible like real features, not trivially.
+        let col: Vec<f32> = (done..done + n)
+            .map(|i| ((i % 1000) as f32 * 0.01).sin())
+            .collect();
+        let batch: Vec<Values> = (0..columns).map(|_| Values::F32(col.clone())).collect();
+        w.write_batch(&batch).unwrap();
+        done += n;
+    }
+    w.finish().unwrap();
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("df-idv-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = 64 << 20 >> 2; // 64 MiB of f32
+    let mb = (rows * 4) as f64 / 1e6;
+    println!("IDV, one Single column of {rows} rows ({mb:.0} MB), blocks of 8192 rows");
+    for (name, compression) in [
+        ("deflate", Compression::Deflate),
+        ("none", Compression::None),
+    ] {
+        let p = dir.join(format!("{name}.idv"));
+        write(&p, rows, compression, 1);
+        // SAFETY: the bench owns the file and does not change it while mapped.
+        let src = unsafe { dataformats_core::Source::map(&p) }.unwrap();
+        let r = Reader::with_limits(src, dataformats_core::Limits::default()).unwrap();
+        let blocks = r.block_count();
+        let lookup = r.lookup(0).unwrap().to_vec();
+        let (mut out, mut scratch) = (Vec::<f32>::new(), Vec::new());
+        let ours = best(5, || {
+            let mut sum = 0f32;
+            for b in 0..blocks {
+                r.read_block_into(0, b, &mut out, &mut scratch).unwrap();
+                sum += out.iter().sum::<f32>();
+            }
+            std::hint::black_box(sum);
+        });
+        // The baseline on the same stored blocks: raw inflate (or memcpy) into one buffer.
+        let bytes = std::fs::read(&p).unwrap();
+        let mut buf = Vec::new();
+        let base = best(5, || {
+            let mut sum = 0f32;
+            for e in &lookup {
+                let s = &bytes[e.offset as usize..e.offset as usize + e.compressed_len as usize];
+                buf.resize(e.decompressed_len as usize, 0u8);
+                if compression == Compression::Deflate {
+                    codec::inflate_prefix(s, &mut buf).unwrap();
+                } else {
+                    buf.copy_from_slice(&s[..e.decompressed_len as usize]);
+                }
+                sum += f32::from_le_bytes(buf[..4].try_into().unwrap());
+            }
+            std::hint::black_box(sum);
+        });
+        let target = if compression == Compression::Deflate {
+            "target ≥ 90% of raw inflate"
+        } else {
+            "target ≥ 2 GB/s"
+        };
+        println!(
+            "scan {name:<8} ours {:>7.2} GB/s   raw {} {:>7.2} GB/s   ratio {:>5.1}%   ({target})",
+            mb / ours / 1e3,
+            if compression == Compression::Deflate {
+                "inflate"
+            } else {
+                "memcpy "
+            },
+            mb / base / 1e3,
+            base / ours * 100.0
+        );
+        if compression == Compression::Deflate {
+            let serial = best(3, || {
+                for b in 0..blocks {
+                    std::hint::black_box(r.read_block(0, b).unwrap());
+                }
+            });
+            let parallel = best(3, || {
+                std::hint::black_box(r.read_blocks_parallel(0).unwrap());
+            });
+            println!(
+                "decode all blocks: serial {:.3} s, parallel ({} threads) {:.3} s: {:.2}x",
+                serial,
+                rayon::current_num_threads(),
+                parallel,
+                serial / parallel
+            );
+        }
+    }
+    // Opening costs O(columns): the same 8 columns with 1x and 64x the rows.
+    for rows in [1 << 14, 1 << 20] {
+        let p = dir.join(format!("open-{rows}.idv"));
+        write(&p, rows, Compression::Deflate, 8);
+        let t = best(20, || {
+            std::hint::black_box(Reader::open(&p).unwrap());
+        });
+        println!("open 8 columns x {rows:>8} rows: {:>8.1} µs", t * 1e6);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
