@@ -272,6 +272,12 @@ fn write_files(out: &Path) -> Result<Vec<Value>, String> {
 }
 
 pub(crate) fn main(args: &[String]) -> Result<bool, String> {
+    if args.first().map(String::as_str) == Some("idv") {
+        let dir = crate::project_root().join("target/interop");
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let py = venv(&dir, &["pythonnet"])?;
+        return crate::interop_idv::main(&dir, &py);
+    }
     let (packages, script, writer): (&[&str], &str, WriteFiles) =
         match args.first().map(String::as_str) {
             Some("bloscpack") => (
@@ -287,7 +293,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             Some("tbl2") => (&["turboloader==2.39.0"], SCRIPT_TBL2, write_tbl2_files),
             other => {
                 return Err(format!(
-                    "interop: expected `bloscpack` or `tbl2`, got {other:?}"
+                    "interop: expected `bloscpack`, `tbl2` or `idv`, got {other:?}"
                 ));
             }
         };

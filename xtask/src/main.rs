@@ -12,6 +12,7 @@
 mod conformance;
 mod fuzz;
 mod interop;
+mod interop_idv;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
