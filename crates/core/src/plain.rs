@@ -63,6 +63,21 @@ pub fn cast_slice<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
     (head.is_empty() && tail.is_empty()).then_some(mid)
 }
 
+/// `values` as writable bytes, so that a decoder can fill a `[T]` in place
+/// (the bytes are the little-endian encoding); `None` on a big-endian
+/// machine, where the stored order would be wrong.
+pub fn bytes_of_mut<T: Plain>(values: &mut [T]) -> Option<&mut [u8]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    let len = values.len() * T::SIZE;
+    // SAFETY: `Plain` is sealed to primitive numbers: no padding and every
+    // bit pattern valid, so any bytes written through the view leave valid
+    // `T`s; u8 has alignment 1; the view covers exactly the slice's memory
+    // and borrows it mutably for its whole life.
+    Some(unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) })
+}
+
 /// Decodes `bytes` (little-endian `T`s) into `out`; fails, writing nothing,
 /// unless `bytes.len() == out.len() * T::SIZE`.
 pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMismatch> {
@@ -126,6 +141,18 @@ mod tests {
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(cast_slice::<f64>(whole).unwrap(), &expect[..]);
+    }
+
+    #[test]
+    fn bytes_of_mut_writes_values_in_place() {
+        let mut v = [0f32; 3];
+        if let Some(b) = bytes_of_mut(&mut v) {
+            assert_eq!(b.len(), 12);
+            b[4..8].copy_from_slice(&2.5f32.to_le_bytes());
+        }
+        if cfg!(target_endian = "little") {
+            assert_eq!(v, [0.0, 2.5, 0.0]);
+        }
     }
 
     #[test]

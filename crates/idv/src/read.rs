@@ -414,6 +414,15 @@ impl Reader {
             read_at(&self.src, e.offset, u64::from(e.compressed_len), "block").map_err(loc)?;
         out.clear();
         out.resize(n, T::default());
+        if c.compression == Compression::Deflate && u64::from(e.decompressed_len) == need {
+            // The common case: the block is exactly the values; inflate
+            // straight into the caller's buffer.
+            if let Some(dst) = dataformats_core::plain::bytes_of_mut(out.as_mut_slice()) {
+                return self
+                    .inflate_into(&stored, dst)
+                    .map_err(|err| loc(err.at(e.offset)));
+            }
+        }
         let bytes: &[u8] = match c.compression {
             Compression::Deflate => {
                 let want = self
