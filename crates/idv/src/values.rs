@@ -229,6 +229,30 @@ impl VectorValues {
         })
     }
 
+    /// Vector `i` with every slot present: a sparse vector's missing slots
+    /// get the item's default (0, +0.0, false, empty text, key 0, ...).
+    pub fn dense(&self, i: usize) -> Option<Values> {
+        let r = self.get(i)?;
+        let Some(ix) = r.indices else {
+            return self.values.slice(r.values);
+        };
+        let mut out = self.values.empty_like();
+        let mut zero = self.values.empty_like();
+        zero.push_default();
+        let mut next = 0u32;
+        for (k, &slot) in ix.iter().enumerate() {
+            for _ in next..slot {
+                out.append_from(&zero, 0..1);
+            }
+            out.append_from(&self.values, r.values.start + k..r.values.start + k + 1);
+            next = slot + 1;
+        }
+        for _ in next..r.length {
+            out.append_from(&zero, 0..1);
+        }
+        Some(out)
+    }
+
     /// Appends a dense vector whose values are `vals` (same item type).
     pub fn push_dense(&mut self, vals: &Values) -> bool {
         let n = vals.len();
@@ -437,6 +461,30 @@ impl Values {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Appends the item type's default value (vectors: an empty vector).
+    pub fn push_default(&mut self) {
+        match self {
+            Values::I8(x) => x.push(0),
+            Values::U8(x) => x.push(0),
+            Values::I16(x) => x.push(0),
+            Values::U16(x) => x.push(0),
+            Values::I32(x) => x.push(0),
+            Values::U32(x) => x.push(0),
+            Values::I64(x) | Values::TimeSpan(x) | Values::DateTime(x) => x.push(0),
+            Values::U64(x) | Values::Key(x) => x.push(0),
+            Values::F32(x) => x.push(0.0),
+            Values::F64(x) => x.push(0.0),
+            Values::Bool(x) => x.push(false),
+            Values::Text(t) => t.push(""),
+            Values::DateTimeOffset(x) => x.push(DateTimeOffset::default()),
+            Values::RowId(x) => x.push(0),
+            Values::Vector(v) => {
+                let empty = v.values.empty_like();
+                v.push_dense(&empty);
+            }
         }
     }
 

@@ -155,3 +155,26 @@ proptest! {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+#[test]
+fn sparse_vectors_densify_with_defaults() {
+    let mut vv = VectorValues::new(ItemType::F32);
+    assert!(vv.push_sparse(5, &[1, 3], &Values::F32(vec![2.5, -1.0])));
+    assert!(vv.push_dense(&Values::F32(vec![1.0, 2.0])));
+    assert!(
+        !vv.push_sparse(2, &[1, 1], &Values::F32(vec![1.0, 1.0])),
+        "indices must increase"
+    );
+    assert_eq!(
+        vv.dense(0),
+        Some(Values::F32(vec![0.0, 2.5, 0.0, -1.0, 0.0]))
+    );
+    assert_eq!(vv.dense(1), Some(Values::F32(vec![1.0, 2.0])));
+    assert_eq!(vv.dense(2), None);
+    let mut tv = VectorValues::new(ItemType::Text);
+    assert!(tv.push_sparse(3, &[2], &Values::Text(["z"].iter().collect())));
+    assert_eq!(
+        tv.dense(0),
+        Some(Values::Text(["", "", "z"].iter().collect()))
+    );
+}
