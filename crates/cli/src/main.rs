@@ -9,6 +9,7 @@ mod blz;
 mod cntk;
 mod demo;
 mod idv;
+mod mldf;
 mod output;
 mod progress;
 mod tbl2;
@@ -180,6 +181,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Tbl2 => tbl2::inspect(&path, cli.json),
             Format::Cntk => cntk::inspect(&path, cli.json),
             Format::Idv => idv::inspect(&path, cli.json),
+            Format::Mldf => mldf::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
@@ -188,6 +190,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Tbl2 => tbl2::validate(&path, cli.json),
             Format::Cntk => cntk::validate(&path, cli.json),
             Format::Idv => idv::validate(&path, cli.json),
+            Format::Mldf => mldf::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Dump {
@@ -201,6 +204,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Blz => blz::dump(&path, range, cli.json),
             Format::Cntk => cntk::dump(&path, range, cli.json),
             Format::Idv => idv::dump(&path, range, format.as_deref(), cli.json),
+            Format::Mldf => mldf::dump(&path, range),
             Format::Tbl2 => match (sample, out) {
                 (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
                 (None, None) => tbl2::dump(&path, range, cli.json),

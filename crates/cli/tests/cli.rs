@@ -76,22 +76,32 @@ fn demo_json_is_machine_readable() {
 }
 
 #[test]
-fn detected_but_unlanded_format_is_a_clean_unsupported_error() {
-    let dir = scratch("unsupported");
-    let cases: [(&str, &[u8], &str); 1] = [("a.mldf", b"\x89MLDF\r\n\x1a\n", "mldf")];
-    for (name, bytes, format) in cases {
-        let p = dir.join(name);
-        std::fs::write(&p, bytes).unwrap();
-        for cmd in ["inspect", "validate", "dump"] {
-            let out = run(&[cmd, p.to_str().unwrap()]);
-            assert_eq!(out.status.code(), Some(3), "{cmd} {name}");
-            let err = text(&out.stderr);
-            assert!(err.starts_with("error: "), "{err}");
-            assert!(err.contains(&format!("detected {format}")), "{err}");
-            assert!(err.contains("not landed"), "{err}");
-            assert!(out.stdout.is_empty());
-        }
+fn damaged_mldf_is_refused_with_its_code() {
+    let dir = scratch("mldf-bad");
+    // The 8-byte-magic draft layout: the first 8 bytes match, byte 8 is 0x01.
+    let p = dir.join("draft.mldf");
+    let mut bytes = b"\x89MLDF\r\n\x1a\x01\x00".to_vec();
+    bytes.resize(200, 0);
+    std::fs::write(&p, &bytes).unwrap();
+    for cmd in ["inspect", "validate", "dump"] {
+        let out = run(&[cmd, p.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("BadMagic") && err.contains("8-byte-magic"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
     }
+    let cut = dir.join("cut.mldf");
+    std::fs::write(&cut, b"\x89MLDF\r\n").unwrap();
+    let out = run(&["--json", "validate", cut.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("Truncated"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -100,10 +110,10 @@ fn json_errors_go_to_stderr() {
     let p = dir.join("x.mldf");
     std::fs::write(&p, b"\x89MLDF\r\n\x1a\n").unwrap();
     let out = run(&["--json", "inspect", p.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
-    assert_eq!(v["error"]["kind"], "unsupported");
+    assert_eq!(v["error"]["kind"], "Truncated");
     assert!(v["error"]["path"].as_str().unwrap().ends_with("x.mldf"));
     // A landed format's broken file: the error kind is the format's own word.
     let t = dir.join("x.tbl");

@@ -35,7 +35,10 @@ const IDV_MAGIC: &[u8] = b"CML\0DVB\0";
 const BLOSCPACK_MAGIC: &[u8] = b"blpk";
 /// The u64 0x636E746B5F62696E ("cntk_bin") stored little-endian.
 const CNTK_MAGIC: &[u8] = b"nib_ktnc";
-const MLDF_MAGIC: &[u8] = b"\x89MLDF\r\n\x1a\n";
+/// The first five bytes of the MLDF magic: enough to send a file with a
+/// damaged magic (a line-ending conversion, the 8-byte draft layout) to the
+/// MLDF reader, which says exactly what is wrong.
+const MLDF_MAGIC: &[u8] = b"\x89MLDF";
 const TBL_MAGIC: &[u8] = b"TBL";
 
 impl Format {
@@ -114,7 +117,8 @@ impl Format {
             Format::Tbl2 => cfg!(feature = "tbl2"),
             Format::Cntk => cfg!(feature = "cntk"),
             Format::Idv => cfg!(feature = "idv"),
-            Format::Ctf | Format::Mldf => false,
+            Format::Mldf => cfg!(feature = "mldf"),
+            Format::Ctf => false,
         }
     }
 }
@@ -208,11 +212,13 @@ mod tests {
         assert_eq!(detect_bytes(b"nib_ktnc\x01\0\0\0"), Some(Format::Cntk));
         assert_eq!(detect_bytes(b"TBL\x01"), Some(Format::Tbl2));
         assert_eq!(detect_bytes(b"TBL\x03"), None);
+        // A damaged MLDF magic still goes to the MLDF reader, which names the damage.
         assert_eq!(
             detect_bytes(b"\x89MLDF\n\x1a\n"),
-            None,
+            Some(Format::Mldf),
             "CRLF-damaged MLDF magic"
         );
+        assert_eq!(detect_bytes(b"\x89MLDX\r\n\x1a\n"), None);
         assert_eq!(detect_bytes(b""), None);
         assert_eq!(detect_bytes(b"bl"), None);
         for f in Format::ALL {

@@ -31,6 +31,9 @@ pub use dataformats_core::{Error, ErrorKind, Result};
 /// ML.NET binary dataview ([`dataformats_idv`]).
 #[cfg(feature = "idv")]
 pub use dataformats_idv as idv;
+/// MLDF 1.0 ([`dataformats_mldf`]).
+#[cfg(feature = "mldf")]
+pub use dataformats_mldf as mldf;
 
 /// TurboLoader TBL v2 ([`dataformats_tbl2`]).
 #[cfg(feature = "tbl2")]

@@ -18,6 +18,7 @@ mod bloscpack;
 mod blz;
 mod cntk;
 mod idv;
+mod mldf;
 mod tbl2;
 
 /// One vector and its sidecar.
@@ -57,6 +58,7 @@ fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     m.insert("tbl2", Box::new(tbl2::Tbl2));
     m.insert("cntk", Box::new(cntk::Cntk));
     m.insert("idv", Box::new(idv::Idv));
+    m.insert("mldf", Box::new(mldf::Mldf));
     m
 }
 

@@ -196,6 +196,12 @@ pub fn inflate_lenient(src: &[u8], max: usize) -> (Vec<u8>, Option<CodecError>) 
     deflate::inflate_lenient(src, max)
 }
 
+/// The length of the first Zstandard frame of `src` (an error when no
+/// complete frame starts there); lets a format demand exactly one frame.
+pub fn zstd_frame_size(src: &[u8]) -> Result<usize, CodecError> {
+    zstd::frame_size(src)
+}
+
 /// Compresses `src` with `codec` at `level` (the codec's default when `None`).
 ///
 /// Levels: deflate/zlib 0–9, LZ4 block 1–12 (above 1 uses LZ4-HC; 1 and the

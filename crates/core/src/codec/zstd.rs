@@ -38,3 +38,9 @@ pub(super) fn compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecE
     }
     ::zstd::bulk::compress(src, level).map_err(|e| CodecError::arg(ZSTD, e.to_string()))
 }
+
+pub(super) fn frame_size(src: &[u8]) -> Result<usize, CodecError> {
+    ::zstd::zstd_safe::find_frame_compressed_size(src).map_err(|code| {
+        CodecError::corrupt(ZSTD, ::zstd::zstd_safe::get_error_name(code).to_string())
+    })
+}

@@ -1,0 +1,32 @@
+//! MLDF 1.0, an FFCV-style ML data format: a strict reader with partial
+//! (one field of one sample) reads and full validation, following
+//! `mldf.md` exactly.
+//!
+//! A file is a 9-byte magic, a 64-byte header, 208-byte field descriptors,
+//! a metadata table with one fixed-size row per sample, a page-aligned data
+//! region, and an allocation table that runs to the end of the file.
+//!
+//! ```no_run
+//! use dataformats_mldf::{Reader, Value};
+//! let r = Reader::open("data.mldf").unwrap();
+//! for f in r.fields() {
+//!     println!("{}: {}", f.name, f.ty.name());
+//! }
+//! if let Value::NdArray(bytes) = r.value_of(0, "features").unwrap() {
+//!     println!("{} bytes, zero-copy from the file when uncompressed", bytes.len());
+//! }
+//! r.validate().unwrap();
+//! ```
+
+#![deny(missing_docs)]
+
+mod error;
+pub mod format;
+pub mod image;
+pub mod json;
+mod read;
+pub mod render;
+
+pub use error::{Error, ErrorKind, Result};
+pub use format::{Dtype, Field, FieldType, Header, MAGIC};
+pub use read::{Alloc, Reader, Value};

@@ -1,0 +1,772 @@
+//! Opening, reading one value, and validating (`mldf.md` §8, §9).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use dataformats_core::{ChecksumKind, Limits, Source, codec};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{
+    DESC_SIZE, FLAG_CHECKSUMMED, FLAG_COMPRESSED, Field, FieldType, Header, check_header,
+    parse_field,
+};
+use crate::{image, json};
+
+/// One value as read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    /// A NULLABLE field's missing value.
+    Missing,
+    /// INT.
+    Int(i64),
+    /// FLOAT (bits kept).
+    Float(f64),
+    /// BYTES.
+    Bytes(Cow<'a, [u8]>),
+    /// NDARRAY: the C-order little-endian element bytes (borrowed from the
+    /// file when uncompressed; 8-aligned there).
+    NdArray(Cow<'a, [u8]>),
+    /// JSON text (checked).
+    Json(Cow<'a, str>),
+    /// An image: the record's dimensions and the payload.
+    Image {
+        /// Height.
+        height: u16,
+        /// Width.
+        width: u16,
+        /// Channels (1, 3 or 4).
+        channels: u8,
+        /// 0 raw, 1 JPEG, 2 PNG.
+        mode: u8,
+        /// Pixels (raw) or the encoded file.
+        data: Cow<'a, [u8]>,
+    },
+    /// Audio: the record's parameters and the payload.
+    Audio {
+        /// Frames.
+        num_samples: u32,
+        /// Hz.
+        sample_rate: u32,
+        /// Channels.
+        num_channels: u16,
+        /// Bits per sample.
+        bit_depth: u8,
+        /// 0 PCM, 1 FLAC, 2 AAC, 3 MP3.
+        codec: u8,
+        /// PCM frames or the stream.
+        data: Cow<'a, [u8]>,
+    },
+    /// TEXT_RAW.
+    Text(Cow<'a, str>),
+    /// TEXT_TOKENIZED: the encoding (1 = i32, 2 = i16), the stored count and the id bytes.
+    Tokens {
+        /// 1 (i32 ids) or 2 (i16 ids).
+        encoding: u8,
+        /// As stored (saturates at 65535).
+        num_tokens: u16,
+        /// Little-endian ids.
+        data: Cow<'a, [u8]>,
+    },
+    /// A present value of an opaque field: its record bytes.
+    Opaque(Cow<'a, [u8]>),
+}
+
+impl Value<'_> {
+    /// TEXT_TOKENIZED ids.
+    pub fn token_ids(&self) -> Option<Vec<i32>> {
+        match self {
+            Value::Tokens {
+                encoding: 1, data, ..
+            } => Some(
+                data.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect(),
+            ),
+            Value::Tokens {
+                encoding: 2, data, ..
+            } => Some(
+                data.chunks_exact(2)
+                    .map(|c| i32::from(i16::from_le_bytes(c.try_into().unwrap_or_default())))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// One allocation-table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alloc {
+    /// Absolute offset.
+    pub ptr: u64,
+    /// Stored length.
+    pub size: u32,
+}
+
+/// An open MLDF file (`mldf.md` §9.1 done: header, descriptors, regions).
+#[derive(Debug)]
+pub struct Reader {
+    src: Source,
+    header: Header,
+    fields: Vec<Field>,
+    offsets: Vec<u32>,
+    row_size: u64,
+    num_allocs: u64,
+    data_end: u64,
+    newer: bool,
+    warnings: Vec<String>,
+    limits: Limits,
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let Some(s) = b.get(o..o + 8) {
+        a.copy_from_slice(s);
+    }
+    u64::from_le_bytes(a)
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(o..o + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_le_bytes(a)
+}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([
+        b.get(o).copied().unwrap_or(0),
+        b.get(o + 1).copied().unwrap_or(0),
+    ])
+}
+
+fn bad_value(m: impl Into<Cow<'static, str>>) -> Error {
+    Error::new(ErrorKind::BadValue, m)
+}
+
+impl Reader {
+    /// Opens the file at `path` (positioned reads).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::with_limits(Source::open(path)?, Limits::default())
+    }
+
+    /// Opens an in-memory file.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::with_limits(Source::from_vec(bytes), Limits::default())
+    }
+
+    /// Opens `src` (§9.1).
+    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+        let n = src.len();
+        let first = src.bytes(0, n.min(73))?;
+        let (header, mut warnings) = check_header(&first, n)?;
+        let h = header;
+        let newer = h.version_minor > 0;
+        let descs_end = u64::from(h.num_fields)
+            .checked_mul(DESC_SIZE)
+            .and_then(|x| x.checked_add(h.field_desc_ptr))
+            .unwrap_or(u64::MAX);
+        if descs_end > h.alloc_table_ptr {
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "{} descriptors from {} pass the allocation table at {}",
+                    h.num_fields, h.field_desc_ptr, h.alloc_table_ptr
+                ),
+            )
+            .at(h.field_desc_ptr));
+        }
+        let descs = src.bytes(h.field_desc_ptr, descs_end - h.field_desc_ptr)?;
+        let mut fields: Vec<Field> = Vec::with_capacity(usize::from(h.num_fields));
+        for (k, d) in descs.chunks_exact(DESC_SIZE as usize).enumerate() {
+            let at = h.field_desc_ptr + DESC_SIZE * k as u64;
+            let (f, warn) = parse_field(d, at, newer)?;
+            if fields.iter().any(|g| g.name == f.name) {
+                return Err(Error::new(
+                    ErrorKind::BadFieldDescriptor,
+                    format!("field name {:?} used twice", f.name),
+                )
+                .at(at));
+            }
+            warnings.extend(warn);
+            fields.push(f);
+        }
+        let mut offsets = Vec::with_capacity(fields.len());
+        let mut row_size = 0u64;
+        for f in &fields {
+            offsets.push(row_size as u32);
+            row_size += u64::from(f.metadata_size);
+        }
+        let meta_end = h
+            .num_samples
+            .checked_mul(row_size)
+            .and_then(|x| x.checked_add(h.metadata_ptr))
+            .filter(|&e| e <= h.alloc_table_ptr)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "{} rows of {row_size} bytes from {} pass the allocation table at {}",
+                        h.num_samples, h.metadata_ptr, h.alloc_table_ptr
+                    ),
+                )
+                .at(h.metadata_ptr)
+            })?;
+        let num_allocs = (n - h.alloc_table_ptr) / 16;
+        let data_end = if num_allocs == 0 {
+            h.data_ptr
+        } else {
+            let at = n - 16;
+            let e = src.bytes(at, 16)?;
+            let (ptr, size) = (u64_at(&e, 0), u64::from(u32_at(&e, 8)));
+            let end = ptr.saturating_add(size);
+            if ptr < h.data_ptr || end > h.alloc_table_ptr {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "last allocation [{ptr}, {end}) outside [{}, {})",
+                        h.data_ptr, h.alloc_table_ptr
+                    ),
+                )
+                .at(at));
+            }
+            end
+        };
+        let regions = [
+            ("field descriptors", h.field_desc_ptr, descs_end),
+            ("metadata table", h.metadata_ptr, meta_end),
+            ("data region", h.data_ptr, data_end),
+        ];
+        for (i, a) in regions.iter().enumerate() {
+            for b in regions.iter().skip(i + 1) {
+                if a.1 < a.2 && b.1 < b.2 && a.1 < b.2 && b.1 < a.2 {
+                    return Err(Error::new(
+                        ErrorKind::Overlap,
+                        format!(
+                            "{} [{}, {}) and {} [{}, {}) overlap",
+                            a.0, a.1, a.2, b.0, b.1, b.2
+                        ),
+                    )
+                    .at(b.1));
+                }
+            }
+        }
+        Ok(Reader {
+            src,
+            header: h,
+            fields,
+            offsets,
+            row_size,
+            num_allocs,
+            data_end,
+            newer,
+            warnings,
+            limits,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The fields, in column order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// Index of the field named `name`.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    /// Samples.
+    pub fn num_samples(&self) -> u64 {
+        self.header.num_samples
+    }
+
+    /// Bytes per metadata row.
+    pub fn row_size(&self) -> u64 {
+        self.row_size
+    }
+
+    /// Allocation-table entries.
+    pub fn num_allocations(&self) -> u64 {
+        self.num_allocs
+    }
+
+    /// End of the data region.
+    pub fn data_end(&self) -> u64 {
+        self.data_end
+    }
+
+    /// Warnings from opening (newer minor version, undefined flags, opaque fields).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The byte source.
+    pub fn source(&self) -> &Source {
+        &self.src
+    }
+
+    /// Allocation-table entry `k`.
+    pub fn allocation(&self, k: u64) -> Result<Alloc> {
+        let at = self.header.alloc_table_ptr + 16 * k;
+        let e = self.src.bytes(at, 16)?;
+        Ok(Alloc {
+            ptr: u64_at(&e, 0),
+            size: u32_at(&e, 8),
+        })
+    }
+
+    /// Binary search of the allocation table for `ptr`.
+    fn find_alloc(&self, ptr: u64) -> Result<Option<(u64, Alloc)>> {
+        let (mut lo, mut hi) = (0u64, self.num_allocs);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let a = self.allocation(mid)?;
+            match a.ptr.cmp(&ptr) {
+                std::cmp::Ordering::Equal => return Ok(Some((mid, a))),
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        Ok(None)
+    }
+
+    /// The metadata record of field `j` in sample `i` (trailer included).
+    pub fn record(&self, i: u64, j: usize) -> Result<Cow<'_, [u8]>> {
+        let f = self
+            .fields
+            .get(j)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
+        if i >= self.header.num_samples {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no sample {i}"),
+            ));
+        }
+        let at = self.header.metadata_ptr
+            + i * self.row_size
+            + u64::from(self.offsets.get(j).copied().unwrap_or(0));
+        Ok(self.src.bytes(at, u64::from(f.metadata_size))?)
+    }
+
+    /// Reads field `j` of sample `i` with the per-value checks of §8: one
+    /// metadata read and at most one data read.
+    pub fn value(&self, i: u64, j: usize) -> Result<Value<'_>> {
+        let name = self
+            .fields
+            .get(j)
+            .map(|f| f.name.clone())
+            .unwrap_or_default();
+        self.value_checked(i, j, None)
+            .map_err(|e| e.in_value(i, &name))
+    }
+
+    /// Reads field `named` of sample `i`.
+    pub fn value_of(&self, i: u64, named: &str) -> Result<Value<'_>> {
+        let j = self
+            .field_index(named)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {named:?}")))?;
+        self.value(i, j)
+    }
+
+    /// The value with the checks of §9.2 step 3; `seen` (validation) tracks
+    /// referenced allocations.
+    fn value_checked(
+        &self,
+        i: u64,
+        j: usize,
+        mut seen: Option<&mut Vec<bool>>,
+    ) -> Result<Value<'_>> {
+        let f = self
+            .fields
+            .get(j)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
+        let rec_at = self.header.metadata_ptr
+            + i * self.row_size
+            + u64::from(self.offsets.get(j).copied().unwrap_or(0));
+        let full = self.record(i, j)?;
+        let rec_len = f.metadata_size as usize - if f.nullable { 8 } else { 0 };
+        let rec: &[u8] = full.get(..rec_len).unwrap_or_default();
+        // a. The trailer.
+        if f.nullable {
+            let present = full.get(rec_len).copied().unwrap_or(0);
+            match present {
+                0 => {
+                    if rec.iter().any(|&b| b != 0) {
+                        return Err(bad_value("a missing value with a non-zero record").at(rec_at));
+                    }
+                    return Ok(Value::Missing);
+                }
+                1 => {}
+                other => {
+                    return Err(
+                        bad_value(format!("presence byte {other}")).at(rec_at + rec_len as u64)
+                    );
+                }
+            }
+        }
+        if let FieldType::Opaque { .. } = f.ty {
+            return Ok(Value::Opaque(Cow::Owned(rec.to_vec())));
+        }
+        match f.ty {
+            FieldType::Int => return Ok(Value::Int(u64_at(rec, 0) as i64)),
+            FieldType::Float => return Ok(Value::Float(f64::from_bits(u64_at(rec, 0)))),
+            _ => {}
+        }
+        let data_ptr = u64_at(rec, 0);
+        let data_size = u32_at(rec, 8);
+        let disc = |allowed: &[u8], v: u8, what: &str| -> Result<()> {
+            if allowed.contains(&v) {
+                Ok(())
+            } else {
+                let kind = if self.newer {
+                    ErrorKind::Unsupported
+                } else {
+                    ErrorKind::BadValue
+                };
+                Err(Error::new(
+                    kind,
+                    format!("{what} {v} is not defined for {}", f.ty.name()),
+                )
+                .at(rec_at))
+            }
+        };
+        let rule = |ok: bool, m: String| -> Result<()> {
+            if ok {
+                Ok(())
+            } else {
+                Err(bad_value(m).at(rec_at))
+            }
+        };
+        // b. Record rules, discriminator first.
+        match &f.ty {
+            FieldType::NdArray { .. } => {
+                let nb = f.nbytes().unwrap_or(0);
+                rule(
+                    u64::from(data_size) == nb,
+                    format!("NDARRAY data_size {data_size}, the shape needs {nb}"),
+                )?;
+            }
+            FieldType::Json => rule(data_size >= 1, "empty JSON text".into())?,
+            FieldType::ImageRaw | FieldType::ImageJpeg { .. } | FieldType::ImagePng => {
+                let mode = rec.get(17).copied().unwrap_or(0);
+                let want = match f.ty {
+                    FieldType::ImageRaw => 0,
+                    FieldType::ImageJpeg { .. } => 1,
+                    _ => 2,
+                };
+                disc(&[want], mode, "image mode")?;
+                let (h, w, c) = (
+                    u16_at(rec, 12),
+                    u16_at(rec, 14),
+                    rec.get(16).copied().unwrap_or(0),
+                );
+                rule(
+                    h >= 1 && w >= 1 && matches!(c, 1 | 3 | 4),
+                    format!("image {w}x{h} with {c} channels"),
+                )?;
+                if want == 0 {
+                    let px = u64::from(h) * u64::from(w) * u64::from(c);
+                    rule(
+                        u64::from(data_size) == px,
+                        format!("raw image data_size {data_size}, {w}x{h}x{c} needs {px}"),
+                    )?;
+                } else {
+                    rule(data_size >= 1, "empty encoded image".into())?;
+                }
+            }
+            FieldType::AudioWaveform { float } => {
+                let codec = rec.get(23).copied().unwrap_or(0);
+                disc(&[0], codec, "audio codec")?;
+                let (frames, rate, ch, bits) = (
+                    u32_at(rec, 12),
+                    u32_at(rec, 16),
+                    u16_at(rec, 20),
+                    rec.get(22).copied().unwrap_or(0),
+                );
+                rule(ch >= 1, format!("{ch} audio channels"))?;
+                rule(rate >= 1, format!("sample rate {rate}"))?;
+                let bits_ok = if *float {
+                    bits == 32
+                } else {
+                    matches!(bits, 8 | 16 | 24 | 32)
+                };
+                rule(bits_ok, format!("bit depth {bits}"))?;
+                let need = u64::from(frames) * u64::from(ch) * u64::from(bits / 8);
+                rule(
+                    u64::from(data_size) == need,
+                    format!("PCM data_size {data_size}, the record needs {need}"),
+                )?;
+            }
+            FieldType::AudioCompressed => {
+                let codec = rec.get(23).copied().unwrap_or(0);
+                disc(&[1, 2, 3], codec, "audio codec")?;
+                rule(data_size >= 1, "empty compressed audio".into())?;
+            }
+            FieldType::TextRaw => {
+                let enc = rec.get(14).copied().unwrap_or(0);
+                disc(&[0], enc, "text encoding")?;
+                rule(
+                    u16_at(rec, 12) == 0,
+                    format!("TEXT_RAW num_tokens {}", u16_at(rec, 12)),
+                )?;
+            }
+            FieldType::TextTokenized { .. } => {
+                let enc = rec.get(14).copied().unwrap_or(0);
+                disc(&[1, 2], enc, "token encoding")?;
+                let width = if enc == 1 { 4 } else { 2 };
+                rule(
+                    data_size % width == 0,
+                    format!("{data_size} token bytes are not whole ids of {width}"),
+                )?;
+                let count = (data_size / width).min(65535) as u16;
+                rule(
+                    u16_at(rec, 12) == count,
+                    format!("num_tokens {}, the data holds {count}", u16_at(rec, 12)),
+                )?;
+            }
+            _ => {}
+        }
+        // c. Pointer rules.
+        let data: Cow<'_, [u8]> = if data_size == 0 {
+            if data_ptr != 0 {
+                return Err(
+                    bad_value(format!("an empty value with data_ptr {data_ptr}")).at(rec_at),
+                );
+            }
+            Cow::Borrowed(&[])
+        } else {
+            let compressed = self.header.flags & FLAG_COMPRESSED != 0;
+            let entry = if compressed || seen.is_some() {
+                match self.find_alloc(data_ptr)? {
+                    Some(e) => Some(e),
+                    None => {
+                        return Err(
+                            bad_value(format!("data_ptr {data_ptr} is no allocation")).at(rec_at)
+                        );
+                    }
+                }
+            } else {
+                None
+            };
+            if let (Some(seen), Some((k, _))) = (seen.as_mut(), entry) {
+                if let Some(s) = seen.get_mut(k as usize) {
+                    if *s {
+                        return Err(Error::new(
+                            ErrorKind::BadAllocTable,
+                            format!("allocation {k} at {data_ptr} is referenced twice"),
+                        )
+                        .at(rec_at));
+                    }
+                    *s = true;
+                }
+            }
+            let stored = entry.map_or(u64::from(data_size), |(_, a)| u64::from(a.size));
+            if !compressed && stored != u64::from(data_size) {
+                return Err(
+                    bad_value(format!("allocation size {stored}, data_size {data_size}"))
+                        .at(rec_at),
+                );
+            }
+            let end = data_ptr.saturating_add(stored);
+            if data_ptr < self.header.data_ptr || end > self.data_end {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "value bytes [{data_ptr}, {end}) outside the data region [{}, {})",
+                        self.header.data_ptr, self.data_end
+                    ),
+                )
+                .at(rec_at));
+            }
+            let raw = self.src.bytes(data_ptr, stored)?;
+            if compressed {
+                let frame = codec::zstd_frame_size(&raw)
+                    .map_err(|e| bad_value(format!("zstd frame: {e}")).at(data_ptr))?;
+                if frame as u64 != stored {
+                    return Err(bad_value(format!(
+                        "allocation of {stored} bytes holds a zstd frame of {frame} and more"
+                    ))
+                    .at(data_ptr));
+                }
+                let want = self
+                    .limits
+                    .check_alloc("decompressed value", u64::from(data_size))?;
+                let mut out = vec![0u8; want];
+                codec::decompress_into(codec::Codec::Zstd, &raw, &mut out)
+                    .map_err(|e| bad_value(format!("zstd frame: {e}")).at(data_ptr))?;
+                Cow::Owned(out)
+            } else {
+                raw
+            }
+        };
+        // d. Payload rules.
+        let payload = |r: std::result::Result<(), String>| r.map_err(|m| bad_value(m).at(data_ptr));
+        Ok(match &f.ty {
+            FieldType::Bytes => Value::Bytes(data),
+            FieldType::NdArray { .. } => Value::NdArray(data),
+            FieldType::Json => {
+                payload(json::check(&data))?;
+                Value::Json(match data {
+                    Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).unwrap_or_default()),
+                    Cow::Owned(v) => Cow::Owned(String::from_utf8(v).unwrap_or_default()),
+                })
+            }
+            FieldType::ImageRaw | FieldType::ImageJpeg { .. } | FieldType::ImagePng => {
+                let (h, w, c, mode) = (
+                    u16_at(rec, 12),
+                    u16_at(rec, 14),
+                    rec.get(16).copied().unwrap_or(0),
+                    rec.get(17).copied().unwrap_or(0),
+                );
+                match f.ty {
+                    FieldType::ImageJpeg { .. } => payload(image::check_jpeg(&data, h, w, c))?,
+                    FieldType::ImagePng => payload(image::check_png(&data, h, w, c))?,
+                    _ => {}
+                }
+                Value::Image {
+                    height: h,
+                    width: w,
+                    channels: c,
+                    mode,
+                    data,
+                }
+            }
+            FieldType::AudioWaveform { .. } | FieldType::AudioCompressed => {
+                let codec = rec.get(23).copied().unwrap_or(0);
+                if codec == 1 && !data.starts_with(b"fLaC") {
+                    payload(Err("FLAC stream without its fLaC signature".into()))?;
+                }
+                Value::Audio {
+                    num_samples: u32_at(rec, 12),
+                    sample_rate: u32_at(rec, 16),
+                    num_channels: u16_at(rec, 20),
+                    bit_depth: rec.get(22).copied().unwrap_or(0),
+                    codec,
+                    data,
+                }
+            }
+            FieldType::TextRaw => Value::Text(match data {
+                Cow::Borrowed(b) => Cow::Borrowed(
+                    std::str::from_utf8(b)
+                        .map_err(|e| bad_value(format!("text is not UTF-8: {e}")).at(data_ptr))?,
+                ),
+                Cow::Owned(v) => Cow::Owned(
+                    String::from_utf8(v)
+                        .map_err(|e| bad_value(format!("text is not UTF-8: {e}")).at(data_ptr))?,
+                ),
+            }),
+            FieldType::TextTokenized { .. } => Value::Tokens {
+                encoding: rec.get(14).copied().unwrap_or(0),
+                num_tokens: u16_at(rec, 12),
+                data,
+            },
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "unreachable field type",
+                ));
+            }
+        })
+    }
+
+    /// Full validation (§9.2): the allocation table, the CRC, every value,
+    /// then every allocation referenced.
+    pub fn validate(&self) -> Result<()> {
+        let h = &self.header;
+        let mut prev: Option<Alloc> = None;
+        for k in 0..self.num_allocs {
+            let at = h.alloc_table_ptr + 16 * k;
+            let a = self.allocation(k)?;
+            let end = a.ptr.saturating_add(u64::from(a.size));
+            if a.size == 0 {
+                return Err(Error::new(
+                    ErrorKind::BadAllocTable,
+                    format!("allocation {k} has size 0"),
+                )
+                .at(at));
+            }
+            if a.ptr < h.data_ptr || end > h.alloc_table_ptr {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "allocation {k} [{}, {end}) outside [{}, {})",
+                        a.ptr, h.data_ptr, h.alloc_table_ptr
+                    ),
+                )
+                .at(at));
+            }
+            if a.ptr % 8 != 0 {
+                return Err(Error::new(
+                    ErrorKind::Misaligned,
+                    format!("allocation {k} at {} is not 8-aligned", a.ptr),
+                )
+                .at(at));
+            }
+            if let Some(p) = prev {
+                if a.ptr <= p.ptr {
+                    return Err(Error::new(
+                        ErrorKind::BadAllocTable,
+                        format!("allocation {k} at {} is not after {}", a.ptr, p.ptr),
+                    )
+                    .at(at));
+                }
+                if a.ptr < p.ptr + u64::from(p.size) {
+                    return Err(Error::new(
+                        ErrorKind::Overlap,
+                        format!("allocation {k} at {} overlaps the previous one", a.ptr),
+                    )
+                    .at(at));
+                }
+            }
+            prev = Some(a);
+        }
+        if h.flags & FLAG_CHECKSUMMED != 0 {
+            let mut c = ChecksumKind::Crc32.hasher();
+            let mut at = h.data_ptr;
+            while at < self.data_end {
+                let n = (self.data_end - at).min(1 << 20);
+                c.update(&self.src.bytes(at, n)?);
+                at += n;
+            }
+            let got = c.finish().value().unwrap_or(0) as u32;
+            if got != h.data_crc32 {
+                return Err(Error::new(
+                    ErrorKind::ChecksumMismatch,
+                    format!(
+                        "data region CRC-32 0x{got:08x}, the header says 0x{:08x}",
+                        h.data_crc32
+                    ),
+                )
+                .at(65));
+            }
+        }
+        let count = self.limits.check_count("allocations", self.num_allocs)?;
+        let mut seen = vec![false; count];
+        for i in 0..h.num_samples {
+            for (j, f) in self.fields.iter().enumerate() {
+                self.value_checked(i, j, Some(&mut seen))
+                    .map_err(|e| e.in_value(i, &f.name))?;
+            }
+        }
+        let opaque = self
+            .fields
+            .iter()
+            .any(|f| matches!(f.ty, FieldType::Opaque { .. }));
+        if !opaque {
+            if let Some(k) = seen.iter().position(|s| !s) {
+                return Err(Error::new(
+                    ErrorKind::BadAllocTable,
+                    format!("allocation {k} is referenced by no value"),
+                )
+                .at(h.alloc_table_ptr + 16 * k as u64));
+            }
+        }
+        Ok(())
+    }
+}
