@@ -26,7 +26,9 @@ pub mod image;
 pub mod json;
 mod read;
 pub mod render;
+mod write;
 
 pub use error::{Error, ErrorKind, Result};
 pub use format::{Dtype, Field, FieldType, Header, MAGIC};
 pub use read::{Alloc, Reader, Value};
+pub use write::{FieldValue, Layout, Writer, WriterOptions};
