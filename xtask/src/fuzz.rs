@@ -357,6 +357,31 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "mldf_file" | "mldf_descriptors" => {
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("mldf"), ".mldf", &mut files);
+            files.sort();
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                if b.len() > 64 << 10 {
+                    continue;
+                }
+                if target == "mldf_file" {
+                    seeds.push((format!("vec-{}", seeds.len()), b));
+                    continue;
+                }
+                // The descriptors, with the field and sample counts in front.
+                let nf = b
+                    .get(25..27)
+                    .map_or(0, |x| u16::from_le_bytes([x[0], x[1]]));
+                let end = 80 + 208 * usize::from(nf);
+                if let Some(d) = b.get(80..end) {
+                    let mut seed = vec![(nf % 8) as u8, 3];
+                    seed.extend_from_slice(d);
+                    seeds.push((format!("vec-{}", seeds.len()), seed));
+                }
+            }
+        }
         "idv_codec" => {
             // Each codec name with an empty parameter list, and some rows of zeros.
             for name in [

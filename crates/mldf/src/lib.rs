@@ -22,6 +22,8 @@
 
 mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod image;
 pub mod json;
 mod read;

@@ -1,0 +1,6 @@
+//! Arbitrary bytes through dataformats_mldf::fuzzing::descriptors.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    dataformats_mldf::fuzzing::descriptors(data);
+});
