@@ -20,17 +20,20 @@
 
 #![deny(missing_docs)]
 
+pub mod diff;
 mod error;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod image;
 pub mod json;
+pub mod loader;
 mod read;
 pub mod render;
 mod write;
 
 pub use error::{Error, ErrorKind, Result};
 pub use format::{Dtype, Field, FieldType, Header, MAGIC};
+pub use loader::{Loader, LoaderOptions, Order};
 pub use read::{Alloc, Reader, Value};
 pub use write::{FieldValue, Layout, Writer, WriterOptions};

@@ -72,6 +72,58 @@ pub enum Value<'a> {
 }
 
 impl Value<'_> {
+    /// The value with its bytes copied, free of the reader's borrow.
+    pub fn into_owned(self) -> Value<'static> {
+        let o = |c: Cow<'_, [u8]>| Cow::Owned(c.into_owned());
+        match self {
+            Value::Missing => Value::Missing,
+            Value::Int(x) => Value::Int(x),
+            Value::Float(x) => Value::Float(x),
+            Value::Bytes(b) => Value::Bytes(o(b)),
+            Value::NdArray(b) => Value::NdArray(o(b)),
+            Value::Json(t) => Value::Json(Cow::Owned(t.into_owned())),
+            Value::Image {
+                height,
+                width,
+                channels,
+                mode,
+                data,
+            } => Value::Image {
+                height,
+                width,
+                channels,
+                mode,
+                data: o(data),
+            },
+            Value::Audio {
+                num_samples,
+                sample_rate,
+                num_channels,
+                bit_depth,
+                codec,
+                data,
+            } => Value::Audio {
+                num_samples,
+                sample_rate,
+                num_channels,
+                bit_depth,
+                codec,
+                data: o(data),
+            },
+            Value::Text(t) => Value::Text(Cow::Owned(t.into_owned())),
+            Value::Tokens {
+                encoding,
+                num_tokens,
+                data,
+            } => Value::Tokens {
+                encoding,
+                num_tokens,
+                data: o(data),
+            },
+            Value::Opaque(b) => Value::Opaque(o(b)),
+        }
+    }
+
     /// TEXT_TOKENIZED ids.
     pub fn token_ids(&self) -> Option<Vec<i32>> {
         match self {
