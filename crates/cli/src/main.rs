@@ -81,12 +81,25 @@ enum Command {
         /// Settings for CSV -> IDV.
         #[command(flatten)]
         idv: idv::IdvArgs,
+        /// JSON lines -> MLDF: the fields and writer options (see docs/formats/mldf.md).
+        #[arg(long)]
+        schema: Option<PathBuf>,
         /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
         #[arg(long, default_value_t = 1)]
         workers: usize,
         /// tar -> TBL v2: store every sample raw (TurboLoader's --no-compress); CSV -> IDV: no deflate.
         #[arg(long)]
         no_compress: bool,
+    },
+    /// Compare two MLDF files: header, schema and, with --content, every value.
+    Diff {
+        /// The first file.
+        a: PathBuf,
+        /// The second file.
+        b: PathBuf,
+        /// Compare every value too.
+        #[arg(long)]
+        content: bool,
     },
     /// List the formats this build knows and whether it reads them.
     Formats,
@@ -231,6 +244,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             no_compress,
             ctf,
             idv,
+            schema,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
@@ -258,6 +272,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Tbl2) if out_ext == "tar" => {
                     tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
                 }
+                Some(Format::Tbl2) if out_ext == "mldf" => {
+                    mldf::convert_tbl2(&input, &output, cli.json)
+                }
+                Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
+                None if out_ext == "mldf" => match &schema {
+                    Some(s) => mldf::convert_jsonl(&input, &output, s, cli.json),
+                    None => Err(Failure::new(
+                        2,
+                        "usage",
+                        None,
+                        "JSON lines -> MLDF needs --schema SCHEMA.json",
+                    )),
+                },
                 None if out_ext == "idv" => {
                     idv::convert_csv(&input, &output, &idv, no_compress, cli.json)
                 }
@@ -276,6 +303,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 )),
             }
         }
+        Command::Diff { a, b, content } => mldf::diff(&a, &b, content, cli.json),
         Command::Formats => {
             formats(cli.json);
             Ok(())

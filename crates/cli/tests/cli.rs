@@ -580,3 +580,162 @@ fn csv_to_idv_inspect_validate_dump() {
     assert!(text(&e.stderr).contains("line 2"), "{}", text(&e.stderr));
     assert!(!dir.join("e.idv").exists());
 }
+
+#[test]
+fn jsonl_to_mldf_and_back_diff_and_tbl2() {
+    let dir = scratch("mldf");
+    std::fs::write(dir.join("blob.bin"), b"\x00\x01\x02hello").unwrap();
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"fields": [
+            {"name": "id", "type": "INT"},
+            {"name": "score", "type": "FLOAT", "nullable": true},
+            {"name": "x", "type": "NDARRAY", "dtype": "float32", "shape": [2, 2]},
+            {"name": "blob", "type": "BYTES"},
+            {"name": "meta", "type": "JSON"},
+            {"name": "caption", "type": "TEXT_RAW", "nullable": true},
+            {"name": "tokens", "type": "TEXT_TOKENIZED", "vocab_size": 100}
+        ], "page_size": 4096, "compressed": true, "checksummed": true}"#,
+    )
+    .unwrap();
+    let jsonl = dir.join("d.jsonl");
+    std::fs::write(
+        &jsonl,
+        concat!(
+            r#"{"id": 1, "score": 0.5, "x": [[1, 2], [3, 4.5]], "blob": {"path": "blob.bin"}, "meta": {"a": [1, true]}, "caption": "héllo", "tokens": [5, 6, 7]}"#,
+            "\n",
+            r#"{"id": -2, "score": null, "x": [0, 0, 0, "NaN"], "blob": {"base64": "AAEC"}, "meta": null, "caption": null, "tokens": {"tokens": [1], "encoding": 2}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let m = dir.join("d.mldf");
+    let out = run(&[
+        "convert",
+        jsonl.to_str().unwrap(),
+        m.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(run(&["validate", m.to_str().unwrap()]).status.success());
+    let i: serde_json::Value =
+        serde_json::from_slice(&run(&["--json", "inspect", m.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(i["samples"], 2);
+    assert_eq!(
+        i["flags"],
+        serde_json::json!(["LITTLE_ENDIAN", "COMPRESSED", "CHECKSUMMED"])
+    );
+    assert_eq!(
+        i["fields"][2]["arguments"],
+        serde_json::json!({"dtype": "float32", "shape": [2, 2]})
+    );
+    let d = run(&["dump", m.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = text(&d.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["id"], 1);
+    assert_eq!(
+        rows[0]["x"]["values"],
+        serde_json::json!([[1.0, 2.0], [3.0, 4.5]])
+    );
+    assert_eq!(rows[0]["blob"]["hex"], "00010268656c6c6f");
+    assert_eq!(rows[0]["meta"]["json"], serde_json::json!({"a": [1, true]}));
+    assert_eq!(rows[0]["tokens"]["tokens"], serde_json::json!([5, 6, 7]));
+    assert_eq!(rows[1]["score"], serde_json::Value::Null);
+    assert_eq!(
+        rows[1]["meta"]["json"],
+        serde_json::Value::Null,
+        "JSON null is a present value"
+    );
+    assert_eq!(rows[1]["caption"], serde_json::Value::Null);
+    assert_eq!(rows[1]["blob"]["hex"], "000102");
+    assert_eq!(rows[1]["tokens"]["encoding"], 2);
+    // Back to JSON lines through convert, and diff.
+    let back = dir.join("back.jsonl");
+    assert!(
+        run(&["convert", m.to_str().unwrap(), back.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read_to_string(&back).unwrap(), text(&d.stdout));
+    assert!(
+        run(&[
+            "diff",
+            m.to_str().unwrap(),
+            m.to_str().unwrap(),
+            "--content"
+        ])
+        .status
+        .success()
+    );
+    std::fs::write(
+        &jsonl,
+        std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .replace("\"id\": 1,", "\"id\": 3,"),
+    )
+    .unwrap();
+    let m2 = dir.join("d2.mldf");
+    assert!(
+        run(&[
+            "convert",
+            jsonl.to_str().unwrap(),
+            m2.to_str().unwrap(),
+            "--schema",
+            schema.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let df = run(&[
+        "diff",
+        m.to_str().unwrap(),
+        m2.to_str().unwrap(),
+        "--content",
+    ]);
+    assert_eq!(df.status.code(), Some(1));
+    assert!(
+        text(&df.stdout).contains("sample 0 field \"id\": 1 | 3"),
+        "{}",
+        text(&df.stdout)
+    );
+    // A bad line names its number and field; nothing is written.
+    std::fs::write(&jsonl, "{\"id\": \"x\"}\n").unwrap();
+    let bad = run(&[
+        "convert",
+        jsonl.to_str().unwrap(),
+        dir.join("e.mldf").to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("line 1: field \"id\""),
+        "{}",
+        text(&bad.stderr)
+    );
+    assert!(!dir.join("e.mldf").exists());
+    // TBL v2 -> MLDF: the demo's images.
+    let demo = dir.join("demo");
+    assert!(
+        run(&["demo", "--dir", demo.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let t = dir.join("t.mldf");
+    let c = run(&[
+        "convert",
+        demo.join("table.tbl").to_str().unwrap(),
+        t.to_str().unwrap(),
+    ]);
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    assert!(
+        text(&c.stdout).contains("500 sample(s)"),
+        "{}",
+        text(&c.stdout)
+    );
+    assert!(run(&["validate", t.to_str().unwrap()]).status.success());
+}

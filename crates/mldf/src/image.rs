@@ -42,8 +42,8 @@ pub fn check_png(b: &[u8], height: u16, width: u16, channels: u8) -> Result<(), 
     Ok(())
 }
 
-/// Checks a JPEG file's signature and first SOFn against the record.
-pub fn check_jpeg(b: &[u8], height: u16, width: u16, channels: u8) -> Result<(), String> {
+/// A JPEG file's (height, width, components) from its first SOFn segment.
+pub fn jpeg_dims(b: &[u8]) -> Result<(u16, u16, u8), String> {
     if !b.starts_with(&[0xFF, 0xD8, 0xFF]) {
         return Err("JPEG signature missing".into());
     }
@@ -78,13 +78,38 @@ pub fn check_jpeg(b: &[u8], height: u16, width: u16, channels: u8) -> Result<(),
                 be16(b, i + 5).ok_or(cut)?,
                 *b.get(i + 7).ok_or(cut)?,
             );
-            if y != height || x != width || nf != channels {
-                return Err(format!(
-                    "JPEG frame is {x}x{y} with {nf} components, the record says {width}x{height} with {channels}"
-                ));
-            }
-            return Ok(());
+            return Ok((y, x, nf));
         }
         i += l;
     }
+}
+
+/// Checks a JPEG file's signature and first SOFn against the record.
+pub fn check_jpeg(b: &[u8], height: u16, width: u16, channels: u8) -> Result<(), String> {
+    let (y, x, nf) = jpeg_dims(b)?;
+    if y != height || x != width || nf != channels {
+        return Err(format!(
+            "JPEG frame is {x}x{y} with {nf} components, the record says {width}x{height} with {channels}"
+        ));
+    }
+    Ok(())
+}
+
+/// A PNG file's (height, width, channels) from its IHDR chunk (palette
+/// images count 3 channels).
+pub fn png_dims(b: &[u8]) -> Result<(u16, u16, u8), String> {
+    if !b.starts_with(PNG_SIGNATURE) || b.get(8..16) != Some(b"\x00\x00\x00\x0dIHDR") {
+        return Err("not a PNG with an IHDR chunk first".into());
+    }
+    let (Some(w), Some(h), Some(ct)) = (be32(b, 16), be32(b, 20), b.get(25).copied()) else {
+        return Err("the PNG ends inside its IHDR chunk".into());
+    };
+    let c = match ct {
+        0 => 1,
+        2 | 3 => 3,
+        4 | 6 => 4,
+        _ => return Err(format!("PNG colour type {ct}")),
+    };
+    let fit = |v: u32| u16::try_from(v).map_err(|_| format!("PNG side {v} above 65535"));
+    Ok((fit(h)?, fit(w)?, c))
 }
