@@ -124,6 +124,10 @@ fn bench(args: &[String]) -> Result<bool, String> {
     };
     match what.as_str() {
         "idv" => return run_example("dataformats-idv", &["rayon"], "bench_idv", &[]),
+        "mldf" => {
+            return Ok(run_example("dataformats-mldf", &[], "bench_mldf", &[])?
+                && run_example("dataformats-mldf", &[], "bench_mldf", &["--write-memory"])?);
+        }
         "cntk" => {
             return Ok(run_example("dataformats-cntk", &[], "bench_cntk", &[])?
                 && run_example(

@@ -409,13 +409,11 @@ impl Reader {
     /// Reads field `j` of sample `i` with the per-value checks of §8: one
     /// metadata read and at most one data read.
     pub fn value(&self, i: u64, j: usize) -> Result<Value<'_>> {
-        let name = self
-            .fields
-            .get(j)
-            .map(|f| f.name.clone())
-            .unwrap_or_default();
-        self.value_checked(i, j, None)
-            .map_err(|e| e.in_value(i, &name))
+        // No allocation on the way to a value: the name is looked up only on error.
+        self.value_checked(i, j, None).map_err(|e| {
+            let name = self.fields.get(j).map_or("", |f| f.name.as_str());
+            e.in_value(i, name)
+        })
     }
 
     /// Reads field `named` of sample `i`.
@@ -488,23 +486,22 @@ impl Reader {
                 .at(rec_at))
             }
         };
-        let rule = |ok: bool, m: String| -> Result<()> {
+        let rule = |ok: bool, m: &dyn Fn() -> String| -> Result<()> {
             if ok {
                 Ok(())
             } else {
-                Err(bad_value(m).at(rec_at))
+                Err(bad_value(m()).at(rec_at))
             }
         };
         // b. Record rules, discriminator first.
         match &f.ty {
             FieldType::NdArray { .. } => {
                 let nb = f.nbytes().unwrap_or(0);
-                rule(
-                    u64::from(data_size) == nb,
-                    format!("NDARRAY data_size {data_size}, the shape needs {nb}"),
-                )?;
+                rule(u64::from(data_size) == nb, &|| {
+                    format!("NDARRAY data_size {data_size}, the shape needs {nb}")
+                })?;
             }
-            FieldType::Json => rule(data_size >= 1, "empty JSON text".into())?,
+            FieldType::Json => rule(data_size >= 1, &|| "empty JSON text".into())?,
             FieldType::ImageRaw | FieldType::ImageJpeg { .. } | FieldType::ImagePng => {
                 let mode = rec.get(17).copied().unwrap_or(0);
                 let want = match f.ty {
@@ -518,18 +515,16 @@ impl Reader {
                     u16_at(rec, 14),
                     rec.get(16).copied().unwrap_or(0),
                 );
-                rule(
-                    h >= 1 && w >= 1 && matches!(c, 1 | 3 | 4),
-                    format!("image {w}x{h} with {c} channels"),
-                )?;
+                rule(h >= 1 && w >= 1 && matches!(c, 1 | 3 | 4), &|| {
+                    format!("image {w}x{h} with {c} channels")
+                })?;
                 if want == 0 {
                     let px = u64::from(h) * u64::from(w) * u64::from(c);
-                    rule(
-                        u64::from(data_size) == px,
-                        format!("raw image data_size {data_size}, {w}x{h}x{c} needs {px}"),
-                    )?;
+                    rule(u64::from(data_size) == px, &|| {
+                        format!("raw image data_size {data_size}, {w}x{h}x{c} needs {px}")
+                    })?;
                 } else {
-                    rule(data_size >= 1, "empty encoded image".into())?;
+                    rule(data_size >= 1, &|| "empty encoded image".into())?;
                 }
             }
             FieldType::AudioWaveform { float } => {
@@ -541,46 +536,42 @@ impl Reader {
                     u16_at(rec, 20),
                     rec.get(22).copied().unwrap_or(0),
                 );
-                rule(ch >= 1, format!("{ch} audio channels"))?;
-                rule(rate >= 1, format!("sample rate {rate}"))?;
+                rule(ch >= 1, &|| format!("{ch} audio channels"))?;
+                rule(rate >= 1, &|| format!("sample rate {rate}"))?;
                 let bits_ok = if *float {
                     bits == 32
                 } else {
                     matches!(bits, 8 | 16 | 24 | 32)
                 };
-                rule(bits_ok, format!("bit depth {bits}"))?;
+                rule(bits_ok, &|| format!("bit depth {bits}"))?;
                 let need = u64::from(frames) * u64::from(ch) * u64::from(bits / 8);
-                rule(
-                    u64::from(data_size) == need,
-                    format!("PCM data_size {data_size}, the record needs {need}"),
-                )?;
+                rule(u64::from(data_size) == need, &|| {
+                    format!("PCM data_size {data_size}, the record needs {need}")
+                })?;
             }
             FieldType::AudioCompressed => {
                 let codec = rec.get(23).copied().unwrap_or(0);
                 disc(&[1, 2, 3], codec, "audio codec")?;
-                rule(data_size >= 1, "empty compressed audio".into())?;
+                rule(data_size >= 1, &|| "empty compressed audio".into())?;
             }
             FieldType::TextRaw => {
                 let enc = rec.get(14).copied().unwrap_or(0);
                 disc(&[0], enc, "text encoding")?;
-                rule(
-                    u16_at(rec, 12) == 0,
-                    format!("TEXT_RAW num_tokens {}", u16_at(rec, 12)),
-                )?;
+                rule(u16_at(rec, 12) == 0, &|| {
+                    format!("TEXT_RAW num_tokens {}", u16_at(rec, 12))
+                })?;
             }
             FieldType::TextTokenized { .. } => {
                 let enc = rec.get(14).copied().unwrap_or(0);
                 disc(&[1, 2], enc, "token encoding")?;
                 let width = if enc == 1 { 4 } else { 2 };
-                rule(
-                    data_size % width == 0,
-                    format!("{data_size} token bytes are not whole ids of {width}"),
-                )?;
+                rule(data_size % width == 0, &|| {
+                    format!("{data_size} token bytes are not whole ids of {width}")
+                })?;
                 let count = (data_size / width).min(65535) as u16;
-                rule(
-                    u16_at(rec, 12) == count,
-                    format!("num_tokens {}, the data holds {count}", u16_at(rec, 12)),
-                )?;
+                rule(u16_at(rec, 12) == count, &|| {
+                    format!("num_tokens {}, the data holds {count}", u16_at(rec, 12))
+                })?;
             }
             _ => {}
         }
