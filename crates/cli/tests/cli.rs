@@ -30,12 +30,13 @@ fn demo_round_trips_every_codec() {
     let out = run(&["demo", "--dir", dir.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("13 of 13 round trips ok"), "{stdout}");
+    assert!(stdout.contains("14 of 14 round trips ok"), "{stdout}");
     assert!(
         dir.join("table.blp").is_file()
             && dir.join("table.npy").is_file()
             && dir.join("table.bcolz/__rootdirs__").is_file()
             && dir.join("table.idv").is_file()
+            && dir.join("table.mldf").is_file()
     );
     for codec in [
         "deflate",
