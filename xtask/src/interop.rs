@@ -29,7 +29,7 @@ fn sha(b: &[u8]) -> String {
     ChecksumKind::Sha256.digest(b).to_hex()
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;

@@ -21,16 +21,7 @@ use serde_json::{Value, json};
 
 const SCRIPT: &str = include_str!("interop_idv.py");
 
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed ({status})"))
-    }
-}
+use crate::interop::run;
 
 fn hash(ty: &ColumnType, v: &Values) -> String {
     let mut h = ChecksumKind::Sha256.hasher();

@@ -33,18 +33,7 @@ fn make_ctf(path: &std::path::Path, bytes: u64) -> u64 {
     written
 }
 
-fn peak_rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .unwrap_or(0)
-        / 1024
-}
+use dataformats_core::testing::peak_rss_mib;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

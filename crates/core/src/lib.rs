@@ -59,9 +59,11 @@ pub mod fuzzing;
 pub mod limits;
 pub mod parse;
 pub mod plain;
+pub mod rng;
 pub mod source;
 #[doc(hidden)]
 pub mod testing;
+pub mod text;
 
 pub use atomic::AtomicFile;
 pub use checksum::{ChecksumKind, Digest, Hasher};

@@ -47,3 +47,18 @@ pub fn replay_regressions(target: &str, f: fn(&[u8])) {
     }
     assert!(n > 0, "no saved inputs for {target}");
 }
+
+/// Peak resident memory of this process in MiB (`VmHWM`; 0 where unknown),
+/// for the benches that report memory.
+pub fn peak_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        / 1024
+}

@@ -72,23 +72,7 @@ pub fn datetimeoffset_string(v: DateTimeOffset) -> String {
     )
 }
 
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+use dataformats_core::text::push_json_string as json_str;
 
 fn json_f32(out: &mut String, x: f32) {
     if x.is_nan() {

@@ -52,27 +52,6 @@ impl Default for LoaderOptions {
     }
 }
 
-/// SplitMix64, for shuffles that are the same on every platform.
-#[derive(Debug, Clone)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
 /// The page of the first stored value of each sample (`u64::MAX` for a
 /// sample without allocations).
 fn sample_pages(r: &Reader) -> Result<Vec<u64>> {
@@ -111,7 +90,7 @@ pub fn epoch_order(r: &Reader, opts: &LoaderOptions, epoch: u64) -> Result<Vec<u
         ));
     }
     let n = r.num_samples();
-    let mut rng = SplitMix(opts.seed.wrapping_add(epoch));
+    let mut rng = dataformats_core::rng::SplitMix64::new(opts.seed.wrapping_add(epoch));
     let mut order: Vec<u64> = (0..n).collect();
     match opts.order {
         Order::Sequential => {}

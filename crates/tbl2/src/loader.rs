@@ -6,32 +6,6 @@ use crate::error::Result;
 use crate::format::IndexEntry;
 use crate::read::Reader;
 
-/// A deterministic permutation source (SplitMix64), so a seed gives the same
-/// order on every machine.
-#[derive(Debug, Clone)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), without modulo bias.
-    fn below(&mut self, n: u64) -> u64 {
-        let zone = u64::MAX - u64::MAX % n;
-        loop {
-            let v = self.next();
-            if v < zone {
-                return v % n;
-            }
-        }
-    }
-}
-
 /// A predicate on index entries.
 pub type EntryFilter = Box<dyn Fn(&IndexEntry) -> bool + Send + Sync>;
 
@@ -145,7 +119,9 @@ pub fn sample_order(reader: &Reader, opts: &LoaderOptions) -> Vec<usize> {
         })
         .collect();
     if let Some(seed) = opts.seed {
-        let mut rng = SplitMix(seed ^ opts.epoch.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        let mut rng = dataformats_core::rng::SplitMix64::new(
+            seed ^ opts.epoch.wrapping_mul(0xD6E8_FEB8_6659_FD93),
+        );
         for i in (1..order.len()).rev() {
             let j = rng.below(i as u64 + 1) as usize;
             order.swap(i, j);
