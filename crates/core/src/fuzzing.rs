@@ -1,6 +1,7 @@
 //! Entry points shared by the fuzz targets and the regression tests that
 //! replay their saved inputs. Not a stable API.
 
+#[cfg(feature = "blosc")]
 use crate::codec::blosc;
 use crate::parse;
 
@@ -37,6 +38,7 @@ pub fn varints(data: &[u8]) {
 
 /// Treats `data` as a Blosc1 chunk: validates it, and if it passes, decodes it
 /// whole (when its declared size is at most 16 MiB) and item by item.
+#[cfg(feature = "blosc")]
 pub fn blosc_chunk(data: &[u8]) {
     let Ok(h) = blosc::validate(data) else {
         return;

@@ -22,14 +22,19 @@
 //! }
 //! ```
 
+#[cfg(feature = "blosc")]
 pub mod blosc;
+#[cfg(feature = "deflate")]
 mod deflate;
+#[cfg(feature = "lz4")]
 mod lz4;
+#[cfg(feature = "zstd")]
 mod zstd;
 
 use std::borrow::Cow;
 use std::fmt;
 
+#[cfg(feature = "blosc")]
 pub use self::blosc::{BloscCompressor, BloscHeader, BloscParams, Shuffle};
 
 /// How many bytes a payload decoded to, when that differs from the declared size.
@@ -99,6 +104,7 @@ pub enum CodecError {
 }
 
 impl CodecError {
+    #[allow(dead_code)]
     pub(crate) fn corrupt(codec: &'static str, why: impl Into<Cow<'static, str>>) -> Self {
         CodecError::Corrupt {
             codec,
@@ -106,6 +112,7 @@ impl CodecError {
         }
     }
 
+    #[allow(dead_code)]
     pub(crate) fn arg(codec: &'static str, why: impl Into<Cow<'static, str>>) -> Self {
         CodecError::InvalidArgument {
             codec,
@@ -113,6 +120,7 @@ impl CodecError {
         }
     }
 
+    #[allow(dead_code)]
     pub(crate) fn size(codec: &'static str, expected: usize, found: DecodedSize) -> Self {
         CodecError::SizeMismatch {
             codec,
@@ -173,11 +181,30 @@ impl fmt::Display for Codec {
 /// all of `src`).
 pub fn decompress_into(codec: Codec, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
     match codec {
+        #[cfg(feature = "deflate")]
         Codec::Deflate => deflate::inflate_into(src, dst, false),
+        #[cfg(feature = "deflate")]
         Codec::Zlib => deflate::inflate_into(src, dst, true),
+        #[cfg(feature = "lz4")]
         Codec::Lz4Block => lz4::block_decompress_into(src, dst).map(|()| src.len()),
+        #[cfg(feature = "lz4")]
         Codec::Lz4Frame => lz4::frame_decompress_into(src, dst).map(|()| src.len()),
+        #[cfg(feature = "zstd")]
         Codec::Zstd => zstd::decompress_into(src, dst).map(|()| src.len()),
+        #[allow(unreachable_patterns)]
+        other => {
+            let _ = (src, dst);
+            Err(not_built(other))
+        }
+    }
+}
+
+/// The error for a codec whose feature is off in this build.
+#[allow(dead_code)]
+fn not_built(codec: Codec) -> CodecError {
+    CodecError::Unsupported {
+        codec: codec.name(),
+        why: "this build of dataformats-core leaves this codec out (enable its feature)".into(),
     }
 }
 
@@ -186,18 +213,21 @@ pub fn decompress_into(codec: Codec, src: &[u8], dst: &mut [u8]) -> Result<usize
 /// [`decompress_into`], a stream that could produce more is not an error
 /// (ML.NET's IDV blocks are read that way); a short count is for the caller
 /// to judge.
+#[cfg(feature = "deflate")]
 pub fn inflate_prefix(src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
     deflate::inflate_prefix(src, dst)
 }
 
 /// Inflates raw deflate `src` up to its end or `max` bytes. Returns the bytes
 /// produced and, when the data is corrupt, the error met after them.
+#[cfg(feature = "deflate")]
 pub fn inflate_lenient(src: &[u8], max: usize) -> (Vec<u8>, Option<CodecError>) {
     deflate::inflate_lenient(src, max)
 }
 
 /// The length of the first Zstandard frame of `src` (an error when no
 /// complete frame starts there); lets a format demand exactly one frame.
+#[cfg(feature = "zstd")]
 pub fn zstd_frame_size(src: &[u8]) -> Result<usize, CodecError> {
     zstd::frame_size(src)
 }
@@ -209,15 +239,26 @@ pub fn zstd_frame_size(src: &[u8]) -> Result<usize, CodecError> {
 /// 0–16, zstd 1–22 (negative levels allowed).
 pub fn compress(codec: Codec, src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecError> {
     match codec {
+        #[cfg(feature = "deflate")]
         Codec::Deflate => deflate::deflate(src, level, false),
+        #[cfg(feature = "deflate")]
         Codec::Zlib => deflate::deflate(src, level, true),
+        #[cfg(feature = "lz4")]
         Codec::Lz4Block => lz4::block_compress(src, level),
+        #[cfg(feature = "lz4")]
         Codec::Lz4Frame => lz4::frame_compress(src, level),
+        #[cfg(feature = "zstd")]
         Codec::Zstd => zstd::compress(src, level),
+        #[allow(unreachable_patterns)]
+        other => {
+            let _ = (src, level);
+            Err(not_built(other))
+        }
     }
 }
 
 /// Checks that `dst` is exactly full after a decoder wrote `written` bytes.
+#[allow(dead_code)]
 fn check_full(codec: &'static str, written: usize, dst: &[u8]) -> Result<(), CodecError> {
     if written == dst.len() {
         Ok(())
@@ -230,7 +271,7 @@ fn check_full(codec: &'static str, written: usize, dst: &[u8]) -> Result<(), Cod
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "deflate", feature = "lz4", feature = "zstd"))]
 mod tests {
     use super::*;
 
