@@ -16,9 +16,11 @@
 
 #![deny(missing_docs)]
 
+pub mod dataset;
 mod detect;
 
 pub use dataformats_core as core;
+pub use dataset::{Dataset, open};
 
 /// Bloscpack files and BLZ/bcolz directories ([`dataformats_bloscpack`]).
 #[cfg(feature = "bloscpack")]

@@ -1,0 +1,584 @@
+//! One view over every format: [`open`] a file, get a [`Dataset`] with a
+//! schema, a record count, records as dynamic [`Value`]s, validation and a
+//! JSON summary. The format crates stay reachable for everything this view
+//! cannot express.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::{Format, detect};
+
+/// A value of any format, as the common view sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Missing.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer (keys, ids, large counts).
+    UInt(u64),
+    /// A float (f32 values widened exactly).
+    Float(f64),
+    /// Text.
+    Text(String),
+    /// Opaque bytes (an image file, a blob).
+    Bytes(Vec<u8>),
+    /// A list of values (a variable or sparse structure).
+    List(Vec<Value>),
+    /// A dense array: element type name, shape, little-endian C-order bytes.
+    Tensor {
+        /// Element type (`float32`, `int64`, ...).
+        dtype: &'static str,
+        /// Dimensions.
+        shape: Vec<u64>,
+        /// The elements' bytes.
+        data: Vec<u8>,
+    },
+}
+
+impl Value {
+    /// JSON text: bytes as `{"len", "hex"}` (hex of the first 32 bytes),
+    /// tensors as `{"dtype", "shape", "len"}`, non-finite floats as strings.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    fn write_json(&self, out: &mut String) {
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(x) => {
+                let _ = write!(out, "{x}");
+            }
+            Value::UInt(x) => {
+                let _ = write!(out, "{x}");
+            }
+            Value::Float(x) if x.is_finite() => {
+                let _ = write!(out, "{x:?}");
+            }
+            Value::Float(x) => out.push_str(if x.is_nan() {
+                "\"NaN\""
+            } else if *x > 0.0 {
+                "\"Infinity\""
+            } else {
+                "\"-Infinity\""
+            }),
+            Value::Text(s) => crate::core::text::push_json_string(out, s),
+            Value::Bytes(b) => {
+                let hex: String = b.iter().take(32).map(|x| format!("{x:02x}")).collect();
+                let _ = write!(out, "{{\"len\": {}, \"hex\": \"{hex}\"}}", b.len());
+            }
+            Value::List(v) => {
+                out.push('[');
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    x.write_json(out);
+                }
+                out.push(']');
+            }
+            Value::Tensor { dtype, shape, data } => {
+                let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+                let _ = write!(
+                    out,
+                    "{{\"dtype\": \"{dtype}\", \"shape\": [{}], \"len\": {}}}",
+                    dims.join(", "),
+                    data.len()
+                );
+            }
+        }
+    }
+}
+
+/// One column (field, stream) of a dataset's schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    /// Name.
+    pub name: String,
+    /// The format's own type name (`Single`, `NDARRAY`, `dense f32`, ...).
+    pub ty: String,
+    /// Shape of one value: empty for a scalar, a 0 for a variable dimension.
+    pub shape: Vec<u64>,
+}
+
+/// An error from [`open`] or a [`Dataset`]: the format's own error kind and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// The format, when known.
+    pub format: Option<Format>,
+    /// The format crate's error kind (`truncated`, `BadValue`, ...), or
+    /// `unsupported` / `io` / `invalid_argument`.
+    pub kind: String,
+    /// What went wrong, with its location.
+    pub message: String,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn err(format: Format, kind: &str, message: impl std::fmt::Display) -> Error {
+    Error {
+        format: Some(format),
+        kind: kind.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// A dataset of any format.
+pub trait Dataset: Send + Sync {
+    /// Which format.
+    fn format(&self) -> Format;
+    /// The file's format version.
+    fn version(&self) -> String;
+    /// The columns every record has, in order.
+    fn columns(&self) -> Vec<Column>;
+    /// Number of records (rows, samples, sequences).
+    fn len(&self) -> u64;
+    /// Whether there are no records.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Record `i`: one value per column.
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error>;
+    /// Checks the whole file the way the format's validator does.
+    fn validate(&self) -> Result<(), Error>;
+    /// A JSON summary: format, version, records, columns.
+    fn summary_json(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "{{\"format\": \"{}\", \"version\": \"{}\", \"records\": {}, \"columns\": [",
+            self.format().name(),
+            self.version(),
+            self.len()
+        );
+        for (i, c) in self.columns().iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str("{\"name\": ");
+            crate::core::text::push_json_string(&mut out, &c.name);
+            out.push_str(", \"type\": ");
+            crate::core::text::push_json_string(&mut out, &c.ty);
+            let dims: Vec<String> = c.shape.iter().map(ToString::to_string).collect();
+            let _ = write!(out, ", \"shape\": [{}]}}", dims.join(", "));
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+/// Opens `path` (a file, or a BLZ/bcolz directory), whatever its format.
+pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
+    let path = path.as_ref();
+    let format = detect(path)
+        .map_err(|e| Error {
+            format: None,
+            kind: "io".into(),
+            message: format!("{}: {e}", path.display()),
+        })?
+        .ok_or_else(|| Error {
+            format: None,
+            kind: "unrecognized".into(),
+            message: format!("{}: no known magic number or layout", path.display()),
+        })?;
+    open_as(path, format)
+}
+
+/// Opens `path` as `format`.
+pub fn open_as(path: &Path, format: Format) -> Result<Box<dyn Dataset>, Error> {
+    match format {
+        #[cfg(feature = "idv")]
+        Format::Idv => formats::idv(path),
+        #[cfg(feature = "mldf")]
+        Format::Mldf => formats::mldf(path),
+        #[cfg(feature = "cntk")]
+        Format::Cntk => formats::cntk(path),
+        #[cfg(feature = "tbl2")]
+        Format::Tbl2 => formats::tbl2(path),
+        other => Err(err(
+            other,
+            "unsupported",
+            format!(
+                "{}: {} ({}) has no common view in this build{}",
+                path.display(),
+                other.name(),
+                other.description(),
+                if other.is_available() {
+                    "; use its crate's reader"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
+}
+
+#[allow(unused_imports)]
+mod formats {
+    use super::{Column, Dataset, Error, Value, err};
+    use crate::Format;
+    use std::path::Path;
+
+    fn map(path: &Path) -> Result<crate::core::Source, crate::core::Error> {
+        // SAFETY: the facade documents that files must not change while open.
+        unsafe { crate::core::Source::map(path) }
+    }
+
+    #[cfg(feature = "idv")]
+    pub(super) fn idv(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        use crate::idv::Reader;
+        let e = |x: crate::idv::Error| err(Format::Idv, x.kind().as_str(), x);
+        let src = map(path).map_err(|x| err(Format::Idv, "io", x))?;
+        let r = Reader::with_limits(src, crate::core::Limits::default()).map_err(e)?;
+        Ok(Box::new(Idv(r)))
+    }
+
+    #[cfg(feature = "idv")]
+    struct Idv(crate::idv::Reader);
+
+    #[cfg(feature = "idv")]
+    fn idv_value(v: &crate::idv::Values, i: usize) -> Value {
+        use crate::idv::Values as V;
+        let at = |x: Option<Value>| x.unwrap_or(Value::Null);
+        match v {
+            V::I8(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+            V::U8(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+            V::I16(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+            V::U16(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+            V::I32(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+            V::U32(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+            V::I64(x) => at(x.get(i).map(|&y| Value::Int(y))),
+            V::U64(x) | V::Key(x) => at(x.get(i).map(|&y| Value::UInt(y))),
+            V::F32(x) => at(x.get(i).map(|&y| Value::Float(f64::from(y)))),
+            V::F64(x) => at(x.get(i).map(|&y| Value::Float(y))),
+            V::Bool(x) => at(x.get(i).map(|&y| Value::Bool(y))),
+            V::Text(t) => at(t.get(i).map(|s| Value::Text(s.into_owned()))),
+            V::Vector(vv) => match vv.dense(i) {
+                Some(d) => Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect()),
+                None => Value::Null,
+            },
+            other => Value::Text(crate::idv::render::text_scalar(other, i)),
+        }
+    }
+
+    #[cfg(feature = "idv")]
+    impl Dataset for Idv {
+        fn format(&self) -> Format {
+            Format::Idv
+        }
+        fn version(&self) -> String {
+            crate::idv::version_string(self.0.header().version)
+        }
+        fn columns(&self) -> Vec<Column> {
+            self.0
+                .columns()
+                .iter()
+                .filter(|c| !c.is_dead())
+                .map(|c| {
+                    let ty = c.ty().map(ToString::to_string).unwrap_or_default();
+                    let shape = match c.ty() {
+                        Some(crate::idv::ColumnType::Vector { dims, .. }) => {
+                            if dims.is_empty() {
+                                vec![0]
+                            } else {
+                                dims.iter().map(|&d| u64::from(d)).collect()
+                            }
+                        }
+                        _ => Vec::new(),
+                    };
+                    Column {
+                        name: c.name.clone(),
+                        ty,
+                        shape,
+                    }
+                })
+                .collect()
+        }
+        fn len(&self) -> u64 {
+            self.0.row_count()
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            let mut out = Vec::new();
+            for (k, c) in self.0.columns().iter().enumerate() {
+                if c.is_dead() {
+                    continue;
+                }
+                let v = self
+                    .0
+                    .read_rows(k, i..i + 1)
+                    .map_err(|x| err(Format::Idv, x.kind().as_str(), x))?;
+                out.push(idv_value(&v, 0));
+            }
+            Ok(out)
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.0
+                .validate()
+                .map_err(|x| err(Format::Idv, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "mldf")]
+    pub(super) fn mldf(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let src = map(path).map_err(|x| err(Format::Mldf, "io", x))?;
+        let r = crate::mldf::Reader::with_limits(src, crate::core::Limits::default())
+            .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))?;
+        Ok(Box::new(Mldf(r)))
+    }
+
+    #[cfg(feature = "mldf")]
+    struct Mldf(crate::mldf::Reader);
+
+    #[cfg(feature = "mldf")]
+    impl Dataset for Mldf {
+        fn format(&self) -> Format {
+            Format::Mldf
+        }
+        fn version(&self) -> String {
+            let h = self.0.header();
+            format!("{}.{}", h.version_major, h.version_minor)
+        }
+        fn columns(&self) -> Vec<Column> {
+            use crate::mldf::FieldType as T;
+            self.0
+                .fields()
+                .iter()
+                .map(|f| Column {
+                    name: f.name.clone(),
+                    ty: f.ty.name(),
+                    shape: match &f.ty {
+                        T::NdArray { shape, .. } => shape.clone(),
+                        T::Int | T::Float => Vec::new(),
+                        _ => vec![0],
+                    },
+                })
+                .collect()
+        }
+        fn len(&self) -> u64 {
+            self.0.num_samples()
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            use crate::mldf::{FieldType as T, Value as M};
+            let mut out = Vec::new();
+            for (j, f) in self.0.fields().iter().enumerate() {
+                let v = self
+                    .0
+                    .value(i, j)
+                    .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))?;
+                out.push(match v {
+                    M::Missing => Value::Null,
+                    M::Int(x) => Value::Int(x),
+                    M::Float(x) => Value::Float(x),
+                    M::Bytes(b) | M::Opaque(b) => Value::Bytes(b.into_owned()),
+                    M::NdArray(b) => match &f.ty {
+                        T::NdArray { dtype, shape } => Value::Tensor {
+                            dtype: dtype.name(),
+                            shape: shape.clone(),
+                            data: b.into_owned(),
+                        },
+                        _ => Value::Bytes(b.into_owned()),
+                    },
+                    M::Json(t) | M::Text(t) => Value::Text(t.into_owned()),
+                    M::Image { data, .. } | M::Audio { data, .. } => {
+                        Value::Bytes(data.into_owned())
+                    }
+                    t @ M::Tokens { .. } => Value::List(
+                        t.token_ids()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|x| Value::Int(i64::from(x)))
+                            .collect(),
+                    ),
+                });
+            }
+            Ok(out)
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.0
+                .validate()
+                .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "cntk")]
+    pub(super) fn cntk(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let src = map(path).map_err(|x| err(Format::Cntk, "io", x))?;
+        let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
+            .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))?;
+        let mut starts = Vec::with_capacity(r.chunks().len());
+        let mut n = 0u64;
+        for c in r.chunks() {
+            starts.push(n);
+            n += u64::from(c.num_sequences);
+        }
+        Ok(Box::new(Cntk { r, starts, n }))
+    }
+
+    #[cfg(feature = "cntk")]
+    struct Cntk {
+        r: crate::cntk::Reader,
+        starts: Vec<u64>,
+        n: u64,
+    }
+
+    #[cfg(feature = "cntk")]
+    impl Dataset for Cntk {
+        fn format(&self) -> Format {
+            Format::Cntk
+        }
+        fn version(&self) -> String {
+            crate::cntk::VERSION.to_string()
+        }
+        fn columns(&self) -> Vec<Column> {
+            use crate::cntk::StreamKind;
+            self.r
+                .streams()
+                .iter()
+                .map(|s| Column {
+                    name: s.name.clone(),
+                    ty: format!(
+                        "{} {}",
+                        if s.kind == StreamKind::Dense {
+                            "dense"
+                        } else {
+                            "sparse"
+                        },
+                        s.elem.name()
+                    ),
+                    shape: vec![0, u64::from(s.dim)],
+                })
+                .collect()
+        }
+        fn len(&self) -> u64 {
+            self.n
+        }
+        /// Sequence `i`: a dense stream as a `[samples, dim]` tensor, a sparse
+        /// one as a list of samples, each a list of `[index, value]` pairs.
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            use crate::cntk::{ElemType, RecordView};
+            if i >= self.n {
+                return Err(err(
+                    Format::Cntk,
+                    "invalid_argument",
+                    format!("no sequence {i}"),
+                ));
+            }
+            let c = self.starts.partition_point(|&s| s <= i) - 1;
+            let q = (i - self.starts.get(c).copied().unwrap_or(0)) as usize;
+            let view = self
+                .r
+                .chunk_view(c)
+                .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))?;
+            let mut out = Vec::new();
+            for s in 0..self.r.streams().len() {
+                out.push(match view.record(s, q) {
+                    Some(RecordView::Dense(d)) => Value::Tensor {
+                        dtype: if d.elem == ElemType::F32 {
+                            "float32"
+                        } else {
+                            "float64"
+                        },
+                        shape: vec![u64::from(d.samples), u64::from(d.dim)],
+                        data: d.raw().to_vec(),
+                    },
+                    Some(RecordView::Sparse(sp)) => Value::List(
+                        sp.samples_entries()
+                            .into_iter()
+                            .map(|e| {
+                                Value::List(
+                                    e.into_iter()
+                                        .map(|(k, v)| {
+                                            Value::List(vec![
+                                                Value::UInt(u64::from(k)),
+                                                Value::Float(v),
+                                            ])
+                                        })
+                                        .collect(),
+                                )
+                            })
+                            .collect(),
+                    ),
+                    None => Value::Null,
+                });
+            }
+            Ok(out)
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.r
+                .validate()
+                .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "tbl2")]
+    pub(super) fn tbl2(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let src = map(path).map_err(|x| err(Format::Tbl2, "io", x))?;
+        let r = crate::tbl2::Reader::with_options(src, crate::tbl2::ReadOptions::default())
+            .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))?;
+        Ok(Box::new(Tbl2(r)))
+    }
+
+    #[cfg(feature = "tbl2")]
+    struct Tbl2(crate::tbl2::Reader);
+
+    #[cfg(feature = "tbl2")]
+    impl Dataset for Tbl2 {
+        fn format(&self) -> Format {
+            Format::Tbl2
+        }
+        fn version(&self) -> String {
+            self.0.header().version.to_string()
+        }
+        fn columns(&self) -> Vec<Column> {
+            let c = |n: &str, t: &str| Column {
+                name: n.into(),
+                ty: t.into(),
+                shape: Vec::new(),
+            };
+            vec![
+                c("data", "bytes"),
+                c("format", "text"),
+                c("width", "uint16"),
+                c("height", "uint16"),
+                c("metadata", "bytes"),
+            ]
+        }
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            let e = |x: crate::tbl2::Error| err(Format::Tbl2, x.kind().as_str(), x);
+            let k = usize::try_from(i).unwrap_or(usize::MAX);
+            let entry = *self.0.entry(k).map_err(e)?;
+            let data = self.0.read_sample(k).map_err(e)?.into_owned();
+            let meta = self
+                .0
+                .read_metadata(k)
+                .map_err(e)?
+                .map(|(_, b)| Value::Bytes(b.into_owned()));
+            Ok(vec![
+                Value::Bytes(data),
+                Value::Text(entry.format.name()),
+                Value::UInt(u64::from(entry.width)),
+                Value::UInt(u64::from(entry.height)),
+                meta.unwrap_or(Value::Null),
+            ])
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.0
+                .validate()
+                .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))
+        }
+    }
+}

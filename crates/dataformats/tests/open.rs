@@ -1,0 +1,134 @@
+//! `dataformats::open` on every vector of the formats with a common view:
+//! valid files open, give their records and validate; invalid ones fail
+//! cleanly with their format named.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use dataformats::Format;
+use dataformats::core::testing::vectors_dir;
+
+fn files(format: &str, ext: &str) -> Vec<(std::path::PathBuf, bool)> {
+    let Some(dir) = vectors_dir(format) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                let side: serde_json::Value = std::fs::read(format!("{}.json", p.display()))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or(serde_json::Value::Null);
+                if side.is_null() {
+                    continue;
+                }
+                out.push((p, side["valid"] == true));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_vector_through_the_common_view() {
+    let mut seen = 0;
+    for (format, ext, kind) in [
+        ("idv", "idv", Format::Idv),
+        ("mldf", "mldf", Format::Mldf),
+        ("cntk", "bin", Format::Cntk),
+        ("tbl2", "tbl", Format::Tbl2),
+    ] {
+        for (p, valid) in files(format, ext) {
+            let opened = dataformats::open(&p);
+            if valid {
+                let d = opened.unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!(d.format(), kind);
+                d.validate()
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                let cols = d.columns().len();
+                for i in 0..d.len().min(20) {
+                    let r = d
+                        .record(i)
+                        .unwrap_or_else(|e| panic!("{} record {i}: {e}", p.display()));
+                    assert_eq!(r.len(), cols, "{}", p.display());
+                    for v in &r {
+                        let j = v.to_json();
+                        assert!(serde_json::from_str::<serde_json::Value>(&j).is_ok(), "{j}");
+                    }
+                }
+                let s: serde_json::Value = serde_json::from_str(&d.summary_json()).unwrap();
+                assert_eq!(s["records"], d.len());
+            } else {
+                match opened {
+                    Err(e) => assert!(
+                        e.format.is_none() || e.format == Some(kind),
+                        "{}",
+                        p.display()
+                    ),
+                    Ok(d) => {
+                        let bad = d.validate().is_err()
+                            || (0..d.len().min(1000)).any(|i| d.record(i).is_err());
+                        assert!(bad, "{}: accepted", p.display());
+                    }
+                }
+            }
+            seen += 1;
+        }
+    }
+    if vectors_dir("idv").is_some() {
+        assert!(seen > 250, "{seen}");
+    }
+}
+
+#[test]
+fn records_carry_the_values() {
+    let dir = std::env::temp_dir().join(format!("df-facade-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("x.mldf");
+    use dataformats::mldf::{Dtype, Field, FieldType, FieldValue, Writer, WriterOptions};
+    let mut w = Writer::create(
+        &p,
+        vec![
+            Field::new("id", FieldType::Int, false),
+            Field::new(
+                "v",
+                FieldType::NdArray {
+                    dtype: Dtype::F32,
+                    shape: vec![2],
+                },
+                true,
+            ),
+        ],
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let arr: Vec<u8> = [1.5f32, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    w.add_sample(&[FieldValue::Int(4), FieldValue::NdArray(&arr)])
+        .unwrap();
+    w.add_sample(&[FieldValue::Int(5), FieldValue::Missing])
+        .unwrap();
+    w.finish().unwrap();
+    let d = dataformats::open(&p).unwrap();
+    assert_eq!(d.len(), 2);
+    assert_eq!(d.columns()[1].shape, vec![2]);
+    let r0 = d.record(0).unwrap();
+    assert_eq!(r0[0], dataformats::dataset::Value::Int(4));
+    assert_eq!(
+        r0[1],
+        dataformats::dataset::Value::Tensor {
+            dtype: "float32",
+            shape: vec![2],
+            data: arr
+        }
+    );
+    assert_eq!(d.record(1).unwrap()[1], dataformats::dataset::Value::Null);
+    assert!(d.record(2).is_err());
+    let e = dataformats::open(dir.join("missing.file")).err().unwrap();
+    assert_eq!(e.kind, "io");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
