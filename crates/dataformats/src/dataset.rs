@@ -29,8 +29,8 @@ pub enum Value {
     List(Vec<Value>),
     /// A dense array: element type name, shape, little-endian C-order bytes.
     Tensor {
-        /// Element type (`float32`, `int64`, ...).
-        dtype: &'static str,
+        /// Element type (`float32`, `int64`, a numpy descr, ...).
+        dtype: String,
         /// Dimensions.
         shape: Vec<u64>,
         /// The elements' bytes.
@@ -206,6 +206,10 @@ pub fn open_as(path: &Path, format: Format) -> Result<Box<dyn Dataset>, Error> {
         Format::Cntk => formats::cntk(path),
         #[cfg(feature = "tbl2")]
         Format::Tbl2 => formats::tbl2(path),
+        #[cfg(feature = "bloscpack")]
+        Format::Bloscpack => formats::bloscpack(path),
+        #[cfg(feature = "bloscpack")]
+        Format::Blz => formats::blz(path),
         other => Err(err(
             other,
             "unsupported",
@@ -383,7 +387,7 @@ mod formats {
                     M::Bytes(b) | M::Opaque(b) => Value::Bytes(b.into_owned()),
                     M::NdArray(b) => match &f.ty {
                         T::NdArray { dtype, shape } => Value::Tensor {
-                            dtype: dtype.name(),
+                            dtype: dtype.name().to_string(),
                             shape: shape.clone(),
                             data: b.into_owned(),
                         },
@@ -484,11 +488,7 @@ mod formats {
             for s in 0..self.r.streams().len() {
                 out.push(match view.record(s, q) {
                     Some(RecordView::Dense(d)) => Value::Tensor {
-                        dtype: if d.elem == ElemType::F32 {
-                            "float32"
-                        } else {
-                            "float64"
-                        },
+                        dtype: d.elem.name().replace('f', "float"),
                         shape: vec![u64::from(d.samples), u64::from(d.dim)],
                         data: d.raw().to_vec(),
                     },
@@ -579,6 +579,182 @@ mod formats {
             self.0
                 .validate()
                 .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "bloscpack")]
+    pub(super) fn bloscpack(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let src = map(path).map_err(|x| err(Format::Bloscpack, "io", x))?;
+        let r =
+            crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
+                .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))?;
+        Ok(Box::new(Blp(r)))
+    }
+
+    /// A Bloscpack file: a C-order numpy array gives one record per row
+    /// (first axis); anything else (raw bytes, Fortran order) one record
+    /// per chunk, as bytes.
+    #[cfg(feature = "bloscpack")]
+    struct Blp(crate::bloscpack::Reader);
+
+    #[cfg(feature = "bloscpack")]
+    impl Blp {
+        fn rows(&self) -> Option<(&crate::bloscpack::numpy::NumpyMeta, u64, u64)> {
+            let m = self.0.numpy()?;
+            if m.order != crate::bloscpack::numpy::Order::C {
+                return None;
+            }
+            let rows = m.shape.first().copied().unwrap_or(1);
+            let per_row = m.shape.iter().skip(1).product::<u64>() * m.dtype.itemsize() as u64;
+            Some((m, rows, per_row))
+        }
+    }
+
+    #[cfg(feature = "bloscpack")]
+    impl Dataset for Blp {
+        fn format(&self) -> Format {
+            Format::Bloscpack
+        }
+        fn version(&self) -> String {
+            self.0.header().format_version.to_string()
+        }
+        fn columns(&self) -> Vec<Column> {
+            match self.rows() {
+                Some((m, _, _)) => vec![Column {
+                    name: "row".into(),
+                    ty: m.dtype.to_string(),
+                    shape: m.shape.iter().skip(1).copied().collect(),
+                }],
+                None => vec![Column {
+                    name: "chunk".into(),
+                    ty: "bytes".into(),
+                    shape: vec![0],
+                }],
+            }
+        }
+        fn len(&self) -> u64 {
+            match self.rows() {
+                Some((_, n, _)) => n,
+                None => self.0.nchunks() as u64,
+            }
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            let e = |x: crate::bloscpack::Error| err(Format::Bloscpack, x.kind().as_str(), x);
+            if i >= self.len() {
+                return Err(err(
+                    Format::Bloscpack,
+                    "invalid_argument",
+                    format!("no record {i}"),
+                ));
+            }
+            Ok(vec![match self.rows() {
+                Some((m, _, per_row)) => {
+                    let mut data = vec![0u8; usize::try_from(per_row).unwrap_or(0)];
+                    self.0.read_range_into(i * per_row, &mut data).map_err(e)?;
+                    Value::Tensor {
+                        dtype: m.dtype.to_string(),
+                        shape: m.shape.iter().skip(1).copied().collect(),
+                        data,
+                    }
+                }
+                None => Value::Bytes(self.0.read_chunk(i as usize).map_err(e)?),
+            }])
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.0
+                .validate()
+                .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "bloscpack")]
+    pub(super) fn blz(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let d = crate::bloscpack::blz::BlzDir::open(path)
+            .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
+        Ok(Box::new(Blz {
+            d,
+            root: path.to_path_buf(),
+        }))
+    }
+
+    /// A BLZ/bcolz array (one record per atom) or table (one per row, a
+    /// value per column); atoms are handed out as 0-d tensors of their
+    /// numpy type.
+    #[cfg(feature = "bloscpack")]
+    struct Blz {
+        d: crate::bloscpack::blz::BlzDir,
+        root: std::path::PathBuf,
+    }
+
+    #[cfg(feature = "bloscpack")]
+    impl Blz {
+        fn arrays(&self) -> Vec<(&str, &crate::bloscpack::blz::CArray)> {
+            use crate::bloscpack::blz::BlzDir;
+            match &self.d {
+                BlzDir::Array(a) => vec![("value", a)],
+                BlzDir::Table(t) => t
+                    .names()
+                    .iter()
+                    .map(String::as_str)
+                    .zip(t.columns())
+                    .collect(),
+            }
+        }
+    }
+
+    #[cfg(feature = "bloscpack")]
+    impl Dataset for Blz {
+        fn format(&self) -> Format {
+            Format::Blz
+        }
+        fn version(&self) -> String {
+            use crate::bloscpack::blz::BlzDir;
+            match &self.d {
+                BlzDir::Array(a) => a.layout().name().to_string(),
+                BlzDir::Table(t) => t.layout().name().to_string(),
+            }
+        }
+        fn columns(&self) -> Vec<Column> {
+            self.arrays()
+                .into_iter()
+                .map(|(n, a)| Column {
+                    name: n.to_string(),
+                    ty: a.dtype_storage_string().to_string(),
+                    shape: a.shape().iter().skip(1).copied().collect(),
+                })
+                .collect()
+        }
+        fn len(&self) -> u64 {
+            self.arrays().first().map_or(0, |(_, a)| a.len())
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            let mut out = Vec::new();
+            for (_, a) in self.arrays() {
+                if i >= a.len() {
+                    return Err(err(
+                        Format::Blz,
+                        "invalid_argument",
+                        format!("no record {i}"),
+                    ));
+                }
+                let mut data = vec![0u8; usize::try_from(a.atomsize()).unwrap_or(0)];
+                a.read_atoms_into(i, &mut data)
+                    .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
+                out.push(Value::Tensor {
+                    dtype: a.dtype_storage_string().to_string(),
+                    shape: a.shape().iter().skip(1).copied().collect(),
+                    data,
+                });
+            }
+            Ok(out)
+        }
+        fn validate(&self) -> Result<(), Error> {
+            crate::bloscpack::blz::BlzDir::open_validated(
+                &self.root,
+                crate::core::Limits::default(),
+            )
+            .map(|_| ())
+            .map_err(|x| err(Format::Blz, x.kind().as_str(), x))
         }
     }
 }

@@ -86,6 +86,44 @@ fn every_vector_through_the_common_view() {
 }
 
 #[test]
+fn blz_directories_through_the_common_view() {
+    let Some(dir) = vectors_dir("blz") else {
+        return;
+    };
+    let mut n = 0;
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let side = p.with_extension("json");
+            if !p.is_dir() {
+                continue;
+            }
+            if !side.is_file() {
+                stack.push(p);
+                continue;
+            }
+            let valid = serde_json::from_slice::<serde_json::Value>(&std::fs::read(&side).unwrap())
+                .unwrap()["valid"]
+                == true;
+            match dataformats::open(&p) {
+                Ok(ds) if valid => {
+                    ds.validate()
+                        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    for i in 0..ds.len().min(10) {
+                        assert_eq!(ds.record(i).unwrap().len(), ds.columns().len());
+                    }
+                }
+                Ok(ds) => assert!(ds.validate().is_err(), "{}: accepted", p.display()),
+                Err(e) => assert!(!valid, "{}: {e}", p.display()),
+            }
+            n += 1;
+        }
+    }
+    assert!(n >= 30, "{n}");
+}
+
+#[test]
 fn records_carry_the_values() {
     let dir = std::env::temp_dir().join(format!("df-facade-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -121,7 +159,7 @@ fn records_carry_the_values() {
     assert_eq!(
         r0[1],
         dataformats::dataset::Value::Tensor {
-            dtype: "float32",
+            dtype: "float32".into(),
             shape: vec![2],
             data: arr
         }
