@@ -7,6 +7,7 @@
 mod bloscpack;
 mod blz;
 mod cntk;
+mod common;
 mod demo;
 mod idv;
 mod mldf;
@@ -84,6 +85,9 @@ enum Command {
         /// JSON lines -> MLDF: the fields and writer options (see docs/formats/mldf.md).
         #[arg(long)]
         schema: Option<PathBuf>,
+        /// Convert even when the target cannot hold a value as it is (the changes are listed).
+        #[arg(long)]
+        lossy: bool,
         /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
         #[arg(long, default_value_t = 1)]
         workers: usize,
@@ -245,6 +249,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ctf,
             idv,
             schema,
+            lossy,
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
@@ -254,6 +259,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             match detected {
+                Some(Format::Tbl2) if out_ext == "mldf" => {
+                    mldf::convert_tbl2(&input, &output, cli.json)
+                }
+                Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
+                Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
+                Some(f) if out_ext == "mldf" && f != Format::Mldf => {
+                    common::to_mldf(&input, &output, lossy, cli.json)
+                }
                 Some(Format::Bloscpack) => {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
@@ -272,10 +285,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Tbl2) if out_ext == "tar" => {
                     tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
                 }
-                Some(Format::Tbl2) if out_ext == "mldf" => {
-                    mldf::convert_tbl2(&input, &output, cli.json)
-                }
-                Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
+
                 None if out_ext == "mldf" => match &schema {
                     Some(s) => mldf::convert_jsonl(&input, &output, s, cli.json),
                     None => Err(Failure::new(

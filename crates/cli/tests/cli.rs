@@ -740,3 +740,69 @@ fn jsonl_to_mldf_and_back_diff_and_tbl2() {
     );
     assert!(run(&["validate", t.to_str().unwrap()]).status.success());
 }
+
+#[test]
+fn any_format_to_jsonl_and_mldf_through_the_common_view() {
+    let dir = scratch("common");
+    // An IDV file with a bool, an int and a fixed float vector.
+    let csv = dir.join("d.csv");
+    std::fs::write(&csv, "ok,n,a,b\ntrue,1,0.5,1.5\nfalse,-7,2,3\n").unwrap();
+    let idv = dir.join("d.idv");
+    let out = run(&[
+        "convert",
+        csv.to_str().unwrap(),
+        idv.to_str().unwrap(),
+        "--column",
+        "ok:BL:0",
+        "--column",
+        "n:I4:1",
+        "--column",
+        "v:R4:2-3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Booleans cannot stay booleans in MLDF: refused without --lossy.
+    let m = dir.join("d.mldf");
+    let refused = run(&["convert", idv.to_str().unwrap(), m.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("booleans become integers")
+            && text(&refused.stderr).contains("--lossy")
+    );
+    assert!(!m.exists());
+    let ok = run(&[
+        "convert",
+        idv.to_str().unwrap(),
+        m.to_str().unwrap(),
+        "--lossy",
+    ]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert!(run(&["validate", m.to_str().unwrap()]).status.success());
+    let i: serde_json::Value =
+        serde_json::from_slice(&run(&["--json", "inspect", m.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(i["fields"][2]["type"], "NDARRAY");
+    assert_eq!(
+        i["fields"][2]["arguments"],
+        serde_json::json!({"dtype": "float32", "shape": [2]})
+    );
+    let rows: Vec<serde_json::Value> = text(&run(&["dump", m.to_str().unwrap()]).stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[1]["n"], -7);
+    assert_eq!(rows[0]["ok"], 1);
+    assert_eq!(rows[0]["v"]["values"], serde_json::json!([0.5, 1.5]));
+    // Any format to JSON lines.
+    let j = dir.join("d.jsonl");
+    assert!(
+        run(&["convert", idv.to_str().unwrap(), j.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&j)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["ok"], true);
+    assert_eq!(lines[1]["v"]["values"], serde_json::json!([2.0, 3.0]));
+}

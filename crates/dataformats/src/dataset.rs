@@ -86,13 +86,51 @@ impl Value {
                 let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
                 let _ = write!(
                     out,
-                    "{{\"dtype\": \"{dtype}\", \"shape\": [{}], \"len\": {}}}",
-                    dims.join(", "),
-                    data.len()
+                    "{{\"dtype\": \"{dtype}\", \"shape\": [{}], ",
+                    dims.join(", ")
                 );
+                match elements(dtype, data) {
+                    Some(vals) => {
+                        out.push_str("\"values\": [");
+                        for (i, v) in vals.iter().enumerate() {
+                            if i > 0 {
+                                out.push_str(", ");
+                            }
+                            v.write_json(out);
+                        }
+                        out.push_str("]}");
+                    }
+                    None => {
+                        let hex: String = data.iter().map(|x| format!("{x:02x}")).collect();
+                        let _ = write!(out, "\"hex\": \"{hex}\"}}");
+                    }
+                }
             }
         }
     }
+}
+
+/// A tensor's elements as flat values (C order), for the numeric dtypes.
+pub fn elements(dtype: &str, data: &[u8]) -> Option<Vec<Value>> {
+    fn each<const N: usize>(data: &[u8], f: impl Fn([u8; N]) -> Value) -> Vec<Value> {
+        data.chunks_exact(N)
+            .map(|c| f(c.try_into().unwrap_or([0; N])))
+            .collect()
+    }
+    Some(match dtype {
+        "float32" | "<f4" | "f4" => each(data, |b| Value::Float(f64::from(f32::from_le_bytes(b)))),
+        "float64" | "<f8" | "f8" => each(data, |b| Value::Float(f64::from_le_bytes(b))),
+        "int8" | "|i1" | "i1" => each(data, |b: [u8; 1]| Value::Int(i64::from(b[0] as i8))),
+        "uint8" | "|u1" | "u1" => each(data, |b: [u8; 1]| Value::UInt(u64::from(b[0]))),
+        "bool" | "|b1" | "b1" => each(data, |b: [u8; 1]| Value::Bool(b[0] != 0)),
+        "int16" | "<i2" | "i2" => each(data, |b| Value::Int(i64::from(i16::from_le_bytes(b)))),
+        "uint16" | "<u2" | "u2" => each(data, |b| Value::UInt(u64::from(u16::from_le_bytes(b)))),
+        "int32" | "<i4" | "i4" => each(data, |b| Value::Int(i64::from(i32::from_le_bytes(b)))),
+        "uint32" | "<u4" | "u4" => each(data, |b| Value::UInt(u64::from(u32::from_le_bytes(b)))),
+        "int64" | "<i8" | "i8" => each(data, |b| Value::Int(i64::from_le_bytes(b))),
+        "uint64" | "<u8" | "u8" => each(data, |b| Value::UInt(u64::from_le_bytes(b))),
+        _ => return None,
+    })
 }
 
 /// One column (field, stream) of a dataset's schema.
@@ -269,11 +307,40 @@ mod formats {
             V::Bool(x) => at(x.get(i).map(|&y| Value::Bool(y))),
             V::Text(t) => at(t.get(i).map(|s| Value::Text(s.into_owned()))),
             V::Vector(vv) => match vv.dense(i) {
-                Some(d) => Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect()),
+                Some(d) => tensor(&d).unwrap_or_else(|| {
+                    Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect())
+                }),
                 None => Value::Null,
             },
             other => Value::Text(crate::idv::render::text_scalar(other, i)),
         }
+    }
+
+    /// A numeric vector as a 1-d tensor of its own type.
+    #[cfg(feature = "idv")]
+    fn tensor(d: &crate::idv::Values) -> Option<Value> {
+        use crate::idv::Values as V;
+        fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+            v.iter().flat_map(|&x| f(x)).collect()
+        }
+        let (dtype, data) = match d {
+            V::I8(x) => ("int8", le(x, i8::to_le_bytes)),
+            V::U8(x) => ("uint8", x.clone()),
+            V::I16(x) => ("int16", le(x, i16::to_le_bytes)),
+            V::U16(x) => ("uint16", le(x, u16::to_le_bytes)),
+            V::I32(x) => ("int32", le(x, i32::to_le_bytes)),
+            V::U32(x) => ("uint32", le(x, u32::to_le_bytes)),
+            V::I64(x) => ("int64", le(x, i64::to_le_bytes)),
+            V::U64(x) => ("uint64", le(x, u64::to_le_bytes)),
+            V::F32(x) => ("float32", le(x, f32::to_le_bytes)),
+            V::F64(x) => ("float64", le(x, f64::to_le_bytes)),
+            _ => return None,
+        };
+        Some(Value::Tensor {
+            dtype: dtype.to_string(),
+            shape: vec![d.len() as u64],
+            data,
+        })
     }
 
     #[cfg(feature = "idv")]

@@ -1,0 +1,288 @@
+//! Conversions through the facade's common view (`dataformats::open`):
+//! any format to JSON lines, and any format to MLDF.
+
+use std::io::Write;
+use std::path::Path;
+
+use dataformats::dataset::{Dataset, Value};
+use dataformats::mldf::{Dtype, Field, FieldType, FieldValue, Writer, WriterOptions};
+use serde_json::json;
+
+use crate::output::say;
+use crate::{Failure, progress};
+
+fn fail(path: &Path, e: &dataformats::dataset::Error) -> Failure {
+    Failure::new(1, "invalid", Some(path), e.to_string())
+}
+
+fn open(path: &Path) -> Result<Box<dyn Dataset>, Failure> {
+    dataformats::open(path).map_err(|e| {
+        let code = if e.kind == "unsupported" || e.kind == "unrecognized" {
+            3
+        } else {
+            1
+        };
+        Failure::new(code, "invalid", Some(path), e.to_string())
+    })
+}
+
+/// `convert IN out.jsonl`: one JSON object per record, keyed by column.
+pub(crate) fn to_jsonl(input: &Path, output: &Path, as_json: bool) -> Result<(), Failure> {
+    let d = open(input)?;
+    let cols = d.columns();
+    let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
+    let mut f = std::io::BufWriter::new(dataformats::core::AtomicFile::create(output).map_err(io)?);
+    let bar = progress::bytes(d.len(), "-> jsonl", as_json);
+    for i in 0..d.len() {
+        let r = d.record(i).map_err(|e| fail(input, &e))?;
+        let mut line = String::from("{");
+        for (k, (c, v)) in cols.iter().zip(&r).enumerate() {
+            if k > 0 {
+                line.push_str(", ");
+            }
+            line.push_str(&serde_json::Value::String(c.name.clone()).to_string());
+            line.push_str(": ");
+            line.push_str(&v.to_json());
+        }
+        line.push('}');
+        writeln!(f, "{line}").map_err(io)?;
+        bar.inc(1);
+    }
+    f.into_inner()
+        .map_err(|e| io(e.into_error()))?
+        .finish()
+        .map_err(io)?;
+    bar.finish_and_clear();
+    if as_json {
+        say!(
+            "{}",
+            json!({"records": d.len(), "format": d.format().name()})
+        );
+    } else {
+        say!(
+            "{} -> {}: {} record(s) of {}",
+            input.display(),
+            output.display(),
+            d.len(),
+            d.format().name()
+        );
+    }
+    Ok(())
+}
+
+/// How a column's values become an MLDF field.
+#[derive(Debug, Clone)]
+enum Plan {
+    Int,
+    /// Unsigned integers stored as INT (refused above i64::MAX).
+    UInt,
+    Float,
+    /// Booleans as INT 0/1 (a representation change: reported).
+    Bool,
+    Text,
+    Bytes,
+    /// Fixed-shape tensors of an MLDF dtype.
+    Tensor(Dtype, Vec<u64>),
+    /// Lists and other tensors as JSON text (a representation change: reported).
+    Json,
+}
+
+fn dtype_of(name: &str) -> Option<Dtype> {
+    (1..=13)
+        .filter_map(Dtype::from_code)
+        .find(|d| d.name() == name)
+        .or(match name {
+            "<f4" | "f4" => Some(Dtype::F32),
+            "<f8" | "f8" => Some(Dtype::F64),
+            "<i4" | "i4" => Some(Dtype::I32),
+            "<i8" | "i8" => Some(Dtype::I64),
+            "<u4" | "u4" => Some(Dtype::U32),
+            "<u8" | "u8" => Some(Dtype::U64),
+            "<i2" | "i2" => Some(Dtype::I16),
+            "<u2" | "u2" => Some(Dtype::U16),
+            "|i1" | "i1" => Some(Dtype::I8),
+            "|u1" | "u1" => Some(Dtype::U8),
+            "|b1" | "b1" | "bool" => Some(Dtype::Bool),
+            _ => None,
+        })
+}
+
+fn plan_for(v: &Value) -> Option<Plan> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Int(_) => Plan::Int,
+        Value::UInt(_) => Plan::UInt,
+        Value::Float(_) => Plan::Float,
+        Value::Bool(_) => Plan::Bool,
+        Value::Text(_) => Plan::Text,
+        Value::Bytes(_) => Plan::Bytes,
+        Value::Tensor { dtype, shape, .. } => match dtype_of(dtype) {
+            Some(d) => Plan::Tensor(d, shape.clone()),
+            None => Plan::Bytes,
+        },
+        Value::List(_) => Plan::Json,
+    })
+}
+
+fn value_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => json!(b),
+        Value::Int(x) => json!(x),
+        Value::UInt(x) => json!(x),
+        Value::Float(x) if x.is_finite() => json!(x),
+        Value::Float(x) => json!(if x.is_nan() {
+            "NaN"
+        } else if *x > 0.0 {
+            "Infinity"
+        } else {
+            "-Infinity"
+        }),
+        Value::Text(s) => json!(s),
+        Value::Bytes(b) => json!({"hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>()}),
+        Value::List(l) => serde_json::Value::Array(l.iter().map(value_json).collect()),
+        other => serde_json::from_str(&other.to_json()).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// `convert IN out.mldf [--lossy]`: every column becomes a field, typed from
+/// the records (a column that is empty in every record is missing
+/// everywhere). Representation changes (booleans as 0/1 integers, lists as
+/// JSON text, tensors of a dtype MLDF lacks as bytes) are listed, and the
+/// conversion refuses them unless `lossy` is set.
+pub(crate) fn to_mldf(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    let d = open(input)?;
+    let cols = d.columns();
+    // Types from the first record where each column has a value.
+    let mut plans: Vec<Option<Plan>> = vec![None; cols.len()];
+    let mut nullable = vec![false; cols.len()];
+    for i in 0..d.len() {
+        let r = d.record(i).map_err(|e| fail(input, &e))?;
+        for ((slot, null), v) in plans.iter_mut().zip(nullable.iter_mut()).zip(&r) {
+            match (slot.clone(), plan_for(v)) {
+                (_, None) => *null = true,
+                (None, Some(p)) => *slot = Some(p),
+                (Some(Plan::Tensor(a, s)), Some(Plan::Tensor(b, t))) if a != b || s != t => {
+                    *slot = Some(Plan::Json)
+                }
+                _ => {}
+            }
+        }
+        if plans.iter().all(Option::is_some) && i > 64 {
+            break;
+        }
+    }
+    let mut changes = Vec::new();
+    let mut fields = Vec::new();
+    for ((c, p), &null) in cols.iter().zip(&plans).zip(&nullable) {
+        let ty = match p {
+            None => FieldType::Int,
+            Some(Plan::Int | Plan::UInt) => FieldType::Int,
+            Some(Plan::Float) => FieldType::Float,
+            Some(Plan::Bool) => {
+                changes.push(format!("{:?}: booleans become integers 0/1", c.name));
+                FieldType::Int
+            }
+            Some(Plan::Text) => FieldType::TextRaw,
+            Some(Plan::Bytes) => FieldType::Bytes,
+            Some(Plan::Tensor(dt, shape)) => FieldType::NdArray {
+                dtype: *dt,
+                shape: shape.clone(),
+            },
+            Some(Plan::Json) => {
+                changes.push(format!("{:?} ({}): lists become JSON text", c.name, c.ty));
+                FieldType::Json
+            }
+        };
+        fields.push(Field::new(c.name.clone(), ty, null || p.is_none()));
+    }
+    if !changes.is_empty() && !lossy {
+        return Err(Failure::new(
+            1,
+            "lossy",
+            Some(input),
+            format!(
+                "MLDF cannot hold these as they are: {}; pass --lossy to convert anyway",
+                changes.join("; ")
+            ),
+        ));
+    }
+    for c in &changes {
+        eprintln!("note: {c}");
+    }
+    let mut w = Writer::create(output, fields.clone(), WriterOptions::default())
+        .map_err(|e| Failure::new(1, e.kind().as_str(), Some(output), e.to_string()))?;
+    let bar = progress::bytes(d.len(), "-> mldf", as_json);
+    for i in 0..d.len() {
+        let r = d.record(i).map_err(|e| fail(input, &e))?;
+        let texts: Vec<String> = r
+            .iter()
+            .zip(&fields)
+            .map(|(v, f)| match (&f.ty, v) {
+                (FieldType::Json, v) => value_json(v).to_string(),
+                (_, Value::Text(s)) => s.clone(),
+                _ => String::new(),
+            })
+            .collect();
+        let mut vals = Vec::with_capacity(r.len());
+        for ((v, f), t) in r.iter().zip(&fields).zip(&texts) {
+            let uint_err = |x: u64| {
+                Failure::new(
+                    1,
+                    "lossy",
+                    Some(input),
+                    format!("record {i}: {x} does not fit MLDF's i64 INT"),
+                )
+            };
+            vals.push(match (&f.ty, v) {
+                (_, Value::Null) => FieldValue::Missing,
+                (FieldType::Json, _) => FieldValue::Json(t),
+                (_, Value::Int(x)) => FieldValue::Int(*x),
+                (_, Value::UInt(x)) if lossy => FieldValue::Int(*x as i64),
+                (_, Value::UInt(x)) => {
+                    FieldValue::Int(i64::try_from(*x).map_err(|_| uint_err(*x))?)
+                }
+                (_, Value::Bool(b)) => FieldValue::Int(i64::from(*b)),
+                (_, Value::Float(x)) => FieldValue::Float(*x),
+                (_, Value::Text(_)) => FieldValue::Text(t),
+                (FieldType::NdArray { .. }, Value::Tensor { data, .. }) => {
+                    FieldValue::NdArray(data)
+                }
+                (_, Value::Bytes(b)) | (_, Value::Tensor { data: b, .. }) => FieldValue::Bytes(b),
+                (_, Value::List(_)) => FieldValue::Missing,
+            });
+        }
+        w.add_sample(&vals).map_err(|e| {
+            Failure::new(
+                1,
+                e.kind().as_str(),
+                Some(input),
+                format!("record {i}: {e}"),
+            )
+        })?;
+        bar.inc(1);
+    }
+    w.finish()
+        .map_err(|e| Failure::new(1, e.kind().as_str(), Some(output), e.to_string()))?;
+    bar.finish_and_clear();
+    if as_json {
+        say!(
+            "{}",
+            json!({"records": d.len(), "from": d.format().name(), "changes": changes})
+        );
+    } else {
+        say!(
+            "{} -> {}: {} record(s) from {}",
+            input.display(),
+            output.display(),
+            d.len(),
+            d.format().name()
+        );
+    }
+    Ok(())
+}
