@@ -1,10 +1,20 @@
 //! One crate for every dataset format the workspace reads and writes.
 //!
-//! `dataformats` re-exports the shared core as [`core`] and, as each format
-//! crate lands, that crate as a module behind a feature of the same name. Its
-//! own job is to tell formats apart: [`detect`] sniffs a file (or a BLZ/bcolz
-//! directory) by its magic number or layout, without trusting the extension
-//! where the format has a magic.
+//! `dataformats` re-exports the shared core as [`core`] and each format crate
+//! as a module behind a feature of the same name. [`detect`] sniffs a file (or
+//! a BLZ/bcolz directory) by its magic number or layout, and [`open`] gives a
+//! [`Dataset`] for any of them: schema, records as dynamic values,
+//! validation.
+//!
+//! ```no_run
+//! let d = dataformats::open("data.idv").unwrap();
+//! println!("{} records of {}", d.len(), d.format().name());
+//! for c in d.columns() {
+//!     println!("{}: {} {:?}", c.name, c.ty, c.shape);
+//! }
+//! let first = d.record(0).unwrap();
+//! # let _ = first;
+//! ```
 //!
 //! ```
 //! use dataformats::{Format, detect_bytes};
