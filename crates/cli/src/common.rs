@@ -286,3 +286,175 @@ pub(crate) fn to_mldf(
     }
     Ok(())
 }
+
+/// `convert IN.mldf OUT.idv [--lossy]`: INT → Int64, FLOAT → Double,
+/// TEXT_RAW → text, 1-d numeric NDARRAY → a fixed-size vector of its type.
+/// Fields IDV cannot hold (bytes, images, audio, JSON, tokens) and missing
+/// values (IDV has no missing numbers) are refused unless `lossy`, which
+/// skips such fields and writes missing values as 0 / NaN / empty text.
+pub(crate) fn mldf_to_idv(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use dataformats::idv::{ColumnSpec, ColumnType, ItemType, Values, WriterOptions as IdvOptions};
+    use dataformats::mldf::{Dtype as D, FieldType as T, Reader, Value as M};
+    let e = |x: dataformats::mldf::Error| {
+        Failure::new(1, x.kind().as_str(), Some(input), x.to_string())
+    };
+    let r = Reader::open(input).map_err(e)?;
+    let item_of = |d: D| -> Option<ItemType> {
+        Some(match d {
+            D::Bool => ItemType::Bool,
+            D::U8 => ItemType::U8,
+            D::I8 => ItemType::I8,
+            D::U16 => ItemType::U16,
+            D::I16 => ItemType::I16,
+            D::U32 => ItemType::U32,
+            D::I32 => ItemType::I32,
+            D::U64 => ItemType::U64,
+            D::I64 => ItemType::I64,
+            D::F32 => ItemType::F32,
+            D::F64 => ItemType::F64,
+            D::F16 | D::BF16 => return None,
+        })
+    };
+    let mut keep = Vec::new();
+    let mut problems = Vec::new();
+    for (j, f) in r.fields().iter().enumerate() {
+        let ty = match &f.ty {
+            T::Int => Some(ColumnType::Scalar(ItemType::I64)),
+            T::Float => Some(ColumnType::Scalar(ItemType::F64)),
+            T::TextRaw => Some(ColumnType::Scalar(ItemType::Text)),
+            T::NdArray { dtype, shape } if shape.len() == 1 => item_of(*dtype).and_then(|it| {
+                shape
+                    .first()
+                    .and_then(|&d| u32::try_from(d).ok())
+                    .filter(|&n| n > 0)
+                    .map(|n| ColumnType::vector(it, n))
+            }),
+            _ => None,
+        };
+        match ty {
+            Some(t) => {
+                if f.nullable {
+                    problems.push(format!(
+                        "{:?}: missing values become 0 / NaN / empty text",
+                        f.name
+                    ));
+                }
+                keep.push((j, t));
+            }
+            None => problems.push(format!(
+                "{:?} ({}): IDV has no column type for it; skipped",
+                f.name,
+                f.ty.name()
+            )),
+        }
+    }
+    if !problems.is_empty() && !lossy {
+        return Err(Failure::new(
+            1,
+            "lossy",
+            Some(input),
+            format!(
+                "IDV cannot hold these as they are: {}; pass --lossy to convert anyway",
+                problems.join("; ")
+            ),
+        ));
+    }
+    for p in &problems {
+        eprintln!("note: {p}");
+    }
+    let specs: Vec<ColumnSpec> = keep
+        .iter()
+        .filter_map(|(j, t)| {
+            r.fields()
+                .get(*j)
+                .map(|f| ColumnSpec::new(f.name.clone(), t.clone()))
+        })
+        .collect();
+    let mut w = dataformats::idv::Writer::create(output, specs, IdvOptions::default())
+        .map_err(|x| Failure::new(1, x.kind().as_str(), Some(output), x.to_string()))?;
+    let batch = w.rows_per_block().max(1) as u64;
+    let bar = progress::bytes(r.num_samples(), "mldf->idv", as_json);
+    let mut at = 0u64;
+    while at < r.num_samples() {
+        let end = (at + batch).min(r.num_samples());
+        let mut cols: Vec<Values> = keep.iter().map(|(_, t)| Values::empty_of(t)).collect();
+        for i in at..end {
+            for ((j, t), col) in keep.iter().zip(cols.iter_mut()) {
+                let v = r.value(i, *j).map_err(e)?;
+                match (col, v) {
+                    (Values::I64(c), M::Int(x)) => c.push(x),
+                    (Values::I64(c), _) => c.push(0),
+                    (Values::F64(c), M::Float(x)) => c.push(x),
+                    (Values::F64(c), _) => c.push(f64::NAN),
+                    (Values::Text(c), M::Text(s)) => c.push(&s),
+                    (Values::Text(c), _) => c.push(""),
+                    (Values::Vector(vv), val) => {
+                        let n = match t {
+                            ColumnType::Vector { dims, .. } => {
+                                dims.first().copied().unwrap_or(0) as usize
+                            }
+                            _ => 0,
+                        };
+                        let item = t.item();
+                        let bytes: Vec<u8> = match val {
+                            M::NdArray(b) => b.into_owned(),
+                            _ => vec![0u8; n * item.fixed_size().unwrap_or(1)],
+                        };
+                        vv.push_dense(&decode_items(item, &bytes));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        w.write_batch(&cols)
+            .map_err(|x| Failure::new(1, x.kind().as_str(), Some(output), x.to_string()))?;
+        bar.inc(end - at);
+        at = end;
+    }
+    w.finish()
+        .map_err(|x| Failure::new(1, x.kind().as_str(), Some(output), x.to_string()))?;
+    bar.finish_and_clear();
+    if as_json {
+        say!(
+            "{}",
+            json!({"records": r.num_samples(), "columns": keep.len(), "changes": problems})
+        );
+    } else {
+        say!(
+            "{} -> {}: {} record(s), {} column(s)",
+            input.display(),
+            output.display(),
+            r.num_samples(),
+            keep.len()
+        );
+    }
+    Ok(())
+}
+
+/// Little-endian elements as IDV values of `item`.
+fn decode_items(item: dataformats::idv::ItemType, b: &[u8]) -> dataformats::idv::Values {
+    use dataformats::idv::{ItemType as I, Values as V};
+    fn each<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+        b.chunks_exact(N)
+            .map(|c| f(c.try_into().unwrap_or([0; N])))
+            .collect()
+    }
+    match item {
+        I::Bool => V::Bool(b.iter().map(|&x| x != 0).collect()),
+        I::U8 => V::U8(b.to_vec()),
+        I::I8 => V::I8(each(b, i8::from_le_bytes)),
+        I::U16 => V::U16(each(b, u16::from_le_bytes)),
+        I::I16 => V::I16(each(b, i16::from_le_bytes)),
+        I::U32 => V::U32(each(b, u32::from_le_bytes)),
+        I::I32 => V::I32(each(b, i32::from_le_bytes)),
+        I::U64 => V::U64(each(b, u64::from_le_bytes)),
+        I::I64 => V::I64(each(b, i64::from_le_bytes)),
+        I::F32 => V::F32(each(b, f32::from_le_bytes)),
+        _ => V::F64(each(b, f64::from_le_bytes)),
+    }
+}

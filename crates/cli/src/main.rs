@@ -264,6 +264,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
                 Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
+                Some(Format::Mldf) if out_ext == "idv" => {
+                    common::mldf_to_idv(&input, &output, lossy, cli.json)
+                }
                 Some(f) if out_ext == "mldf" && f != Format::Mldf => {
                     common::to_mldf(&input, &output, lossy, cli.json)
                 }

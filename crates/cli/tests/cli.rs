@@ -806,3 +806,102 @@ fn any_format_to_jsonl_and_mldf_through_the_common_view() {
     assert_eq!(lines[0]["ok"], true);
     assert_eq!(lines[1]["v"]["values"], serde_json::json!([2.0, 3.0]));
 }
+
+#[test]
+fn idv_mldf_idv_round_trip() {
+    let dir = scratch("idv-mldf");
+    let csv = dir.join("d.csv");
+    std::fs::write(
+        &csv,
+        "n,x,t,a,b\n5,0.25,hello,1.5,-2\n-9000000000,1e300,\"\",0,7.25\n0,-0.0,é😀,3,4\n",
+    )
+    .unwrap();
+    let a = dir.join("a.idv");
+    let made = run(&[
+        "convert",
+        csv.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--column",
+        "n:I8:0",
+        "--column",
+        "x:R8:1",
+        "--column",
+        "t:TX:2",
+        "--column",
+        "v:R4:3-4",
+        "--rows-per-block",
+        "2",
+    ]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let m = dir.join("m.mldf");
+    let to_m = run(&["convert", a.to_str().unwrap(), m.to_str().unwrap()]);
+    assert!(to_m.status.success(), "{}", text(&to_m.stderr));
+    let b = dir.join("b.idv");
+    let back = run(&["convert", m.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(back.status.success(), "{}", text(&back.stderr));
+    let dump = |p: &std::path::Path| {
+        text(&run(&["dump", p.to_str().unwrap(), "--format", "jsonl"]).stdout)
+    };
+    assert_eq!(dump(&a), dump(&b), "IDV -> MLDF -> IDV gives the same rows");
+    let schema = |p: &std::path::Path| {
+        let v: serde_json::Value =
+            serde_json::from_slice(&run(&["--json", "inspect", p.to_str().unwrap()]).stdout)
+                .unwrap();
+        v["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["name"].clone(), c["type"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(schema(&a), schema(&b));
+    // And the other way: MLDF -> IDV -> MLDF.
+    let m2 = dir.join("m2.mldf");
+    assert!(
+        run(&["convert", b.to_str().unwrap(), m2.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(
+        run(&[
+            "diff",
+            m.to_str().unwrap(),
+            m2.to_str().unwrap(),
+            "--content"
+        ])
+        .status
+        .success()
+    );
+    // A field IDV cannot hold is refused without --lossy.
+    let jsonl = dir.join("j.jsonl");
+    std::fs::write(&jsonl, "{\"blob\": {\"base64\": \"AAE=\"}}\n").unwrap();
+    let schema_p = dir.join("s.json");
+    std::fs::write(
+        &schema_p,
+        r#"{"fields": [{"name": "blob", "type": "BYTES"}]}"#,
+    )
+    .unwrap();
+    let bm = dir.join("blob.mldf");
+    assert!(
+        run(&[
+            "convert",
+            jsonl.to_str().unwrap(),
+            bm.to_str().unwrap(),
+            "--schema",
+            schema_p.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let refused = run(&[
+        "convert",
+        bm.to_str().unwrap(),
+        dir.join("blob.idv").to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("IDV has no column type"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
