@@ -80,15 +80,7 @@ fn ctf2bin_vectors_are_rebuilt_byte_for_byte() {
         let r = Reader::open(&p).unwrap();
         let ours = out.join(p.file_name().unwrap());
         rewrite(&r, &ours, Chunking::Ctf2bin(chunk_size));
-        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&p).unwrap());
-        assert!(
-            a == b,
-            "{}: differs at {:?} ({} vs {} bytes)",
-            p.display(),
-            a.iter().zip(&b).position(|(x, y)| x != y),
-            a.len(),
-            b.len()
-        );
+        dataformats_core::testing::assert_same_file(&ours, &p);
         n += 1;
     }
     std::fs::remove_dir_all(&out).unwrap();
@@ -244,15 +236,7 @@ fn ctf2bin_conversions_are_byte_identical() {
             assert!(strict.is_err(), "{}", p.display());
             invalid += 1;
         }
-        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&p).unwrap());
-        assert!(
-            a == b,
-            "{}: differs at {:?} ({} vs {} bytes)",
-            p.display(),
-            a.iter().zip(&b).position(|(x, y)| x != y),
-            a.len(),
-            b.len()
-        );
+        dataformats_core::testing::assert_same_file(&ours, &p);
         n += 1;
     }
     std::fs::remove_dir_all(&out).unwrap();

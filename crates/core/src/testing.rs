@@ -62,3 +62,19 @@ pub fn peak_rss_mib() -> u64 {
         .unwrap_or(0)
         / 1024
 }
+
+/// Panics unless the files `ours` and `reference` hold the same bytes,
+/// naming the first differing offset and both lengths.
+pub fn assert_same_file(ours: &std::path::Path, reference: &std::path::Path) {
+    let read =
+        |p: &std::path::Path| std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let (a, b) = (read(ours), read(reference));
+    assert!(
+        a == b,
+        "{}: differs at {:?} ({} vs {} bytes)",
+        reference.display(),
+        a.iter().zip(&b).position(|(x, y)| x != y),
+        a.len(),
+        b.len()
+    );
+}

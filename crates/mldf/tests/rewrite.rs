@@ -109,15 +109,7 @@ fn valid_vectors_are_rewritten_byte_for_byte() {
                 .unwrap_or_else(|e| panic!("{}: sample {i}: {e}", p.display()));
         }
         w.finish().unwrap();
-        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&p).unwrap());
-        assert!(
-            a == b,
-            "{}: differs at {:?} ({} vs {} bytes)",
-            p.display(),
-            a.iter().zip(&b).position(|(x, y)| x != y),
-            a.len(),
-            b.len()
-        );
+        dataformats_core::testing::assert_same_file(&ours, &p);
         n += 1;
     }
     std::fs::remove_dir_all(&out_dir).unwrap();

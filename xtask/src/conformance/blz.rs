@@ -15,19 +15,10 @@ impl Checker for Blz {
     fn check(&self, v: &Vector) -> Outcome {
         let result = BlzDir::open_validated(&v.path, Limits::default());
         if !v.valid {
-            let want = v
-                .sidecar
-                .get("error_kind")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            return match result {
-                Ok(_) => Outcome::Fail(format!("accepted, but it must be rejected as {want}")),
-                Err(e) if e.kind().as_str() == want => Outcome::Pass,
-                Err(e) => Outcome::Fail(format!(
-                    "rejected as {} ({e}), sidecar expects {want}",
-                    e.kind()
-                )),
-            };
+            let result = result
+                .as_ref()
+                .map_err(|e| (e.kind().as_str(), e.to_string()));
+            return super::rejection(v, "error_kind", result);
         }
         let d = match result {
             Ok(d) => d,

@@ -33,19 +33,10 @@ impl Checker for Cntk {
             Ok((r, chunks))
         });
         if !v.valid {
-            let want = v
-                .sidecar
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            return match decoded {
-                Ok(_) => Outcome::Fail(format!("accepted, but it must be rejected as {want}")),
-                Err(e) if e.kind().as_str() == want => Outcome::Pass,
-                Err(e) => Outcome::Fail(format!(
-                    "rejected as {} ({e}), sidecar expects {want}",
-                    e.kind().as_str()
-                )),
-            };
+            let result = decoded
+                .as_ref()
+                .map_err(|e| (e.kind().as_str(), e.to_string()));
+            return super::rejection(v, "error", result);
         }
         let (r, chunks) = match decoded {
             Ok(x) => x,

@@ -49,6 +49,20 @@ pub(crate) trait Checker {
     fn check(&self, vector: &Vector) -> Outcome;
 }
 
+/// The verdict on an invalid vector: it must fail, with the kind its
+/// sidecar names under `key` (`Result::Err` carries the kind word and the
+/// message).
+pub(crate) fn rejection<T>(v: &Vector, key: &str, result: Result<T, (&str, String)>) -> Outcome {
+    let want = v.sidecar.get(key).and_then(Value::as_str).unwrap_or("?");
+    match result {
+        Ok(_) => Outcome::Fail(format!("accepted, but it must be rejected as {want}")),
+        Err((kind, _)) if kind == want => Outcome::Pass,
+        Err((kind, msg)) => Outcome::Fail(format!(
+            "rejected as {kind} ({msg}), sidecar expects {want}"
+        )),
+    }
+}
+
 /// The registered checkers, keyed by the sidecars' `format` value. Each
 /// format crate adds its checker here when it lands.
 fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
