@@ -78,7 +78,10 @@ fn main() {
     }
     let n = 1_000_000u64;
     let p = dir.join("small.mldf");
-    let secs = write(&p, n, Layout::A { num_samples: n });
+    // Best of three, as for the reads: one run can meet the kernel's writeback.
+    let secs = (0..3)
+        .map(|_| write(&p, n, Layout::A { num_samples: n }))
+        .fold(f64::MAX, f64::min);
     let bytes = std::fs::metadata(&p).unwrap().len();
     println!(
         "write {n} samples (INT + 256-byte NDARRAY), uncompressed: {:.0} MB in {secs:.2} s: {:.2} GB/s (target 1 GB/s)",

@@ -185,7 +185,6 @@ pub struct Writer {
     out: BufWriter<AtomicFile>,
     fields: Vec<Field>,
     opts: WriterOptions,
-    row_size: u64,
     data_ptr: u64,
     metadata_ptr: u64,
     pos: u64,
@@ -194,7 +193,6 @@ pub struct Writer {
     allocs: Spill,
     crc: dataformats_core::checksum::Hasher,
     row: Vec<u8>,
-    pending: Vec<(Vec<u8>, usize)>,
 }
 
 impl Writer {
@@ -270,7 +268,6 @@ impl Writer {
             row: Vec::with_capacity(row_size as usize),
             fields,
             opts,
-            row_size,
             data_ptr,
             metadata_ptr,
             pos,
@@ -278,7 +275,6 @@ impl Writer {
             rows: Spill::new(path, "rows")?,
             allocs: Spill::new(path, "allocs")?,
             crc: ChecksumKind::Crc32.hasher(),
-            pending: Vec::new(),
         })
     }
 
@@ -304,16 +300,21 @@ impl Writer {
         }
         // Encode and check every value before writing any byte.
         self.row.clear();
-        self.pending.clear();
+        // Stored bytes (borrowed from the caller when not compressed) and
+        // where their record sits in the row.
+        let mut pending: Vec<(Cow<'_, [u8]>, usize)> = Vec::new();
         for (f, v) in self.fields.iter().zip(values) {
             let loc = |e: Error| e.in_value(self.samples, &f.name);
             let (record, payload) = encode(f, v).map_err(loc)?;
             let stored = match payload {
                 Some(p) if !p.is_empty() => {
                     let s = if self.opts.compressed {
-                        codec::compress(Codec::Zstd, &p, Some(3)).map_err(|e| arg(e.to_string()))?
+                        Cow::Owned(
+                            codec::compress(Codec::Zstd, &p, Some(3))
+                                .map_err(|e| arg(e.to_string()))?,
+                        )
                     } else {
-                        p.into_owned()
+                        p
                     };
                     if s.len() > u32::MAX as usize {
                         return Err(loc(arg("a stored value above 2^32-1 bytes")));
@@ -330,14 +331,13 @@ impl Writer {
                 self.row.extend_from_slice(&[0u8; 7]);
             }
             if let Some(s) = stored {
-                self.pending.push((s, rec_at));
+                pending.push((s, rec_at));
             }
         }
         // Optional page packing (§11.4).
         let page = u64::from(self.opts.page_size);
         if self.opts.page_packing {
-            let total: u64 = self
-                .pending
+            let total: u64 = pending
                 .iter()
                 .map(|(s, _)| align_up(s.len() as u64, 8))
                 .sum();
@@ -347,7 +347,6 @@ impl Writer {
                 self.pad_data(to)?;
             }
         }
-        let pending = std::mem::take(&mut self.pending);
         for (s, rec_at) in &pending {
             let at = align_up(self.pos, 8);
             self.pad_data(at)?;
@@ -364,7 +363,6 @@ impl Writer {
             e[8..12].copy_from_slice(&(s.len() as u32).to_le_bytes());
             self.allocs.write(&e)?;
         }
-        self.pending = pending;
         let row = std::mem::take(&mut self.row);
         self.rows.write(&row)?;
         self.row = row;
@@ -446,7 +444,6 @@ impl Writer {
             .into_inner()
             .map_err(|e| Error::from(e.into_error()))?;
         f.finish()?;
-        let _ = self.row_size;
         Ok(())
     }
 }
