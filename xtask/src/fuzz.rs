@@ -382,6 +382,27 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "ffcv" => {
+            // Whole small FFCV files (first byte odd), and built files
+            // (first byte even) with every field type and a few samples.
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("ffcv"), ".beton", &mut files);
+            for p in files {
+                let Ok(b) = fs::read(&p) else { continue };
+                if b.len() <= 64 << 10 {
+                    let mut seed = vec![1u8];
+                    seed.extend_from_slice(&b);
+                    seeds.push((format!("file-{}", seeds.len()), seed));
+                }
+            }
+            for types in [[1u8, 0, 3, 5, 2], [4 | 0x20, 6 | 0x38, 1, 3, 5]] {
+                let mut seed = vec![0u8, 4];
+                seed.extend_from_slice(&types);
+                seed.push(3);
+                seed.extend(std::iter::repeat_n(0u8, 512));
+                seeds.push((format!("built-{}", seeds.len()), seed));
+            }
+        }
         "idv_codec" => {
             // Each codec name with an empty parameter list, and some rows of zeros.
             for name in [

@@ -26,6 +26,91 @@ fn open(path: &Path) -> Result<Box<dyn Dataset>, Failure> {
     })
 }
 
+/// `inspect` through the common view (formats without a dedicated
+/// inspector, such as FFCV): format, version, records and columns.
+pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let d = open(path)?;
+    if as_json {
+        say!("{}", d.summary_json());
+        return Ok(());
+    }
+    say!(
+        "{}: {} version {}, {} record(s)",
+        path.display(),
+        d.format().description(),
+        d.version(),
+        d.len()
+    );
+    for c in d.columns() {
+        let dims: Vec<String> = c
+            .shape
+            .iter()
+            .map(|&x| if x == 0 { "*".into() } else { x.to_string() })
+            .collect();
+        say!(
+            "  {:<20} {:<16} {}",
+            c.name,
+            c.ty,
+            if dims.is_empty() {
+                "scalar".to_string()
+            } else {
+                format!("[{}]", dims.join(", "))
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `validate` through the common view.
+pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let d = open(path)?;
+    d.validate().map_err(|e| fail(path, &e))?;
+    if as_json {
+        say!(
+            "{}",
+            json!({"valid": true, "format": d.format().name(), "records": d.len()})
+        );
+    } else {
+        say!(
+            "{}: ok: {} record(s) of {}, every value checked",
+            path.display(),
+            d.len(),
+            d.format().description()
+        );
+    }
+    Ok(())
+}
+
+/// `dump` through the common view: one JSON object per record.
+pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>) -> Result<(), Failure> {
+    let d = open(path)?;
+    let cols = d.columns();
+    let (start, end) = range.unwrap_or((0, d.len()));
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let io = |e: std::io::Error| Failure::new(1, "io", None, e.to_string());
+    for i in start..end.min(d.len()) {
+        let r = d.record(i).map_err(|e| fail(path, &e))?;
+        writeln!(out, "{}", record_json(&cols, &r)).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// One record as a JSON object keyed by column name.
+fn record_json(cols: &[dataformats::dataset::Column], r: &[Value]) -> String {
+    let mut line = String::from("{");
+    for (k, (c, v)) in cols.iter().zip(r).enumerate() {
+        if k > 0 {
+            line.push_str(", ");
+        }
+        dataformats::core::text::push_json_string(&mut line, &c.name);
+        line.push_str(": ");
+        line.push_str(&v.to_json());
+    }
+    line.push('}');
+    line
+}
+
 /// `convert IN out.jsonl`: one JSON object per record, keyed by column.
 pub(crate) fn to_jsonl(input: &Path, output: &Path, as_json: bool) -> Result<(), Failure> {
     let d = open(input)?;
@@ -35,17 +120,7 @@ pub(crate) fn to_jsonl(input: &Path, output: &Path, as_json: bool) -> Result<(),
     let bar = progress::bytes(d.len(), "-> jsonl", as_json);
     for i in 0..d.len() {
         let r = d.record(i).map_err(|e| fail(input, &e))?;
-        let mut line = String::from("{");
-        for (k, (c, v)) in cols.iter().zip(&r).enumerate() {
-            if k > 0 {
-                line.push_str(", ");
-            }
-            line.push_str(&serde_json::Value::String(c.name.clone()).to_string());
-            line.push_str(": ");
-            line.push_str(&v.to_json());
-        }
-        line.push('}');
-        writeln!(f, "{line}").map_err(io)?;
+        writeln!(f, "{}", record_json(&cols, &r)).map_err(io)?;
         bar.inc(1);
     }
     f.into_inner()

@@ -199,6 +199,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Cntk => cntk::inspect(&path, cli.json),
             Format::Idv => idv::inspect(&path, cli.json),
             Format::Mldf => mldf::inspect(&path, cli.json),
+            Format::Ffcv => common::inspect(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Validate { path } => match sniff(&path)? {
@@ -208,6 +209,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Cntk => cntk::validate(&path, cli.json),
             Format::Idv => idv::validate(&path, cli.json),
             Format::Mldf => mldf::validate(&path, cli.json),
+            Format::Ffcv => common::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
         Command::Dump {
@@ -222,6 +224,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Cntk => cntk::dump(&path, range, cli.json),
             Format::Idv => idv::dump(&path, range, format.as_deref(), cli.json),
             Format::Mldf => mldf::dump(&path, range),
+            Format::Ffcv => common::dump(&path, range),
             Format::Tbl2 => match (sample, out) {
                 (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
                 (None, None) => tbl2::dump(&path, range, cli.json),

@@ -161,8 +161,76 @@ fn formats_lists_every_format() {
         .collect();
     assert_eq!(
         names,
-        ["idv", "bloscpack", "blz", "cntk", "ctf", "mldf", "tbl2"]
+        [
+            "idv",
+            "bloscpack",
+            "blz",
+            "cntk",
+            "ctf",
+            "mldf",
+            "tbl2",
+            "ffcv"
+        ]
     );
+}
+
+#[test]
+fn ffcv_inspect_validate_dump_and_convert() {
+    let Some(vectors) = dataformats::core::testing::vectors_dir("ffcv") else {
+        return;
+    };
+    let dir = scratch("ffcv");
+    let src = vectors.join("ffcv_basic.beton");
+    let out = run(&["--json", "inspect", src.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "ffcv");
+    assert_eq!(v["records"], 5);
+    assert_eq!(v["columns"][2]["shape"], serde_json::json!([2, 3]));
+    let out = run(&["validate", src.to_str().unwrap()]);
+    assert!(out.status.success());
+    let out = run(&["dump", src.to_str().unwrap(), "--range", "1..2"]);
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["label"], 4);
+    assert_eq!(line["vec"]["values"][5], -2.5);
+    // FFCV -> MLDF keeps every value: the MLDF file's JSON lines equal the
+    // FFCV file's.
+    let mldf = dir.join("basic.mldf");
+    let out = run(&["convert", src.to_str().unwrap(), mldf.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(run(&["validate", mldf.to_str().unwrap()]).status.success());
+    let a = dir.join("a.jsonl");
+    assert!(
+        run(&["convert", src.to_str().unwrap(), a.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read_to_string(&a).unwrap().lines().count(), 5);
+    let back = dataformats::open(&mldf).unwrap();
+    let orig = dataformats::open(&src).unwrap();
+    assert_eq!(back.len(), orig.len());
+    for i in 0..orig.len() {
+        let (x, y) = (orig.record(i).unwrap(), back.record(i).unwrap());
+        assert_eq!(x.len(), y.len());
+        for (p, q) in x.iter().zip(&y) {
+            assert_eq!(p.to_json(), q.to_json(), "record {i}");
+        }
+    }
+    // A cut file is refused with a clean message and exit code 1.
+    let bytes = std::fs::read(&src).unwrap();
+    let cut = dir.join("cut.beton");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    let out = run(&["validate", cut.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("BadAllocTable"));
 }
 
 #[test]

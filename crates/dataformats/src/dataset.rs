@@ -133,6 +133,28 @@ pub fn elements(dtype: &str, data: &[u8]) -> Option<Vec<Value>> {
     })
 }
 
+/// The common name (`float32`, `uint8`, `bool`, ...) of a little-endian
+/// numpy type string (`<f4`, `|u1`, `|b1`, ...); other strings unchanged.
+pub fn numpy_dtype_name(descr: &str) -> String {
+    let kind = descr.strip_prefix(['<', '|', '=']).unwrap_or(descr);
+    match kind {
+        "b1" => "bool",
+        "i1" => "int8",
+        "u1" => "uint8",
+        "i2" => "int16",
+        "u2" => "uint16",
+        "i4" => "int32",
+        "u4" => "uint32",
+        "i8" => "int64",
+        "u8" => "uint64",
+        "f2" => "float16",
+        "f4" => "float32",
+        "f8" => "float64",
+        _ => return descr.to_string(),
+    }
+    .to_string()
+}
+
 /// One column (field, stream) of a dataset's schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
@@ -240,6 +262,8 @@ pub fn open_as(path: &Path, format: Format) -> Result<Box<dyn Dataset>, Error> {
         Format::Idv => formats::idv(path),
         #[cfg(feature = "mldf")]
         Format::Mldf => formats::mldf(path),
+        #[cfg(feature = "mldf")]
+        Format::Ffcv => formats::ffcv(path),
         #[cfg(feature = "cntk")]
         Format::Cntk => formats::cntk(path),
         #[cfg(feature = "tbl2")]
@@ -479,6 +503,107 @@ mod formats {
             self.0
                 .validate()
                 .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))
+        }
+    }
+
+    #[cfg(feature = "mldf")]
+    pub(super) fn ffcv(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+        let src = map(path).map_err(|x| err(Format::Ffcv, "io", x))?;
+        let r = crate::mldf::ffcv::Reader::with_limits(src, crate::core::Limits::default())
+            .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))?;
+        Ok(Box::new(Ffcv(r)))
+    }
+
+    /// FFCV through the common view. An image field becomes four columns:
+    /// the stored bytes, `<name>.mode` (`raw` or `jpg`), `<name>.width` and
+    /// `<name>.height`, so nothing of the file is lost.
+    #[cfg(feature = "mldf")]
+    struct Ffcv(crate::mldf::ffcv::Reader);
+
+    #[cfg(feature = "mldf")]
+    impl Dataset for Ffcv {
+        fn format(&self) -> Format {
+            Format::Ffcv
+        }
+        fn version(&self) -> String {
+            self.0.layout().version.to_string()
+        }
+        fn columns(&self) -> Vec<Column> {
+            use crate::mldf::ffcv::FieldType as T;
+            let mut out = Vec::new();
+            for f in self.0.fields() {
+                let shape = match &f.ty {
+                    T::Int | T::Float => Vec::new(),
+                    t => t.array().map_or(vec![0], |(_, _, s)| s.to_vec()),
+                };
+                out.push(Column {
+                    name: f.name.clone(),
+                    ty: f.ty.name().to_string(),
+                    shape,
+                });
+                if f.ty == T::RgbImage {
+                    for (suffix, ty) in
+                        [("mode", "text"), ("width", "uint16"), ("height", "uint16")]
+                    {
+                        out.push(Column {
+                            name: format!("{}.{suffix}", f.name),
+                            ty: ty.to_string(),
+                            shape: Vec::new(),
+                        });
+                    }
+                }
+            }
+            out
+        }
+        fn len(&self) -> u64 {
+            self.0.num_samples()
+        }
+        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+            use crate::mldf::ffcv::{ImageMode, Value as F};
+            let mut out = Vec::new();
+            for (j, f) in self.0.fields().iter().enumerate() {
+                let v = self
+                    .0
+                    .value(i, j)
+                    .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))?;
+                match v {
+                    F::Int(x) => out.push(Value::Int(x)),
+                    F::Float(x) => out.push(Value::Float(x)),
+                    F::Bytes(b) => out.push(Value::Bytes(b.into_owned())),
+                    F::Json(t) => out.push(Value::Text(t.into_owned())),
+                    F::Array(b) => match f.ty.array() {
+                        Some((dtype, _, shape)) => out.push(Value::Tensor {
+                            dtype: super::numpy_dtype_name(dtype),
+                            shape: shape.to_vec(),
+                            data: b.into_owned(),
+                        }),
+                        None => out.push(Value::Bytes(b.into_owned())),
+                    },
+                    F::Image {
+                        mode,
+                        width,
+                        height,
+                        data,
+                    } => {
+                        out.push(Value::Bytes(data.into_owned()));
+                        out.push(Value::Text(
+                            match mode {
+                                ImageMode::Jpeg => "jpg",
+                                ImageMode::Raw => "raw",
+                            }
+                            .to_string(),
+                        ));
+                        out.push(Value::UInt(u64::from(width)));
+                        out.push(Value::UInt(u64::from(height)));
+                    }
+                }
+            }
+            Ok(out)
+        }
+        fn validate(&self) -> Result<(), Error> {
+            self.0
+                .validate()
+                .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))
         }
     }
 

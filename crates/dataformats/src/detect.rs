@@ -26,6 +26,9 @@ pub enum Format {
     Mldf,
     /// TurboLoader TBL (v2; v1 files are detected so the reader can refuse them by version).
     Tbl2,
+    /// FFCV `.beton` (file version 2), read-only; no magic number, so it is
+    /// recognised by its extension or a plausible header.
+    Ffcv,
 }
 
 /// How many leading bytes [`detect_bytes`] looks at.
@@ -43,7 +46,7 @@ const TBL_MAGIC: &[u8] = b"TBL";
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Idv,
         Format::Bloscpack,
         Format::Blz,
@@ -51,10 +54,11 @@ impl Format {
         Format::Ctf,
         Format::Mldf,
         Format::Tbl2,
+        Format::Ffcv,
     ];
 
     /// The short name used on the command line and in sidecars
-    /// (`idv`, `bloscpack`, `blz`, `cntk`, `ctf`, `mldf`, `tbl2`).
+    /// (`idv`, `bloscpack`, `blz`, `cntk`, `ctf`, `mldf`, `tbl2`, `ffcv`).
     pub const fn name(self) -> &'static str {
         match self {
             Format::Idv => "idv",
@@ -64,6 +68,7 @@ impl Format {
             Format::Ctf => "ctf",
             Format::Mldf => "mldf",
             Format::Tbl2 => "tbl2",
+            Format::Ffcv => "ffcv",
         }
     }
 
@@ -82,6 +87,7 @@ impl Format {
             Format::Ctf => "CNTK text format (CTF)",
             Format::Mldf => "MLDF 1.0 (FFCV-style ML data format)",
             Format::Tbl2 => "TurboLoader TBL v2",
+            Format::Ffcv => "FFCV .beton (read-only)",
         }
     }
 
@@ -91,7 +97,7 @@ impl Format {
             Format::Idv => "dataformats-idv",
             Format::Bloscpack | Format::Blz => "dataformats-bloscpack",
             Format::Cntk | Format::Ctf => "dataformats-cntk",
-            Format::Mldf => "dataformats-mldf",
+            Format::Mldf | Format::Ffcv => "dataformats-mldf",
             Format::Tbl2 => "dataformats-tbl2",
         }
     }
@@ -106,6 +112,7 @@ impl Format {
             Format::Ctf => Some("ctf"),
             Format::Mldf => Some("mldf"),
             Format::Tbl2 => Some("tbl"),
+            Format::Ffcv => Some("beton"),
         }
     }
 
@@ -117,7 +124,7 @@ impl Format {
             Format::Tbl2 => cfg!(feature = "tbl2"),
             Format::Cntk => cfg!(feature = "cntk"),
             Format::Idv => cfg!(feature = "idv"),
-            Format::Mldf => cfg!(feature = "mldf"),
+            Format::Mldf | Format::Ffcv => cfg!(feature = "mldf"),
             Format::Ctf => false,
         }
     }
@@ -147,6 +154,20 @@ pub fn detect_bytes(head: &[u8]) -> Option<Format> {
         Some(Format::Tbl2)
     } else {
         None
+    }
+}
+
+/// True when `head` (at least 16 bytes) reads as a plausible FFCV header:
+/// version 2, at least one field, and a power-of-two page size of at least
+/// 2 MiB. FFCV has no magic number, so this is a guess that only counts
+/// after every magic number has failed to match.
+pub fn looks_like_ffcv(head: &[u8]) -> bool {
+    match head {
+        [2, 0, f0, f1, p0, p1, p2, p3, ..] if head.len() >= 16 => {
+            let page = u32::from_le_bytes([*p0, *p1, *p2, *p3]);
+            u16::from_le_bytes([*f0, *f1]) > 0 && page.is_power_of_two() && page >= 1 << 21
+        }
+        _ => false,
     }
 }
 
@@ -196,8 +217,11 @@ pub fn detect(path: impl AsRef<Path>) -> Result<Option<Format>> {
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
+    let head = head.get(..n).unwrap_or_default();
     Ok(match ext.as_deref() {
         Some("ctf") => Some(Format::Ctf),
+        Some("beton") => Some(Format::Ffcv),
+        _ if looks_like_ffcv(head) => Some(Format::Ffcv),
         _ => None,
     })
 }
@@ -221,6 +245,14 @@ mod tests {
         assert_eq!(detect_bytes(b"\x89MLDX\r\n\x1a\n"), None);
         assert_eq!(detect_bytes(b""), None);
         assert_eq!(detect_bytes(b"bl"), None);
+        let mut ffcv = [0u8; 16];
+        ffcv[0] = 2;
+        ffcv[2] = 3;
+        ffcv[4..8].copy_from_slice(&(1u32 << 21).to_le_bytes());
+        assert!(looks_like_ffcv(&ffcv));
+        ffcv[6] = 0x30; // not a power of two
+        assert!(!looks_like_ffcv(&ffcv));
+        assert!(!looks_like_ffcv(&ffcv[..8]), "too short to judge");
         for f in Format::ALL {
             assert_eq!(Format::from_name(f.name()), Some(f));
         }
@@ -237,6 +269,7 @@ mod tests {
         std::fs::write(dir.join("x.tbl"), b"TBL\x02\x02\0\0\0").unwrap();
         std::fs::write(dir.join("x.ctf"), b"0 |a 1 2\n").unwrap();
         std::fs::write(dir.join("x.txt"), b"0 |a 1 2\n").unwrap();
+        std::fs::write(dir.join("x.beton"), b"").unwrap();
         std::fs::write(dir.join("empty.blp"), b"").unwrap();
         assert_eq!(detect(dir.join("carray")).unwrap(), Some(Format::Blz));
         assert_eq!(detect(dir.join("table")).unwrap(), Some(Format::Blz));
@@ -244,6 +277,7 @@ mod tests {
         assert_eq!(detect(dir.join("x.tbl")).unwrap(), Some(Format::Tbl2));
         assert_eq!(detect(dir.join("x.ctf")).unwrap(), Some(Format::Ctf));
         assert_eq!(detect(dir.join("x.txt")).unwrap(), None);
+        assert_eq!(detect(dir.join("x.beton")).unwrap(), Some(Format::Ffcv));
         assert_eq!(
             detect(dir.join("empty.blp")).unwrap(),
             None,

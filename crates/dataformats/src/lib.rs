@@ -50,7 +50,7 @@ pub use dataformats_mldf as mldf;
 /// TurboLoader TBL v2 ([`dataformats_tbl2`]).
 #[cfg(feature = "tbl2")]
 pub use dataformats_tbl2 as tbl2;
-pub use detect::{Format, SNIFF_LEN, detect, detect_bytes, detect_dir};
+pub use detect::{Format, SNIFF_LEN, detect, detect_bytes, detect_dir, looks_like_ffcv};
 
 /// The examples in the project README, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -42,6 +42,7 @@ fn every_vector_through_the_common_view() {
         ("mldf", "mldf", Format::Mldf),
         ("cntk", "bin", Format::Cntk),
         ("tbl2", "tbl", Format::Tbl2),
+        ("ffcv", "beton", Format::Ffcv),
     ] {
         for (p, valid) in files(format, ext) {
             let opened = dataformats::open(&p);

@@ -22,6 +22,7 @@
 
 pub mod diff;
 mod error;
+pub mod ffcv;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;

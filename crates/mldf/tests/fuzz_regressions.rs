@@ -16,3 +16,8 @@ fn mldf_descriptors_regressions() {
 fn mldf_tables_regressions() {
     replay_regressions("mldf_tables", dataformats_mldf::fuzzing::tables);
 }
+
+#[test]
+fn ffcv_regressions() {
+    replay_regressions("ffcv", dataformats_mldf::fuzzing::ffcv);
+}

@@ -17,6 +17,7 @@ use serde_json::Value;
 mod bloscpack;
 mod blz;
 mod cntk;
+mod ffcv;
 mod idv;
 mod mldf;
 mod tbl2;
@@ -73,6 +74,7 @@ fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {
     m.insert("cntk", Box::new(cntk::Cntk));
     m.insert("idv", Box::new(idv::Idv));
     m.insert("mldf", Box::new(mldf::Mldf));
+    m.insert("ffcv-beton", Box::new(ffcv::Ffcv));
     m
 }
 

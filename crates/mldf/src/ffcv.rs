@@ -1,0 +1,896 @@
+//! Reading FFCV `.beton` files (FFCV 1.0.x, file version 2), the format
+//! MLDF is modelled on.
+//!
+//! FFCV files have no magic number, no checksum and a writer that trusts
+//! every number; this reader checks each count, offset and size against the
+//! file before it uses it, and reports damage with the kinds of
+//! [`ErrorKind`] (the MLDF vocabulary). It reads; it does not write (write
+//! MLDF instead, or convert with `dataformats convert x.beton x.mldf`).
+//!
+//! ```no_run
+//! use dataformats_mldf::ffcv::{Reader, Value};
+//! let r = Reader::open("data.beton").unwrap();
+//! for f in r.fields() {
+//!     println!("{}: {}", f.name, f.ty.name());
+//! }
+//! if let Value::Int(label) = r.value(0, 0).unwrap() {
+//!     println!("first label {label}");
+//! }
+//! r.validate().unwrap();
+//! ```
+//!
+//! Layout (all little-endian): a 24-byte header, 1041-byte field
+//! descriptors, a metadata table of fixed-size rows (numpy's aligned struct
+//! layout), page-aligned data pages, and an allocation table of
+//! `{sample_id, ptr, size}` entries that runs to the end of the file.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use dataformats_core::{Limits, Source};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Size of the file header.
+pub const HEADER_SIZE: u64 = 24;
+/// Size of one field descriptor.
+pub const DESC_SIZE: u64 = 1041;
+/// Size of one allocation table entry.
+pub const ALLOC_ENTRY_SIZE: u64 = 24;
+/// The only file version FFCV reads.
+pub const VERSION: u16 = 2;
+/// The smallest page size FFCV allows (2 MiB).
+pub const MIN_PAGE_SIZE: u32 = 1 << 21;
+
+/// A field's type, with the arguments that matter for reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldType {
+    /// `FloatField` (id 0): an `f64` in the metadata row.
+    Float,
+    /// `IntField` (id 1): an `i64` in the metadata row.
+    Int,
+    /// `RGBImageField` (id 2): raw HWC RGB bytes or a JPEG, per sample.
+    RgbImage,
+    /// `BytesField` (id 3): a byte string.
+    Bytes,
+    /// `NDArrayField` (id 4): a fixed-shape array.
+    NdArray {
+        /// The numpy type string (`<f4`, `|u1`, ...).
+        dtype: String,
+        /// Bytes per element.
+        itemsize: u64,
+        /// Dimensions (trailing zeros stripped, as FFCV does).
+        shape: Vec<u64>,
+    },
+    /// `JSONField` (id 5): UTF-8 JSON text stored with a NUL terminator.
+    Json,
+    /// `TorchTensorField` (id 6): stored like an NDArray field.
+    TorchTensor {
+        /// The numpy type string.
+        dtype: String,
+        /// Bytes per element.
+        itemsize: u64,
+        /// Dimensions.
+        shape: Vec<u64>,
+    },
+}
+
+impl FieldType {
+    /// FFCV's class name (`IntField`, `NDArrayField`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FieldType::Float => "FloatField",
+            FieldType::Int => "IntField",
+            FieldType::RgbImage => "RGBImageField",
+            FieldType::Bytes => "BytesField",
+            FieldType::NdArray { .. } => "NDArrayField",
+            FieldType::Json => "JSONField",
+            FieldType::TorchTensor { .. } => "TorchTensorField",
+        }
+    }
+
+    /// FFCV's type id.
+    pub fn type_id(&self) -> u8 {
+        match self {
+            FieldType::Float => 0,
+            FieldType::Int => 1,
+            FieldType::RgbImage => 2,
+            FieldType::Bytes => 3,
+            FieldType::NdArray { .. } => 4,
+            FieldType::Json => 5,
+            FieldType::TorchTensor { .. } => 6,
+        }
+    }
+
+    /// (size, alignment) of the field's metadata column.
+    fn column(&self) -> (u64, u64) {
+        match self {
+            FieldType::Float
+            | FieldType::Int
+            | FieldType::NdArray { .. }
+            | FieldType::TorchTensor { .. } => (8, 8),
+            FieldType::Bytes | FieldType::Json => (16, 1),
+            FieldType::RgbImage => (13, 1),
+        }
+    }
+
+    /// Element type, bytes per element and shape of an array field.
+    pub fn array(&self) -> Option<(&str, u64, &[u64])> {
+        match self {
+            FieldType::NdArray {
+                dtype,
+                itemsize,
+                shape,
+            }
+            | FieldType::TorchTensor {
+                dtype,
+                itemsize,
+                shape,
+            } => Some((dtype, *itemsize, shape)),
+            _ => None,
+        }
+    }
+}
+
+/// One field: name, type, and where its column sits in a metadata row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The name (at most 16 bytes; FFCV cuts longer names).
+    pub name: String,
+    /// The type.
+    pub ty: FieldType,
+    /// The numpy `dtype.descr` JSON of an array field, as stored.
+    pub dtype_descr_json: Option<String>,
+    /// Byte offset of the field's column within a metadata row.
+    pub column_offset: u64,
+}
+
+/// How an image sample is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageMode {
+    /// Mode byte 0: a JPEG file.
+    Jpeg,
+    /// Mode byte 1: height x width x 3 RGB bytes.
+    Raw,
+}
+
+/// One decoded value. Byte values borrow from the file when it is memory
+/// mapped or in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    /// An `IntField` value.
+    Int(i64),
+    /// A `FloatField` value.
+    Float(f64),
+    /// A `BytesField` value.
+    Bytes(Cow<'a, [u8]>),
+    /// A `JSONField` value: the JSON text, without the NUL terminator.
+    Json(Cow<'a, str>),
+    /// An NDArray/TorchTensor value: the elements' bytes, C order.
+    Array(Cow<'a, [u8]>),
+    /// An `RGBImageField` value.
+    Image {
+        /// Raw pixels or JPEG.
+        mode: ImageMode,
+        /// Width in pixels.
+        width: u16,
+        /// Height in pixels.
+        height: u16,
+        /// The stored bytes.
+        data: Cow<'a, [u8]>,
+    },
+}
+
+/// One allocation table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alloc {
+    /// The sample the allocation belongs to.
+    pub sample: u64,
+    /// Absolute file offset of the bytes.
+    pub ptr: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+/// The header's numbers and the layout derived from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// File version (2).
+    pub version: u16,
+    /// Number of fields.
+    pub num_fields: u16,
+    /// Page size.
+    pub page_size: u32,
+    /// Number of samples.
+    pub num_samples: u64,
+    /// Start of the allocation table.
+    pub alloc_table_ptr: u64,
+    /// Start of the metadata table (right after the descriptors).
+    pub metadata_ptr: u64,
+    /// Size of one metadata row.
+    pub row_size: u64,
+    /// Start of the data region (the metadata end rounded up to a page).
+    pub data_ptr: u64,
+    /// Number of allocation table entries.
+    pub num_allocations: u64,
+    /// The file size.
+    pub file_size: u64,
+}
+
+/// An FFCV file opened for reading: the header, descriptors and allocation
+/// table are checked at open; values are checked as they are read.
+#[derive(Debug)]
+pub struct Reader {
+    src: Source,
+    layout: Layout,
+    fields: Vec<Field>,
+    /// Allocation entry indices in pointer order when the table is not
+    /// already sorted (FFCV writes it in the order workers report).
+    order: Option<Vec<u64>>,
+}
+
+fn le(b: &[u8], o: usize, n: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let (Some(d), Some(s)) = (a.get_mut(..n), b.get(o..o + n)) {
+        d.copy_from_slice(s);
+    }
+    u64::from_le_bytes(a)
+}
+
+fn err(kind: ErrorKind, m: impl Into<Cow<'static, str>>) -> Error {
+    Error::new(kind, m)
+}
+
+/// Parses numpy's `dtype.descr` JSON for a plain dtype: `[["", "<f4"]]`.
+/// Returns the type string and the item size.
+fn parse_descr(text: &str) -> std::result::Result<(String, u64), String> {
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let inner = squeezed
+        .strip_prefix("[[\"\",\"")
+        .and_then(|s| s.strip_suffix("\"]]"))
+        .ok_or_else(|| {
+            format!("dtype {text:?} is not a plain numpy dtype (structured dtypes are not read)")
+        })?;
+    let mut chars = inner.chars();
+    let order = chars.next().ok_or("empty dtype")?;
+    let rest: String = chars.collect();
+    match order {
+        '<' | '|' | '=' => {}
+        '>' => return Err(format!("big-endian dtype {inner:?} is not read")),
+        _ => return Err(format!("dtype {inner:?} has no byte-order character")),
+    }
+    let kind = rest.chars().next().ok_or("dtype without a kind")?;
+    let size: u64 = rest
+        .get(1..)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("dtype {inner:?} has no item size"))?;
+    let ok = match kind {
+        'b' => size == 1,
+        'i' | 'u' => matches!(size, 1 | 2 | 4 | 8),
+        'f' => matches!(size, 2 | 4 | 8),
+        'c' => matches!(size, 8 | 16),
+        _ => false,
+    };
+    if !ok {
+        return Err(format!("dtype {inner:?} is not a numeric numpy dtype"));
+    }
+    Ok((inner.to_string(), size))
+}
+
+fn parse_field(d: &[u8], at: u64) -> Result<Field> {
+    let bad = |m: String| err(ErrorKind::BadFieldDescriptor, m).at(at);
+    let type_id = d.first().copied().unwrap_or(0);
+    let raw_name = d.get(1..17).unwrap_or_default();
+    let end = raw_name.iter().position(|&b| b == 0).unwrap_or(16);
+    let (name_bytes, pad) = raw_name.split_at(end);
+    if name_bytes.is_empty() {
+        return Err(bad("empty field name".into()));
+    }
+    if pad.iter().any(|&b| b != 0) {
+        return Err(bad("field name has bytes after its NUL terminator".into()));
+    }
+    let name = std::str::from_utf8(name_bytes)
+        .ok()
+        .filter(|s| s.is_ascii())
+        .ok_or_else(|| bad(format!("field name {name_bytes:?} is not ASCII")))?
+        .to_string();
+    let args = d.get(17..).unwrap_or_default();
+    let array = |args: &[u8]| -> Result<(String, u64, Vec<u64>, String)> {
+        let mut shape: Vec<u64> = (0..32).map(|k| le(args, 8 * k, 8)).collect();
+        while shape.last() == Some(&0) {
+            shape.pop();
+        }
+        let len = le(args, 256, 8);
+        if len > 1024 - 264 {
+            return Err(bad(format!(
+                "field {name:?}: dtype text of {len} bytes does not fit the 760 available"
+            )));
+        }
+        let text = args.get(264..264 + len as usize).unwrap_or_default();
+        let text = std::str::from_utf8(text)
+            .map_err(|_| bad(format!("field {name:?}: dtype text is not UTF-8")))?;
+        let (dtype, itemsize) = parse_descr(text)
+            .map_err(|m| err(ErrorKind::Unsupported, format!("field {name:?}: {m}")).at(at))?;
+        Ok((dtype, itemsize, shape, text.to_string()))
+    };
+    let (ty, descr) = match type_id {
+        0 => (FieldType::Float, None),
+        1 => (FieldType::Int, None),
+        2 => (FieldType::RgbImage, None),
+        3 => (FieldType::Bytes, None),
+        5 => (FieldType::Json, None),
+        4 | 6 => {
+            let (dtype, itemsize, shape, text) = array(args)?;
+            let ty = if type_id == 4 {
+                FieldType::NdArray {
+                    dtype,
+                    itemsize,
+                    shape,
+                }
+            } else {
+                FieldType::TorchTensor {
+                    dtype,
+                    itemsize,
+                    shape,
+                }
+            };
+            (ty, Some(text))
+        }
+        255 => {
+            return Err(err(
+                ErrorKind::Unsupported,
+                format!("field {name:?} is a custom FFCV field (type 255); only its Python class can read it"),
+            )
+            .at(at));
+        }
+        t => return Err(bad(format!("field {name:?}: unknown type id {t}"))),
+    };
+    Ok(Field {
+        name,
+        ty,
+        dtype_descr_json: descr,
+        column_offset: 0,
+    })
+}
+
+impl Reader {
+    /// Opens the file at `path` (memory mapped).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        // SAFETY: as for every mapped reader here, the file must not be
+        // changed by another process while it is open.
+        let src = unsafe { Source::map(path)? };
+        Self::with_limits(src, Limits::default())
+    }
+
+    /// Opens an in-memory file.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::with_limits(Source::from_vec(bytes), Limits::default())
+    }
+
+    /// Opens `src`: header, descriptors, metadata bounds and the whole
+    /// allocation table are checked here.
+    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+        let n = src.len();
+        if n < HEADER_SIZE {
+            return Err(err(
+                ErrorKind::Truncated,
+                format!("{n} bytes: an FFCV header is {HEADER_SIZE}"),
+            ));
+        }
+        let h = src.bytes(0, HEADER_SIZE)?;
+        let version = le(&h, 0, 2) as u16;
+        let num_fields = le(&h, 2, 2) as u16;
+        let page_size = le(&h, 4, 4) as u32;
+        let num_samples = le(&h, 8, 8);
+        let alloc_table_ptr = le(&h, 16, 8);
+        if version != VERSION {
+            return Err(err(
+                ErrorKind::UnsupportedVersion,
+                format!("FFCV file version {version}; only version {VERSION} exists"),
+            )
+            .at(0));
+        }
+        if !page_size.is_power_of_two() || page_size < MIN_PAGE_SIZE {
+            return Err(err(
+                ErrorKind::BadHeader,
+                format!("page size {page_size} is not a power of two of at least 2 MiB"),
+            )
+            .at(4));
+        }
+        if num_fields == 0 && num_samples > 0 {
+            return Err(err(
+                ErrorKind::BadHeader,
+                format!("{num_samples} samples but no fields"),
+            )
+            .at(2));
+        }
+        let metadata_ptr = HEADER_SIZE + DESC_SIZE * u64::from(num_fields);
+        if metadata_ptr > n {
+            return Err(err(
+                ErrorKind::Truncated,
+                format!(
+                    "{num_fields} field descriptors end at byte {metadata_ptr}, the file has {n}"
+                ),
+            )
+            .at(HEADER_SIZE));
+        }
+        let descs = src.bytes(HEADER_SIZE, metadata_ptr - HEADER_SIZE)?;
+        let mut fields: Vec<Field> = Vec::with_capacity(usize::from(num_fields));
+        let (mut row, mut align) = (0u64, 1u64);
+        for (k, d) in descs.chunks_exact(DESC_SIZE as usize).enumerate() {
+            let at = HEADER_SIZE + DESC_SIZE * k as u64;
+            let mut f = parse_field(d, at)?;
+            if fields.iter().any(|g| g.name == f.name) {
+                return Err(err(
+                    ErrorKind::BadFieldDescriptor,
+                    format!("field name {:?} used twice", f.name),
+                )
+                .at(at));
+            }
+            let (size, a) = f.ty.column();
+            row = row.div_ceil(a) * a;
+            f.column_offset = row;
+            row += size;
+            align = align.max(a);
+            fields.push(f);
+        }
+        let row_size = row.div_ceil(align) * align;
+        let metadata_end = num_samples
+            .checked_mul(row_size)
+            .and_then(|x| x.checked_add(metadata_ptr))
+            .filter(|&e| e <= n)
+            .ok_or_else(|| {
+                err(
+                    ErrorKind::Truncated,
+                    format!(
+                        "{num_samples} metadata rows of {row_size} bytes from byte {metadata_ptr} do not fit in the file's {n} bytes"
+                    ),
+                )
+                .at(8)
+            })?;
+        let page = u64::from(page_size);
+        let data_ptr = metadata_end.div_ceil(page) * page;
+        if alloc_table_ptr == 0 {
+            return Err(err(
+                ErrorKind::BadHeader,
+                "allocation table pointer 0: the FFCV writer did not finish this file",
+            )
+            .at(16));
+        }
+        if alloc_table_ptr < metadata_end || alloc_table_ptr > n {
+            return Err(err(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "allocation table at {alloc_table_ptr} is outside [{metadata_end}, {n}] (after the metadata, inside the file)"
+                ),
+            )
+            .at(16));
+        }
+        let table_len = n - alloc_table_ptr;
+        if table_len % ALLOC_ENTRY_SIZE != 0 {
+            return Err(err(
+                ErrorKind::BadAllocTable,
+                format!(
+                    "allocation table of {table_len} bytes is not a whole number of {ALLOC_ENTRY_SIZE}-byte entries"
+                ),
+            )
+            .at(alloc_table_ptr));
+        }
+        let num_allocations = table_len / ALLOC_ENTRY_SIZE;
+        if num_allocations > 0
+            && (alloc_table_ptr < data_ptr || (alloc_table_ptr - data_ptr) % page != 0)
+        {
+            return Err(err(
+                ErrorKind::BadAllocTable,
+                format!(
+                    "data region [{data_ptr}, {alloc_table_ptr}) is not a whole number of {page_size}-byte pages"
+                ),
+            )
+            .at(16));
+        }
+        if num_allocations > limits.max_count {
+            return Err(err(
+                ErrorKind::LimitExceeded,
+                format!(
+                    "{num_allocations} allocations exceed the limit of {}",
+                    limits.max_count
+                ),
+            ));
+        }
+        let layout = Layout {
+            version,
+            num_fields,
+            page_size,
+            num_samples,
+            alloc_table_ptr,
+            metadata_ptr,
+            row_size,
+            data_ptr,
+            num_allocations,
+            file_size: n,
+        };
+        let mut r = Reader {
+            src,
+            layout,
+            fields,
+            order: None,
+        };
+        r.check_allocations(&limits)?;
+        Ok(r)
+    }
+
+    /// Every entry in the data region, within one page, of an existing
+    /// sample; entries (in pointer order) do not overlap.
+    fn check_allocations(&mut self, limits: &Limits) -> Result<()> {
+        let l = self.layout;
+        let shift = l.page_size.trailing_zeros();
+        let mut sorted = true;
+        let mut prev: Option<Alloc> = None;
+        for k in 0..l.num_allocations {
+            let a = self.entry(k)?;
+            let at = l.alloc_table_ptr + k * ALLOC_ENTRY_SIZE;
+            let bad = |m: String| err(ErrorKind::BadAllocTable, m).at(at);
+            if a.sample >= l.num_samples {
+                return Err(bad(format!(
+                    "entry {k}: sample {} of {}",
+                    a.sample, l.num_samples
+                )));
+            }
+            let end = a.ptr.saturating_add(a.size);
+            if a.ptr < l.data_ptr || end > l.alloc_table_ptr {
+                return Err(err(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "entry {k}: bytes [{}, {end}) outside the data region [{}, {})",
+                        a.ptr, l.data_ptr, l.alloc_table_ptr
+                    ),
+                )
+                .at(at));
+            }
+            if a.size > 0 && a.ptr >> shift != (end - 1) >> shift {
+                return Err(bad(format!(
+                    "entry {k}: {} bytes at {} cross a page boundary (FFCV keeps each value in one page)",
+                    a.size, a.ptr
+                )));
+            }
+            if let Some(p) = prev {
+                if (a.ptr, a.size) < (p.ptr, p.size) {
+                    sorted = false;
+                }
+            }
+            prev = Some(a);
+        }
+        if !sorted {
+            if l.num_allocations.saturating_mul(8) > limits.max_alloc {
+                return Err(err(
+                    ErrorKind::LimitExceeded,
+                    "index of an unsorted allocation table exceeds the allocation limit",
+                ));
+            }
+            let mut keys = Vec::with_capacity(l.num_allocations as usize);
+            for k in 0..l.num_allocations {
+                let a = self.entry(k)?;
+                keys.push((a.ptr, a.size, k));
+            }
+            keys.sort_unstable();
+            self.order = Some(keys.into_iter().map(|(_, _, k)| k).collect());
+        }
+        let mut prev: Option<Alloc> = None;
+        for k in 0..l.num_allocations {
+            let a = self.allocation(k)?;
+            if let Some(p) = prev {
+                if p.ptr + p.size > a.ptr {
+                    return Err(err(
+                        ErrorKind::Overlap,
+                        format!(
+                            "allocations [{}, {}) and [{}, {}) overlap",
+                            p.ptr,
+                            p.ptr + p.size,
+                            a.ptr,
+                            a.ptr + a.size
+                        ),
+                    )
+                    .at(a.ptr));
+                }
+            }
+            prev = Some(a);
+        }
+        Ok(())
+    }
+
+    /// Entry `k` in file order.
+    fn entry(&self, k: u64) -> Result<Alloc> {
+        let at = self.layout.alloc_table_ptr + k * ALLOC_ENTRY_SIZE;
+        let e = self.src.bytes(at, ALLOC_ENTRY_SIZE)?;
+        Ok(Alloc {
+            sample: le(&e, 0, 8),
+            ptr: le(&e, 8, 8),
+            size: le(&e, 16, 8),
+        })
+    }
+
+    /// The `k`-th allocation in pointer order.
+    pub fn allocation(&self, k: u64) -> Result<Alloc> {
+        match &self.order {
+            None => self.entry(k),
+            Some(o) => {
+                let j = o.get(k as usize).copied().ok_or_else(|| {
+                    err(
+                        ErrorKind::InvalidArgument,
+                        format!("allocation {k} of {}", self.layout.num_allocations),
+                    )
+                })?;
+                self.entry(j)
+            }
+        }
+    }
+
+    /// Whether the file's allocation table is already in pointer order.
+    pub fn alloc_table_sorted(&self) -> bool {
+        self.order.is_none()
+    }
+
+    /// The allocation (and its index in pointer order) at `ptr` for
+    /// `sample`, with `size` when the caller knows it.
+    fn find(&self, ptr: u64, sample: u64, size: Option<u64>) -> Result<Option<(u64, Alloc)>> {
+        let (mut lo, mut hi) = (0u64, self.layout.num_allocations);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.allocation(mid)?.ptr < ptr {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut k = lo;
+        while k < self.layout.num_allocations {
+            let a = self.allocation(k)?;
+            if a.ptr != ptr {
+                break;
+            }
+            if a.sample == sample && size.is_none_or(|s| s == a.size) {
+                return Ok(Some((k, a)));
+            }
+            k += 1;
+        }
+        Ok(None)
+    }
+
+    /// The header numbers and derived layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The fields, in file order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// The index of the field called `name`.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    /// Number of samples.
+    pub fn num_samples(&self) -> u64 {
+        self.layout.num_samples
+    }
+
+    /// The metadata row of sample `i`.
+    pub fn row(&self, i: u64) -> Result<Cow<'_, [u8]>> {
+        if i >= self.layout.num_samples {
+            return Err(err(
+                ErrorKind::InvalidArgument,
+                format!("sample {i} of {}", self.layout.num_samples),
+            ));
+        }
+        let at = self.layout.metadata_ptr + i * self.layout.row_size;
+        Ok(self.src.bytes(at, self.layout.row_size)?)
+    }
+
+    /// Field `j` of sample `i`, checked: pointers must name an allocation of
+    /// this sample, sizes must match the field, JSON must end in its NUL,
+    /// raw images must hold height x width x 3 bytes and JPEGs must carry
+    /// the recorded dimensions.
+    pub fn value(&self, i: u64, j: usize) -> Result<Value<'_>> {
+        let f = self.fields.get(j).ok_or_else(|| {
+            err(
+                ErrorKind::InvalidArgument,
+                format!("field {j} of {}", self.fields.len()),
+            )
+        })?;
+        self.value_at(i, f).map(|(v, _)| v)
+    }
+
+    /// Field `name` of sample `i`.
+    pub fn value_of(&self, i: u64, name: &str) -> Result<Value<'_>> {
+        let j = self.field_index(name).ok_or_else(|| {
+            err(
+                ErrorKind::InvalidArgument,
+                format!("no field called {name:?}"),
+            )
+        })?;
+        self.value(i, j)
+    }
+
+    fn bytes_at(&self, a: Alloc) -> Result<Cow<'_, [u8]>> {
+        Ok(self.src.bytes(a.ptr, a.size)?)
+    }
+
+    /// The value and the pointer-order index of its allocation.
+    fn value_at(&self, i: u64, f: &Field) -> Result<(Value<'_>, Option<u64>)> {
+        let row = self.row(i)?;
+        let at = self.layout.metadata_ptr + i * self.layout.row_size + f.column_offset;
+        let o = f.column_offset as usize;
+        let ctx = |e: Error| e.in_value(i, &f.name).at(at);
+        let need = |ptr: u64, size: Option<u64>, what: &str| -> Result<(u64, Alloc)> {
+            self.find(ptr, i, size)?.ok_or_else(|| {
+                ctx(err(
+                    ErrorKind::BadValue,
+                    format!(
+                        "{what} pointer {ptr}{} names no allocation of this sample",
+                        size.map(|s| format!(" (size {s})")).unwrap_or_default()
+                    ),
+                ))
+            })
+        };
+        Ok(match &f.ty {
+            FieldType::Int => (Value::Int(le(&row, o, 8) as i64), None),
+            FieldType::Float => (Value::Float(f64::from_bits(le(&row, o, 8))), None),
+            FieldType::Bytes | FieldType::Json => {
+                let (ptr, size) = (le(&row, o, 8), le(&row, o + 8, 8));
+                let (k, a) = need(ptr, Some(size), "value")?;
+                let b = self.bytes_at(a).map_err(ctx)?;
+                if f.ty == FieldType::Bytes {
+                    return Ok((Value::Bytes(b), Some(k)));
+                }
+                let text = |b: &[u8]| -> Result<usize> {
+                    let nul = b.iter().position(|&x| x == 0).ok_or_else(|| {
+                        ctx(err(ErrorKind::BadValue, "JSON value has no NUL terminator"))
+                    })?;
+                    let s = b.get(..nul).unwrap_or_default();
+                    std::str::from_utf8(s).map_err(|e| {
+                        ctx(err(
+                            ErrorKind::BadValue,
+                            format!("JSON value is not UTF-8 ({e})"),
+                        ))
+                    })?;
+                    Ok(nul)
+                };
+                let nul = text(&b)?;
+                let v = match b {
+                    Cow::Borrowed(s) => Cow::Borrowed(
+                        std::str::from_utf8(s.get(..nul).unwrap_or_default()).unwrap_or_default(),
+                    ),
+                    Cow::Owned(mut v) => {
+                        v.truncate(nul);
+                        Cow::Owned(String::from_utf8(v).unwrap_or_default())
+                    }
+                };
+                (Value::Json(v), Some(k))
+            }
+            FieldType::NdArray {
+                itemsize, shape, ..
+            }
+            | FieldType::TorchTensor {
+                itemsize, shape, ..
+            } => {
+                let want = shape
+                    .iter()
+                    .try_fold(*itemsize, |acc, &d| acc.checked_mul(d))
+                    .unwrap_or(u64::MAX);
+                let ptr = le(&row, o, 8);
+                let (k, a) = need(ptr, None, "array")?;
+                if a.size != want {
+                    return Err(ctx(err(
+                        ErrorKind::BadValue,
+                        format!(
+                            "array allocation holds {} bytes, shape {shape:?} of {itemsize}-byte items needs {want}",
+                            a.size
+                        ),
+                    )));
+                }
+                (Value::Array(self.bytes_at(a).map_err(ctx)?), Some(k))
+            }
+            FieldType::RgbImage => {
+                let mode_byte = row.get(o).copied().unwrap_or(0);
+                let width = le(&row, o + 1, 2) as u16;
+                let height = le(&row, o + 3, 2) as u16;
+                let ptr = le(&row, o + 5, 8);
+                let mode = match mode_byte {
+                    0 => ImageMode::Jpeg,
+                    1 => ImageMode::Raw,
+                    m => {
+                        return Err(ctx(err(
+                            ErrorKind::BadValue,
+                            format!("image mode byte {m} (0 is JPEG, 1 raw)"),
+                        )));
+                    }
+                };
+                let raw_size = u64::from(width) * u64::from(height) * 3;
+                let size = (mode == ImageMode::Raw).then_some(raw_size);
+                let (k, a) = need(ptr, size, "image")?;
+                let data = self.bytes_at(a).map_err(ctx)?;
+                if mode == ImageMode::Jpeg {
+                    crate::image::check_jpeg(&data, height, width, 3)
+                        .map_err(|m| ctx(err(ErrorKind::BadValue, m)))?;
+                }
+                (
+                    Value::Image {
+                        mode,
+                        width,
+                        height,
+                        data,
+                    },
+                    Some(k),
+                )
+            }
+        })
+    }
+
+    /// Reads every value of every sample, checks JSON values parse, and
+    /// checks every allocation belongs to exactly one value.
+    pub fn validate(&self) -> Result<()> {
+        let n = self.layout.num_allocations;
+        let mut used = vec![0u64; n.div_ceil(64) as usize];
+        let mut count = 0u64;
+        for i in 0..self.layout.num_samples {
+            for f in &self.fields {
+                let (v, k) = self.value_at(i, f)?;
+                if let Value::Json(t) = &v {
+                    crate::json::check(t.as_bytes()).map_err(|m| {
+                        err(ErrorKind::BadValue, format!("JSON value: {m}")).in_value(i, &f.name)
+                    })?;
+                }
+                if let Some(k) = k {
+                    let (w, bit) = ((k / 64) as usize, 1u64 << (k % 64));
+                    let slot = used.get_mut(w).ok_or_else(|| {
+                        err(ErrorKind::BadAllocTable, format!("allocation index {k}"))
+                    })?;
+                    if *slot & bit != 0 {
+                        let a = self.allocation(k)?;
+                        return Err(err(
+                            ErrorKind::BadAllocTable,
+                            format!("allocation at {} is used by two values", a.ptr),
+                        )
+                        .in_value(i, &f.name));
+                    }
+                    *slot |= bit;
+                    count += 1;
+                }
+            }
+        }
+        if count != n {
+            return Err(err(
+                ErrorKind::BadAllocTable,
+                format!("{} of {n} allocations belong to no value", n - count),
+            )
+            .at(self.layout.alloc_table_ptr));
+        }
+        Ok(())
+    }
+
+    /// The underlying byte source.
+    pub fn source(&self) -> &Source {
+        &self.src
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descr() {
+        assert_eq!(parse_descr("[[\"\", \"<f4\"]]").unwrap(), ("<f4".into(), 4));
+        assert_eq!(parse_descr("[[\"\",\"|u1\"]]").unwrap(), ("|u1".into(), 1));
+        assert!(
+            parse_descr("[[\"\", \">f4\"]]")
+                .unwrap_err()
+                .contains("big-endian")
+        );
+        assert!(parse_descr("[[\"a\", \"<f4\"], [\"b\", \"<i4\"]]").is_err());
+        assert!(parse_descr("[[\"\", \"<f3\"]]").is_err());
+        assert!(parse_descr("[[\"\", \"<U8\"]]").is_err());
+    }
+}
