@@ -267,6 +267,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
                 Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
+                Some(Format::Mldf) if out_ext == "tbl" => {
+                    mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
+                }
                 Some(Format::Mldf) if out_ext == "idv" => {
                     common::mldf_to_idv(&input, &output, lossy, cli.json)
                 }

@@ -551,10 +551,15 @@ pub(crate) fn convert_tbl2(input: &Path, output: &Path, as_json: bool) -> Result
     } else {
         FieldType::Bytes
     };
+    // Everything a TBL v2 entry holds, so `convert x.mldf y.tbl` gives the
+    // same samples, formats, cached dimensions and metadata blocks back.
     let fields = vec![
         Field::new("image", ty.clone(), false),
         Field::new("format", FieldType::TextRaw, false),
+        Field::new("width", FieldType::Int, false),
+        Field::new("height", FieldType::Int, false),
         Field::new("metadata", FieldType::Bytes, true),
+        Field::new("metadata_type", FieldType::TextRaw, true),
     ];
     let mut w = Writer::create(output, fields, dataformats::mldf::WriterOptions::default())
         .map_err(|e| fail(output, &e))?;
@@ -583,12 +588,22 @@ pub(crate) fn convert_tbl2(input: &Path, output: &Path, as_json: bool) -> Result
                 }
             }
         };
-        let meta_v = match &meta {
-            Some((_, b)) => FieldValue::Bytes(b),
-            None => FieldValue::Missing,
+        let (meta_v, kind) = match &meta {
+            Some((k, b)) => (FieldValue::Bytes(b), Some(k.name())),
+            None => (FieldValue::Missing, None),
         };
-        w.add_sample(&[image, FieldValue::Text(&name), meta_v])
-            .map_err(|e| fail(output, &e))?;
+        let kind_v = kind
+            .as_deref()
+            .map_or(FieldValue::Missing, FieldValue::Text);
+        w.add_sample(&[
+            image,
+            FieldValue::Text(&name),
+            FieldValue::Int(i64::from(e.width)),
+            FieldValue::Int(i64::from(e.height)),
+            meta_v,
+            kind_v,
+        ])
+        .map_err(|e| fail(output, &e))?;
         bar.inc(1);
     }
     w.finish().map_err(|e| fail(output, &e))?;
@@ -647,6 +662,177 @@ fn write_jsonl(
         }
         line.push('}');
         writeln!(out, "{line}").map_err(io)?;
+    }
+    Ok(())
+}
+
+/// `convert x.mldf y.tbl`: one TBL v2 sample per MLDF sample.
+///
+/// The sample bytes come from the field `image` or `data` (or the only
+/// BYTES/IMAGE field); its format from a TEXT field `format` (a TBL format
+/// name) or else from the field type and the bytes' signature; the cached
+/// dimensions from INT fields `width`/`height` or else the image record;
+/// metadata blocks from a nullable `metadata` field (BYTES, JSON or TEXT)
+/// typed by `metadata_type` (default `json`). Other fields are refused
+/// unless `lossy`, which drops them.
+pub(crate) fn to_tbl2(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    no_compress: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use dataformats::mldf::{FieldType as T, Value as V};
+    use dataformats::tbl2::{MetadataType, SampleFormat, SampleInfo, Writer as TblWriter};
+    let r = open(input)?;
+    let fields = r.fields();
+    let find = |names: &[&str], ok: &dyn Fn(&T) -> bool| {
+        names.iter().find_map(|n| {
+            r.field_index(n)
+                .filter(|&j| fields.get(j).is_some_and(|f| ok(&f.ty)))
+        })
+    };
+    let is_blob = |t: &T| {
+        matches!(
+            t,
+            T::Bytes | T::ImageRaw | T::ImageJpeg { .. } | T::ImagePng
+        )
+    };
+    let blobs: Vec<usize> = (0..fields.len())
+        .filter(|&j| fields.get(j).is_some_and(|f| is_blob(&f.ty)))
+        .collect();
+    let data_j = find(&["image", "data"], &is_blob)
+        .or(match blobs.as_slice() {
+            [j] => Some(*j),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            Failure::new(
+                1,
+                "unsupported",
+                Some(input),
+                "no sample field: TBL v2 needs a field `image` or `data` (BYTES or IMAGE), or exactly one such field",
+            )
+        })?;
+    let is_text = |t: &T| matches!(t, T::TextRaw);
+    let format_j = find(&["format"], &is_text);
+    let width_j = find(&["width"], &|t| matches!(t, T::Int));
+    let height_j = find(&["height"], &|t| matches!(t, T::Int));
+    let meta_j = find(&["metadata"], &|t| {
+        matches!(t, T::Bytes | T::Json | T::TextRaw)
+    });
+    let kind_j = find(&["metadata_type"], &is_text);
+    let used = [Some(data_j), format_j, width_j, height_j, meta_j, kind_j];
+    let dropped: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| !used.contains(&Some(*j)))
+        .map(|(_, f)| format!("{:?} ({})", f.name, f.ty.name()))
+        .collect();
+    if !dropped.is_empty() && !lossy {
+        return Err(Failure::new(
+            1,
+            "lossy",
+            Some(input),
+            format!(
+                "TBL v2 holds one sample, its format, dimensions and one metadata block per record; these fields have no place: {}; pass --lossy to drop them",
+                dropped.join(", ")
+            ),
+        ));
+    }
+    let sample_format = |name: &str| (0..=255u8).map(SampleFormat).find(|f| f.name() == name);
+    let meta_kind = |name: &str| (0..=255u16).map(MetadataType).find(|k| k.name() == name);
+    let tf = |e: dataformats::tbl2::Error| {
+        Failure::new(1, e.kind().as_str(), Some(output), e.to_string())
+    };
+    let mut w = TblWriter::create(output, !no_compress).map_err(tf)?;
+    let n = r.num_samples();
+    let bar = progress::bytes(n, "mldf->tbl", as_json);
+    let bad =
+        |i: u64, m: String| Failure::new(1, "invalid", Some(input), format!("sample {i}: {m}"));
+    for i in 0..n {
+        let get = |j: Option<usize>| -> Result<Option<V<'_>>, Failure> {
+            match j {
+                None => Ok(None),
+                Some(j) => match r.value(i, j).map_err(|e| fail(input, &e))? {
+                    V::Missing => Ok(None),
+                    v => Ok(Some(v)),
+                },
+            }
+        };
+        let data_v =
+            get(Some(data_j))?.ok_or_else(|| bad(i, "the sample value is missing".into()))?;
+        let (data, dims, mode) = match data_v {
+            V::Bytes(b) => (b, None::<(u16, u16)>, None::<u8>),
+            V::Image {
+                height,
+                width,
+                mode,
+                data,
+                ..
+            } => (data, Some((width, height)), Some(mode)),
+            other => return Err(bad(i, format!("sample value {other:?} is not bytes"))),
+        };
+        let format = match get(format_j)? {
+            Some(V::Text(t)) => sample_format(&t)
+                .ok_or_else(|| bad(i, format!("unknown TBL sample format {t:?}")))?,
+            _ => match mode {
+                Some(0) => SampleFormat::RAW_U8,
+                Some(1) => SampleFormat::JPEG,
+                Some(2) => SampleFormat::PNG,
+                _ if data.starts_with(&[0xFF, 0xD8, 0xFF]) => SampleFormat::JPEG,
+                _ if data.starts_with(b"\x89PNG\r\n\x1a\n") => SampleFormat::PNG,
+                _ => SampleFormat::UNKNOWN,
+            },
+        };
+        let dim = |v: Option<V<'_>>, fallback: u16, what: &str| -> Result<u16, Failure> {
+            match v {
+                Some(V::Int(x)) => {
+                    u16::try_from(x).map_err(|_| bad(i, format!("{what} {x} is not a u16")))
+                }
+                _ => Ok(fallback),
+            }
+        };
+        let (fw, fh) = dims.unwrap_or((0, 0));
+        let info = SampleInfo {
+            format,
+            width: dim(get(width_j)?, fw, "width")?,
+            height: dim(get(height_j)?, fh, "height")?,
+        };
+        let k = w.add_sample(&data, info).map_err(tf)?;
+        let meta: Option<std::borrow::Cow<'_, [u8]>> = match get(meta_j)? {
+            Some(V::Bytes(b)) => Some(b),
+            Some(V::Json(t) | V::Text(t)) => Some(match t {
+                std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
+                std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
+            }),
+            _ => None,
+        };
+        if let Some(m) = meta {
+            let kind = match get(kind_j)? {
+                Some(V::Text(t)) => meta_kind(&t)
+                    .ok_or_else(|| bad(i, format!("unknown TBL metadata type {t:?}")))?,
+                _ => MetadataType::JSON,
+            };
+            w.add_metadata(k, &m, kind).map_err(tf)?;
+        }
+        bar.inc(1);
+    }
+    w.finish().map_err(tf)?;
+    bar.finish_and_clear();
+    if as_json {
+        say!("{}", json!({"samples": n, "dropped": dropped}));
+    } else {
+        say!(
+            "{} -> {}: {n} sample(s){}",
+            input.display(),
+            output.display(),
+            if dropped.is_empty() {
+                String::new()
+            } else {
+                format!(" (dropped: {})", dropped.join(", "))
+            }
+        );
     }
     Ok(())
 }
