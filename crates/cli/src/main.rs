@@ -267,6 +267,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
                 Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
+                Some(Format::Cntk) if out_ext == "mldf" => cntk::to_mldf(&input, &output, cli.json),
+                Some(Format::Mldf) if out_ext == "bin" => {
+                    cntk::from_mldf(&input, &output, lossy, pack.chunk_size.as_deref(), cli.json)
+                }
                 Some(Format::Mldf) if out_ext == "tbl" => {
                     mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
                 }

@@ -31,6 +31,15 @@ pub enum RecordData<'a> {
         /// The values, sample after sample.
         values: &'a [f64],
     },
+    /// `samples` dense samples given as the stream's own little-endian
+    /// element bytes (`samples × dim × 4` or `× 8`), written as they are:
+    /// every bit pattern, signalling NaN payloads included, is kept.
+    DenseBytes {
+        /// Number of samples.
+        samples: u32,
+        /// The element bytes, sample after sample.
+        bytes: &'a [u8],
+    },
     /// Sparse samples: per sample, its (index, value) entries.
     Sparse(&'a [Vec<(u32, f64)>]),
 }
@@ -144,6 +153,20 @@ impl Writer {
                         ));
                     }
                 }
+                (StreamKind::Dense, RecordData::DenseBytes { samples, bytes }) => {
+                    let want = u64::from(*samples) * u64::from(s.dim) * s.elem.size();
+                    if bytes.len() as u64 != want {
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!(
+                                "stream {:?}: {} bytes for {samples} samples of dimension {} ({want} needed)",
+                                s.name,
+                                bytes.len(),
+                                s.dim
+                            ),
+                        ));
+                    }
+                }
                 (StreamKind::Sparse, RecordData::Sparse(samples)) => {
                     let nnz: usize = samples.iter().map(Vec::len).sum();
                     if u32::try_from(samples.len()).is_err() || i32::try_from(nnz).is_err() {
@@ -187,6 +210,12 @@ impl Writer {
                     }
                     len = len.max(*samples);
                     estimate += u64::from(*samples) * u64::from(s.dim) * e;
+                }
+                (StreamKind::Dense, RecordData::DenseBytes { samples, bytes }) => {
+                    buf.extend_from_slice(&samples.to_le_bytes());
+                    buf.extend_from_slice(bytes);
+                    len = len.max(*samples);
+                    estimate += bytes.len() as u64;
                 }
                 (StreamKind::Sparse, RecordData::Sparse(samples)) => {
                     let k = samples.len() as u32;

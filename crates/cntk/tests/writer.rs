@@ -316,3 +316,44 @@ fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
     std::fs::remove_dir_all(&out).unwrap();
     assert!(n >= 35, "only {n}");
 }
+
+#[test]
+fn dense_bytes_keep_every_bit_pattern() {
+    let dir = std::env::temp_dir().join(format!("df-cntk-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("raw.bin");
+    let streams = [StreamDesc {
+        name: "x".into(),
+        kind: StreamKind::Dense,
+        elem: ElemType::F32,
+        dim: 2,
+    }];
+    // A signalling NaN, a NaN with a payload, -0.0 and 1.5.
+    let bits = [0x7f80_0001u32, 0x7fbf_ffff, 0x8000_0000, 0x3fc0_0000];
+    let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+    let mut w = Writer::create(&p, &streams, Chunking::Target(1 << 20)).unwrap();
+    let short = w.add_sequence(&[RecordData::DenseBytes {
+        samples: 2,
+        bytes: &bytes[..12],
+    }]);
+    assert_eq!(
+        short.unwrap_err().kind(),
+        dataformats_cntk::ErrorKind::InvalidArgument
+    );
+    w.add_sequence(&[RecordData::DenseBytes {
+        samples: 2,
+        bytes: &bytes,
+    }])
+    .unwrap();
+    w.finish().unwrap();
+    let r = Reader::open(&p).unwrap();
+    let v = r.chunk_view(0).unwrap();
+    match v.record(0, 0).unwrap() {
+        dataformats_cntk::RecordView::Dense(d) => {
+            assert_eq!(d.samples, 2);
+            assert_eq!(d.raw(), &bytes[..]);
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
