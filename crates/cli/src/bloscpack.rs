@@ -457,3 +457,114 @@ pub(crate) fn convert(
         )),
     }
 }
+
+/// `convert x.mldf y.blp`: one numpy array of shape `[samples, ...]` from
+/// the file's single numeric field (NDARRAY, INT, FLOAT), C order, with
+/// numpy metadata; or, from a single BYTES field called `chunk` (what a
+/// raw Bloscpack file becomes in MLDF), the concatenated bytes without
+/// metadata. Streams: one sample at a time.
+pub(crate) fn from_mldf(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use dataformats::bloscpack::Writer;
+    use dataformats::bloscpack::dtype::{Dtype, Scalar};
+    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
+    let mf = |e: dataformats::mldf::Error| {
+        Failure::new(1, e.kind().as_str(), Some(input), e.to_string())
+    };
+    let r = dataformats::mldf::Reader::open(input).map_err(mf)?;
+    let n = r.num_samples();
+    let bf = |e: dataformats::bloscpack::Error| fail(output, &e);
+    let bar = progress::bytes(n, "mldf->blp", as_json);
+    let raw = matches!(r.fields(), [f] if f.name == "chunk" && f.ty == dataformats::mldf::FieldType::Bytes);
+    let summary = if raw {
+        let mut total = 0u64;
+        for i in 0..n {
+            if let dataformats::mldf::Value::Bytes(b) = r.value(i, 0).map_err(mf)? {
+                total += b.len() as u64;
+            }
+        }
+        let mut w = Writer::create(output, total, None, &WriteOptions::default()).map_err(bf)?;
+        for i in 0..n {
+            if let dataformats::mldf::Value::Bytes(b) = r.value(i, 0).map_err(mf)? {
+                w.write_payload(&b).map_err(bf)?;
+            }
+            bar.inc(1);
+        }
+        w.finish().map_err(bf)?;
+        json!({"bytes": total, "numpy": null})
+    } else {
+        let (cols, left_out) = crate::common::numpy_columns(&r, input, lossy, "Bloscpack")?;
+        let [c, rest @ ..] = cols.as_slice() else {
+            return Err(Failure::new(
+                1,
+                "unsupported",
+                Some(input),
+                "no array field",
+            ));
+        };
+        if !rest.is_empty() && !lossy {
+            return Err(Failure::new(
+                1,
+                "lossy",
+                Some(input),
+                format!(
+                    "a Bloscpack file holds one array and this file has {} numeric fields; write a .bcolz directory (a table) instead, or pass --lossy to keep only {:?}",
+                    cols.len(),
+                    c.name
+                ),
+            ));
+        }
+        let scalar = Scalar::parse_typestr(c.typestr)
+            .map_err(|e| Failure::new(1, "invalid", Some(input), e.to_string()))?;
+        let dtype = Dtype::Scalar(scalar);
+        let row = c.shape.iter().product::<u64>() * dtype.itemsize() as u64;
+        let mut shape = vec![n];
+        shape.extend_from_slice(&c.shape);
+        let meta = NumpyMeta {
+            dtype,
+            shape: shape.clone(),
+            order: Order::C,
+        };
+        let mut w = Writer::create(
+            output,
+            n * row,
+            Some(&meta.to_value()),
+            &WriteOptions::default(),
+        )
+        .map_err(bf)?;
+        let mut buf = Vec::with_capacity(1 << 20);
+        for i in 0..n {
+            crate::common::numpy_value(&r, input, i, c, &mut buf)?;
+            if buf.len() >= 1 << 20 {
+                w.write_payload(&buf).map_err(bf)?;
+                buf.clear();
+            }
+            bar.inc(1);
+        }
+        w.write_payload(&buf).map_err(bf)?;
+        w.finish().map_err(bf)?;
+        let mut dropped: Vec<String> = rest.iter().map(|x| format!("{:?}", x.name)).collect();
+        dropped.extend(left_out);
+        json!({"field": c.name, "dtype": c.typestr, "shape": shape, "dropped": dropped})
+    };
+    bar.finish_and_clear();
+    if as_json {
+        say!("{summary}");
+    } else {
+        say!(
+            "{} -> {}: {n} sample(s) as {}",
+            input.display(),
+            output.display(),
+            if raw {
+                "raw bytes".to_string()
+            } else {
+                format!("an array {}", summary.get("shape").unwrap_or(&Value::Null))
+            }
+        );
+    }
+    Ok(())
+}

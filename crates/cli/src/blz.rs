@@ -224,3 +224,116 @@ pub(crate) fn convert(input: &Path, output: &Path, as_json: bool) -> Result<(), 
     }
     Ok(())
 }
+
+/// `convert x.mldf y.bcolz` (bcolz 1.x layout) or `y.blz` (blz 0.6): a
+/// carray when the file has one numeric field called `value` (what an
+/// array becomes in MLDF), else a ctable with one column per numeric
+/// field (INT as int64, FLOAT as float64, NDARRAYs with their shape).
+/// Rows are written in batches, so memory does not grow with the file.
+pub(crate) fn from_mldf(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    use dataformats::bloscpack::blz::Layout;
+    use dataformats::bloscpack::blz::{ArrayOptions, CArrayWriter, ColumnData, create_table};
+    use dataformats::bloscpack::dtype::{Dtype, Scalar};
+    let mf = |e: dataformats::mldf::Error| {
+        Failure::new(1, e.kind().as_str(), Some(input), e.to_string())
+    };
+    let r = dataformats::mldf::Reader::open(input).map_err(mf)?;
+    let layout = match output.extension().and_then(|e| e.to_str()) {
+        Some("blz") => Layout::Blz06,
+        _ => Layout::Bcolz,
+    };
+    let (cols, left_out) = crate::common::numpy_columns(&r, input, lossy, "BLZ/bcolz")?;
+    let dtypes = cols
+        .iter()
+        .map(|c| Scalar::parse_typestr(c.typestr).map(Dtype::Scalar))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::new(1, "invalid", Some(input), e.to_string()))?;
+    let bf = |e: dataformats::bloscpack::Error| fail(output, &e);
+    let opts = ArrayOptions::new(layout);
+    let n = r.num_samples();
+    let bar = progress::bytes(n, "mldf->blz", as_json);
+    const BATCH: u64 = 1 << 16;
+    let array = matches!(cols.as_slice(), [c] if c.name == "value");
+    if array {
+        let (c, dtype) = (cols.first(), dtypes.first());
+        let (Some(c), Some(dtype)) = (c, dtype) else {
+            return Err(Failure::new(
+                1,
+                "unsupported",
+                Some(input),
+                "no array field",
+            ));
+        };
+        let mut w = CArrayWriter::create(output, dtype, &c.shape, &opts).map_err(bf)?;
+        let mut buf = Vec::new();
+        for i in 0..n {
+            crate::common::numpy_value(&r, input, i, c, &mut buf)?;
+            if (i + 1) % BATCH == 0 {
+                w.write(&buf).map_err(bf)?;
+                buf.clear();
+            }
+            bar.inc(1);
+        }
+        w.write(&buf).map_err(bf)?;
+        w.finish().map_err(bf)?;
+    } else {
+        let empty: Vec<ColumnData<'_>> = cols
+            .iter()
+            .zip(&dtypes)
+            .map(|(c, d)| ColumnData {
+                name: &c.name,
+                dtype: d,
+                trailing: &c.shape,
+                data: &[],
+            })
+            .collect();
+        let mut t = create_table(output, &empty, &json!({}), &opts).map_err(bf)?;
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); cols.len()];
+        let flush = |t: &mut dataformats::bloscpack::blz::CTable,
+                     bufs: &mut Vec<Vec<u8>>|
+         -> Result<(), Failure> {
+            let parts: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+            t.append(&parts).map_err(bf)?;
+            bufs.iter_mut().for_each(Vec::clear);
+            Ok(())
+        };
+        for i in 0..n {
+            for (c, b) in cols.iter().zip(bufs.iter_mut()) {
+                crate::common::numpy_value(&r, input, i, c, b)?;
+            }
+            if (i + 1) % BATCH == 0 {
+                flush(&mut t, &mut bufs)?;
+            }
+            bar.inc(1);
+        }
+        if n % BATCH != 0 {
+            flush(&mut t, &mut bufs)?;
+        }
+    }
+    bar.finish_and_clear();
+    if as_json {
+        say!(
+            "{}",
+            json!({"rows": n, "columns": cols.iter().map(|c| &c.name).collect::<Vec<_>>(), "kind": if array { "carray" } else { "ctable" }, "layout": layout.name(), "dropped": left_out})
+        );
+    } else {
+        say!(
+            "{} -> {}: {n} row(s) as a {} ({}){}",
+            input.display(),
+            output.display(),
+            if array { "carray" } else { "ctable" },
+            layout.name(),
+            if left_out.is_empty() {
+                String::new()
+            } else {
+                format!(", left out: {}", left_out.join(", "))
+            }
+        );
+    }
+    Ok(())
+}

@@ -160,6 +160,12 @@ enum Plan {
     Tensor(Dtype, Vec<u64>),
     /// Lists and other tensors as JSON text (a representation change: reported).
     Json,
+    /// Big-endian tensors of an MLDF dtype: the same values, byte-swapped
+    /// to little-endian.
+    TensorSwapped(Dtype, Vec<u64>),
+    /// Tensors of an element type MLDF lacks (strings, records, complex,
+    /// big-endian) as their bytes (the type is lost: reported).
+    TensorBytes(String),
 }
 
 fn dtype_of(name: &str) -> Option<Dtype> {
@@ -191,9 +197,26 @@ fn plan_for(v: &Value) -> Option<Plan> {
         Value::Bool(_) => Plan::Bool,
         Value::Text(_) => Plan::Text,
         Value::Bytes(_) => Plan::Bytes,
+        // A single int64/float64 (a numpy scalar column) is MLDF's INT/FLOAT.
+        Value::Tensor { dtype, shape, .. }
+            if shape.is_empty() && dtype_of(dtype) == Some(Dtype::I64) =>
+        {
+            Plan::Int
+        }
+        Value::Tensor { dtype, shape, .. }
+            if shape.is_empty() && dtype_of(dtype) == Some(Dtype::F64) =>
+        {
+            Plan::Float
+        }
         Value::Tensor { dtype, shape, .. } => match dtype_of(dtype) {
             Some(d) => Plan::Tensor(d, shape.clone()),
-            None => Plan::Bytes,
+            None => match dtype
+                .strip_prefix('>')
+                .and_then(|t| dtype_of(&format!("<{t}")))
+            {
+                Some(d) => Plan::TensorSwapped(d, shape.clone()),
+                None => Plan::TensorBytes(dtype.clone()),
+            },
         },
         Value::List(_) => Plan::Json,
     })
@@ -255,7 +278,17 @@ pub(crate) fn to_mldf(
     let mut changes = Vec::new();
     let mut fields = Vec::new();
     for ((c, p), &null) in cols.iter().zip(&plans).zip(&nullable) {
+        let from_schema = dtype_of(&c.ty).map(|dtype| match dtype {
+            Dtype::I64 if c.shape.is_empty() => FieldType::Int,
+            Dtype::F64 if c.shape.is_empty() => FieldType::Float,
+            _ => FieldType::NdArray {
+                dtype,
+                shape: c.shape.clone(),
+            },
+        });
+        let has_schema_type = from_schema.is_some();
         let ty = match p {
+            None if d.is_empty() && has_schema_type => from_schema.unwrap_or(FieldType::Int),
             None => FieldType::Int,
             Some(Plan::Int | Plan::UInt) => FieldType::Int,
             Some(Plan::Float) => FieldType::Float,
@@ -265,7 +298,7 @@ pub(crate) fn to_mldf(
             }
             Some(Plan::Text) => FieldType::TextRaw,
             Some(Plan::Bytes) => FieldType::Bytes,
-            Some(Plan::Tensor(dt, shape)) => FieldType::NdArray {
+            Some(Plan::Tensor(dt, shape) | Plan::TensorSwapped(dt, shape)) => FieldType::NdArray {
                 dtype: *dt,
                 shape: shape.clone(),
             },
@@ -273,8 +306,16 @@ pub(crate) fn to_mldf(
                 changes.push(format!("{:?} ({}): lists become JSON text", c.name, c.ty));
                 FieldType::Json
             }
+            Some(Plan::TensorBytes(dtype)) => {
+                changes.push(format!(
+                    "{:?}: elements of type {dtype}, which MLDF's NDARRAY lacks, become BYTES",
+                    c.name
+                ));
+                FieldType::Bytes
+            }
         };
-        fields.push(Field::new(c.name.clone(), ty, null || p.is_none()));
+        let no_values = p.is_none() && !has_schema_type;
+        fields.push(Field::new(c.name.clone(), ty, null || no_values));
     }
     if !changes.is_empty() && !lossy {
         return Err(Failure::new(
@@ -304,8 +345,26 @@ pub(crate) fn to_mldf(
                 _ => String::new(),
             })
             .collect();
+        // Big-endian tensors, byte-swapped to little-endian.
+        let swapped: Vec<Option<Vec<u8>>> = r
+            .iter()
+            .zip(&fields)
+            .map(|(v, f)| match (&f.ty, v) {
+                (FieldType::NdArray { dtype: d, .. }, Value::Tensor { data, dtype, .. })
+                    if dtype.starts_with('>') =>
+                {
+                    let n = usize::try_from(d.size()).unwrap_or(1).max(1);
+                    Some(
+                        data.chunks_exact(n)
+                            .flat_map(|c| c.iter().rev().copied())
+                            .collect(),
+                    )
+                }
+                _ => None,
+            })
+            .collect();
         let mut vals = Vec::with_capacity(r.len());
-        for ((v, f), t) in r.iter().zip(&fields).zip(&texts) {
+        for (((v, f), t), sw) in r.iter().zip(&fields).zip(&texts).zip(&swapped) {
             let uint_err = |x: u64| {
                 Failure::new(
                     1,
@@ -324,9 +383,15 @@ pub(crate) fn to_mldf(
                 }
                 (_, Value::Bool(b)) => FieldValue::Int(i64::from(*b)),
                 (_, Value::Float(x)) => FieldValue::Float(*x),
+                (FieldType::Int, Value::Tensor { data, .. }) => FieldValue::Int(
+                    i64::from_le_bytes(data.as_slice().try_into().unwrap_or([0; 8])),
+                ),
+                (FieldType::Float, Value::Tensor { data, .. }) => FieldValue::Float(
+                    f64::from_le_bytes(data.as_slice().try_into().unwrap_or([0; 8])),
+                ),
                 (_, Value::Text(_)) => FieldValue::Text(t),
                 (FieldType::NdArray { .. }, Value::Tensor { data, .. }) => {
-                    FieldValue::NdArray(data)
+                    FieldValue::NdArray(sw.as_deref().unwrap_or(data))
                 }
                 (_, Value::Bytes(b)) | (_, Value::Tensor { data: b, .. }) => FieldValue::Bytes(b),
                 (_, Value::List(_)) => FieldValue::Missing,
@@ -532,4 +597,120 @@ fn decode_items(item: dataformats::idv::ItemType, b: &[u8]) -> dataformats::idv:
         I::F32 => V::F32(each(b, f32::from_le_bytes)),
         _ => V::F64(each(b, f64::from_le_bytes)),
     }
+}
+
+/// One MLDF field as a numpy column: field index, name, numpy type string
+/// and the shape of one value.
+pub(crate) struct NumpyColumn {
+    pub(crate) field: usize,
+    pub(crate) name: String,
+    pub(crate) typestr: &'static str,
+    pub(crate) shape: Vec<u64>,
+}
+
+/// The numpy type string of an MLDF dtype (bfloat16 has none).
+fn numpy_typestr(d: Dtype) -> Option<&'static str> {
+    Some(match d {
+        Dtype::Bool => "|b1",
+        Dtype::I8 => "|i1",
+        Dtype::U8 => "|u1",
+        Dtype::I16 => "<i2",
+        Dtype::U16 => "<u2",
+        Dtype::I32 => "<i4",
+        Dtype::U32 => "<u4",
+        Dtype::I64 => "<i8",
+        Dtype::U64 => "<u8",
+        Dtype::F16 => "<f2",
+        Dtype::F32 => "<f4",
+        Dtype::F64 => "<f8",
+        _ => return None,
+    })
+}
+
+/// The fields of an MLDF file that numpy arrays can hold (NDARRAY of a
+/// numpy dtype, INT as int64, FLOAT as float64), for writing Bloscpack and
+/// BLZ. Other fields, and NULLABLE ones (numpy arrays have no missing
+/// values), are refused unless `lossy`, which leaves them out; the second
+/// value lists them.
+pub(crate) fn numpy_columns(
+    r: &dataformats::mldf::Reader,
+    input: &Path,
+    lossy: bool,
+    target: &str,
+) -> Result<(Vec<NumpyColumn>, Vec<String>), Failure> {
+    let mut cols = Vec::new();
+    let mut left_out = Vec::new();
+    for (j, f) in r.fields().iter().enumerate() {
+        let col = match &f.ty {
+            _ if f.nullable => None,
+            FieldType::Int => Some(("<i8", Vec::new())),
+            FieldType::Float => Some(("<f8", Vec::new())),
+            FieldType::NdArray { dtype, shape } => {
+                numpy_typestr(*dtype).map(|t| (t, shape.clone()))
+            }
+            _ => None,
+        };
+        match col {
+            Some((typestr, shape)) => cols.push(NumpyColumn {
+                field: j,
+                name: f.name.clone(),
+                typestr,
+                shape,
+            }),
+            None => left_out.push(format!(
+                "{:?} ({}{})",
+                f.name,
+                f.ty.name(),
+                if f.nullable { ", NULLABLE" } else { "" }
+            )),
+        }
+    }
+    if !left_out.is_empty() && !lossy {
+        return Err(Failure::new(
+            1,
+            "lossy",
+            Some(input),
+            format!(
+                "{target} holds numeric arrays without missing values; these fields cannot go there: {}; pass --lossy to leave them out",
+                left_out.join(", ")
+            ),
+        ));
+    }
+    if cols.is_empty() {
+        return Err(Failure::new(
+            1,
+            "unsupported",
+            Some(input),
+            format!("no field of this file can become a {target} array"),
+        ));
+    }
+    Ok((cols, left_out))
+}
+
+/// The bytes of field `c` in sample `i`, as numpy stores them.
+pub(crate) fn numpy_value(
+    r: &dataformats::mldf::Reader,
+    input: &Path,
+    i: u64,
+    c: &NumpyColumn,
+    out: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    use dataformats::mldf::Value as V;
+    let v = r
+        .value(i, c.field)
+        .map_err(|e| Failure::new(1, e.kind().as_str(), Some(input), e.to_string()))?;
+    match v {
+        V::Int(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::Float(x) => out.extend_from_slice(&x.to_le_bytes()),
+        V::NdArray(b) => out.extend_from_slice(&b),
+        other => {
+            return Err(Failure::new(
+                1,
+                "invalid",
+                Some(input),
+                format!("sample {i}, field {:?}: {other:?} is not numeric", c.name),
+            ));
+        }
+    }
+    Ok(())
 }

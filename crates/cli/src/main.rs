@@ -271,6 +271,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Mldf) if out_ext == "bin" => {
                     cntk::from_mldf(&input, &output, lossy, pack.chunk_size.as_deref(), cli.json)
                 }
+                Some(Format::Mldf) if out_ext == "blp" => {
+                    bloscpack::from_mldf(&input, &output, lossy, cli.json)
+                }
+                Some(Format::Mldf) if out_ext == "bcolz" || out_ext == "blz" => {
+                    blz::from_mldf(&input, &output, lossy, cli.json)
+                }
                 Some(Format::Mldf) if out_ext == "tbl" => {
                     mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
                 }

@@ -191,3 +191,180 @@ fn plain_mldf_to_cntk_needs_lossy_for_scalars() {
         }
     }
 }
+
+/// Bloscpack vectors: the valid files with a name (one per vector).
+fn blp_files() -> Vec<PathBuf> {
+    let Some(dir) = vectors_dir("bloscpack") else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "blp"))
+        .filter(|p| {
+            std::fs::read(p.with_extension("json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["valid"] == true)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn bloscpack_to_mldf_and_back() {
+    use dataformats::bloscpack::Reader;
+    let dir = scratch("blp");
+    let (mut exact, mut refused) = (0, 0);
+    for src in blp_files() {
+        let name = src.file_stem().unwrap().to_str().unwrap().to_string();
+        let m = dir.join(format!("{name}.mldf"));
+        let back = dir.join(format!("{name}.blp"));
+        let a = Reader::open(&src).unwrap();
+        let out = run(&["convert", s(&src), s(&m)]);
+        if !out.status.success() {
+            // Strings, complex numbers and records have no MLDF NDARRAY
+            // dtype: refused (and listed) unless --lossy.
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("MLDF's NDARRAY lacks"), "{name}: {err}");
+            let dt = a.numpy().unwrap().dtype.to_string();
+            assert!(
+                dt.contains('S') || dt.contains('c') || dt.contains('('),
+                "{name}: {dt}"
+            );
+            refused += 1;
+            continue;
+        }
+        ok(&["convert", s(&m), s(&back)]);
+        let b = Reader::open(&back).unwrap();
+        b.validate().unwrap();
+        match a.numpy() {
+            Some(meta) if meta.order == dataformats::bloscpack::Order::C => {
+                let got = b.numpy().unwrap();
+                assert_eq!(got.shape, meta.shape, "{name}");
+                let big = meta.dtype.to_string().starts_with('>');
+                let (pa, pb) = (a.read_all().unwrap(), b.read_all().unwrap());
+                if big {
+                    // Same values, now little-endian.
+                    let n = meta.dtype.itemsize();
+                    let swapped: Vec<u8> = pa
+                        .chunks_exact(n)
+                        .flat_map(|c| c.iter().rev().copied())
+                        .collect();
+                    assert_eq!(swapped, pb, "{name}");
+                    assert_eq!(
+                        got.dtype.to_string(),
+                        meta.dtype.to_string().replace('>', "<")
+                    );
+                } else {
+                    assert_eq!(got.dtype, meta.dtype, "{name}");
+                    assert_eq!(pa, pb, "{name}");
+                }
+            }
+            // Raw bytes (and Fortran-order arrays, which the common view
+            // hands out as chunks): the same payload.
+            _ => assert_eq!(a.read_all().unwrap(), b.read_all().unwrap(), "{name}"),
+        }
+        exact += 1;
+    }
+    if vectors_dir("bloscpack").is_some() {
+        assert!(
+            exact >= 30 && refused <= 4,
+            "{exact} round trips, {refused} refused"
+        );
+    }
+}
+
+#[test]
+fn blz_to_mldf_and_back() {
+    let Some(vdir) = vectors_dir("blz") else {
+        return;
+    };
+    let dir = scratch("blz");
+    let (mut exact, mut refused) = (0, 0);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&vdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    names.sort();
+    for src in names {
+        let valid = std::fs::read(src.with_extension("json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v["valid"] == true);
+        if !valid {
+            continue;
+        }
+        let name = src.file_name().unwrap().to_str().unwrap().to_string();
+        let ext = if name.starts_with("blz") {
+            "blz"
+        } else {
+            "bcolz"
+        };
+        let m = dir.join(format!("{name}.mldf"));
+        let back = dir.join(format!("{name}.{ext}"));
+        let out = run(&["convert", s(&src), s(&m)]);
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("MLDF's NDARRAY lacks"), "{name}: {err}");
+            refused += 1;
+            continue;
+        }
+        ok(&["convert", s(&m), s(&back)]);
+        let a = dataformats::open(&src).unwrap();
+        let b = dataformats::open(&back).unwrap();
+        b.validate().unwrap();
+        assert_eq!(a.format(), b.format());
+        assert_eq!(a.columns(), b.columns(), "{name}");
+        assert_eq!(a.len(), b.len(), "{name}");
+        for i in 0..a.len() {
+            assert_eq!(a.record(i).unwrap(), b.record(i).unwrap(), "{name} row {i}");
+        }
+        exact += 1;
+    }
+    assert!(
+        exact >= 10 && refused <= 6,
+        "{exact} round trips, {refused} refused"
+    );
+}
+
+#[test]
+fn mldf_tables_to_bcolz_and_back() {
+    // An MLDF file with several numeric fields becomes a ctable and comes
+    // back with the same content; a text field needs --lossy.
+    let dir = scratch("mldf-bcolz");
+    let jsonl = dir.join("rows.jsonl");
+    let schema = dir.join("schema.json");
+    let mut text = String::new();
+    for i in 0..70_000u32 {
+        text.push_str(&format!(
+            "{{\"id\": {i}, \"score\": {}, \"v\": [{}, {}]}}\n",
+            f64::from(i) / 8.0,
+            i % 7,
+            i % 11
+        ));
+    }
+    std::fs::write(&jsonl, text).unwrap();
+    std::fs::write(
+        &schema,
+        r#"{"fields": [{"name": "id", "type": "INT"}, {"name": "score", "type": "FLOAT"}, {"name": "v", "type": "NDARRAY", "dtype": "int16", "shape": [2]}]}"#,
+    )
+    .unwrap();
+    let m = dir.join("rows.mldf");
+    ok(&["convert", s(&jsonl), s(&m), "--schema", s(&schema)]);
+    let t = dir.join("rows.bcolz");
+    ok(&["convert", s(&m), s(&t)]);
+    let again = dir.join("again.mldf");
+    ok(&["convert", s(&t), s(&again)]);
+    ok(&["diff", "--content", s(&m), s(&again)]);
+    // One field alone goes to a Bloscpack file as one array and back.
+    let one = dir.join("v.blp");
+    let refused = run(&["convert", s(&m), s(&one)]);
+    assert_eq!(refused.status.code(), Some(1), "three fields, one array");
+    assert!(!one.exists());
+    ok(&["convert", s(&m), s(&one), "--lossy"]);
+    let r = dataformats::bloscpack::Reader::open(&one).unwrap();
+    assert_eq!(r.numpy().unwrap().shape, vec![70_000]);
+}

@@ -780,14 +780,19 @@ mod formats {
         let r =
             crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
                 .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))?;
-        Ok(Box::new(Blp(r)))
+        Ok(Box::new(Blp(r, std::sync::Mutex::new(None))))
     }
 
     /// A Bloscpack file: a C-order numpy array gives one record per row
     /// (first axis); anything else (raw bytes, Fortran order) one record
     /// per chunk, as bytes.
     #[cfg(feature = "bloscpack")]
-    struct Blp(crate::bloscpack::Reader);
+    struct Blp(
+        crate::bloscpack::Reader,
+        /// The last decoded chunk, so reading rows in order decodes each
+        /// chunk once.
+        std::sync::Mutex<Option<(usize, Vec<u8>)>>,
+    );
 
     #[cfg(feature = "bloscpack")]
     impl Blp {
@@ -799,6 +804,34 @@ mod formats {
             let rows = m.shape.first().copied().unwrap_or(1);
             let per_row = m.shape.iter().skip(1).product::<u64>() * m.dtype.itemsize() as u64;
             Some((m, rows, per_row))
+        }
+
+        /// Payload bytes `[start, start + out.len())`, through the chunk
+        /// cache when they lie in one chunk.
+        fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
+            let chunk = u64::try_from(self.0.header().chunk_size).unwrap_or(0);
+            let end = start + out.len() as u64;
+            if chunk == 0 || out.is_empty() || start / chunk != (end - 1) / chunk {
+                return self.0.read_range_into(start, out);
+            }
+            let k = usize::try_from(start / chunk).unwrap_or(usize::MAX);
+            let Ok(mut cache) = self.1.lock() else {
+                return self.0.read_range_into(start, out);
+            };
+            if cache.as_ref().is_none_or(|(c, _)| *c != k) {
+                *cache = Some((k, self.0.read_chunk(k)?));
+            }
+            let from = usize::try_from(start % chunk).unwrap_or(usize::MAX);
+            match cache
+                .as_ref()
+                .and_then(|(_, b)| b.get(from..from + out.len()))
+            {
+                Some(src) => {
+                    out.copy_from_slice(src);
+                    Ok(())
+                }
+                None => self.0.read_range_into(start, out),
+            }
         }
     }
 
@@ -842,7 +875,7 @@ mod formats {
             Ok(vec![match self.rows() {
                 Some((m, _, per_row)) => {
                     let mut data = vec![0u8; usize::try_from(per_row).unwrap_or(0)];
-                    self.0.read_range_into(i * per_row, &mut data).map_err(e)?;
+                    self.read_row(i * per_row, &mut data).map_err(e)?;
                     Value::Tensor {
                         dtype: m.dtype.to_string(),
                         shape: m.shape.iter().skip(1).copied().collect(),
