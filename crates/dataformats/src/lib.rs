@@ -29,6 +29,11 @@
 pub mod dataset;
 mod detect;
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
+#[cfg(feature = "ndarray")]
+pub mod ndarray;
+
 pub use dataformats_core as core;
 pub use dataset::{Dataset, open};
 
