@@ -255,38 +255,84 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
     open_as(path, format)
 }
 
-/// Opens `path` as `format`.
+/// Opens `path` as `format` (files are memory mapped; they must not change
+/// while open).
 pub fn open_as(path: &Path, format: Format) -> Result<Box<dyn Dataset>, Error> {
+    #[cfg(feature = "bloscpack")]
+    if format == Format::Blz {
+        return formats::blz(path);
+    }
+    if !has_view(format) || format == Format::Blz {
+        return Err(no_view(format, &path.display().to_string()));
+    }
+    // SAFETY: the facade documents that files must not change while open.
+    let src = unsafe { crate::core::Source::map(path) }
+        .map_err(|x| err(format, "io", format!("{}: {x}", path.display())))?;
+    from_source(src, format)
+}
+
+/// Opens an in-memory file, whatever its format (detected by magic number,
+/// or as FFCV by a plausible header). BLZ/bcolz, being directories, cannot
+/// come from bytes.
+pub fn open_bytes(bytes: Vec<u8>) -> Result<Box<dyn Dataset>, Error> {
+    let head = bytes.get(..crate::SNIFF_LEN).unwrap_or(&bytes);
+    let format = crate::detect_bytes(head)
+        .or_else(|| crate::looks_like_ffcv(head).then_some(Format::Ffcv))
+        .ok_or_else(|| Error {
+            format: None,
+            kind: "unrecognized".into(),
+            message: "no known magic number".into(),
+        })?;
+    open_bytes_as(bytes, format)
+}
+
+/// Opens an in-memory file as `format`.
+pub fn open_bytes_as(bytes: Vec<u8>, format: Format) -> Result<Box<dyn Dataset>, Error> {
+    if !has_view(format) || format == Format::Blz {
+        return Err(no_view(format, "bytes"));
+    }
+    from_source(crate::core::Source::from_vec(bytes), format)
+}
+
+fn has_view(format: Format) -> bool {
+    format.is_available() && format != Format::Ctf
+}
+
+fn no_view(format: Format, what: &str) -> Error {
+    err(
+        format,
+        "unsupported",
+        format!(
+            "{what}: {} ({}) has no common view in this build{}",
+            format.name(),
+            format.description(),
+            if format == Format::Blz {
+                "; a BLZ/bcolz array is a directory"
+            } else if format.is_available() {
+                "; use its crate's reader"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+#[allow(unused_variables)]
+fn from_source(src: crate::core::Source, format: Format) -> Result<Box<dyn Dataset>, Error> {
     match format {
         #[cfg(feature = "idv")]
-        Format::Idv => formats::idv(path),
+        Format::Idv => formats::idv(src),
         #[cfg(feature = "mldf")]
-        Format::Mldf => formats::mldf(path),
+        Format::Mldf => formats::mldf(src),
         #[cfg(feature = "mldf")]
-        Format::Ffcv => formats::ffcv(path),
+        Format::Ffcv => formats::ffcv(src),
         #[cfg(feature = "cntk")]
-        Format::Cntk => formats::cntk(path),
+        Format::Cntk => formats::cntk(src),
         #[cfg(feature = "tbl2")]
-        Format::Tbl2 => formats::tbl2(path),
+        Format::Tbl2 => formats::tbl2(src),
         #[cfg(feature = "bloscpack")]
-        Format::Bloscpack => formats::bloscpack(path),
-        #[cfg(feature = "bloscpack")]
-        Format::Blz => formats::blz(path),
-        other => Err(err(
-            other,
-            "unsupported",
-            format!(
-                "{}: {} ({}) has no common view in this build{}",
-                path.display(),
-                other.name(),
-                other.description(),
-                if other.is_available() {
-                    "; use its crate's reader"
-                } else {
-                    ""
-                }
-            ),
-        )),
+        Format::Bloscpack => formats::bloscpack(src),
+        other => Err(no_view(other, "input")),
     }
 }
 
@@ -296,16 +342,10 @@ mod formats {
     use crate::Format;
     use std::path::Path;
 
-    fn map(path: &Path) -> Result<crate::core::Source, crate::core::Error> {
-        // SAFETY: the facade documents that files must not change while open.
-        unsafe { crate::core::Source::map(path) }
-    }
-
     #[cfg(feature = "idv")]
-    pub(super) fn idv(path: &Path) -> Result<Box<dyn Dataset>, Error> {
+    pub(super) fn idv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         use crate::idv::Reader;
         let e = |x: crate::idv::Error| err(Format::Idv, x.kind().as_str(), x);
-        let src = map(path).map_err(|x| err(Format::Idv, "io", x))?;
         let r = Reader::with_limits(src, crate::core::Limits::default()).map_err(e)?;
         Ok(Box::new(Idv(r)))
     }
@@ -425,8 +465,7 @@ mod formats {
     }
 
     #[cfg(feature = "mldf")]
-    pub(super) fn mldf(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let src = map(path).map_err(|x| err(Format::Mldf, "io", x))?;
+    pub(super) fn mldf(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::mldf::Reader::with_limits(src, crate::core::Limits::default())
             .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))?;
         Ok(Box::new(Mldf(r)))
@@ -507,8 +546,7 @@ mod formats {
     }
 
     #[cfg(feature = "mldf")]
-    pub(super) fn ffcv(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let src = map(path).map_err(|x| err(Format::Ffcv, "io", x))?;
+    pub(super) fn ffcv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::mldf::ffcv::Reader::with_limits(src, crate::core::Limits::default())
             .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))?;
         Ok(Box::new(Ffcv(r)))
@@ -608,8 +646,7 @@ mod formats {
     }
 
     #[cfg(feature = "cntk")]
-    pub(super) fn cntk(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let src = map(path).map_err(|x| err(Format::Cntk, "io", x))?;
+    pub(super) fn cntk(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
             .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))?;
         let mut starts = Vec::with_capacity(r.chunks().len());
@@ -714,8 +751,7 @@ mod formats {
     }
 
     #[cfg(feature = "tbl2")]
-    pub(super) fn tbl2(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let src = map(path).map_err(|x| err(Format::Tbl2, "io", x))?;
+    pub(super) fn tbl2(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::tbl2::Reader::with_options(src, crate::tbl2::ReadOptions::default())
             .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))?;
         Ok(Box::new(Tbl2(r)))
@@ -775,8 +811,7 @@ mod formats {
     }
 
     #[cfg(feature = "bloscpack")]
-    pub(super) fn bloscpack(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let src = map(path).map_err(|x| err(Format::Bloscpack, "io", x))?;
+    pub(super) fn bloscpack(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r =
             crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
                 .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))?;

@@ -35,7 +35,7 @@ pub mod arrow;
 pub mod ndarray;
 
 pub use dataformats_core as core;
-pub use dataset::{Dataset, open};
+pub use dataset::{Dataset, open, open_bytes};
 
 /// Bloscpack files and BLZ/bcolz directories ([`dataformats_bloscpack`]).
 #[cfg(feature = "bloscpack")]
