@@ -460,9 +460,10 @@ pub(crate) fn convert(
 
 /// `convert x.mldf y.blp`: one numpy array of shape `[samples, ...]` from
 /// the file's single numeric field (NDARRAY, INT, FLOAT), C order, with
-/// numpy metadata; or, from a single BYTES field called `chunk` (what a
-/// raw Bloscpack file becomes in MLDF), the concatenated bytes without
-/// metadata. Streams: one sample at a time.
+/// numpy metadata; several numeric fields become a 1-d array of records
+/// (numpy's structured dtype, one named field each); a single BYTES field
+/// called `chunk` (what a raw Bloscpack file becomes in MLDF) gives the
+/// concatenated bytes without metadata. Streams: one sample at a time.
 pub(crate) fn from_mldf(
     input: &Path,
     output: &Path,
@@ -498,32 +499,34 @@ pub(crate) fn from_mldf(
         json!({"bytes": total, "numpy": null})
     } else {
         let (cols, left_out) = crate::common::numpy_columns(&r, input, lossy, "Bloscpack")?;
-        let [c, rest @ ..] = cols.as_slice() else {
-            return Err(Failure::new(
-                1,
-                "unsupported",
-                Some(input),
-                "no array field",
-            ));
+        let parse = |t: &str| {
+            Scalar::parse_typestr(t)
+                .map(Dtype::Scalar)
+                .map_err(|e| Failure::new(1, "invalid", Some(input), e.to_string()))
         };
-        if !rest.is_empty() && !lossy {
-            return Err(Failure::new(
-                1,
-                "lossy",
-                Some(input),
-                format!(
-                    "a Bloscpack file holds one array and this file has {} numeric fields; write a .bcolz directory (a table) instead, or pass --lossy to keep only {:?}",
-                    cols.len(),
-                    c.name
-                ),
-            ));
-        }
-        let scalar = Scalar::parse_typestr(c.typestr)
-            .map_err(|e| Failure::new(1, "invalid", Some(input), e.to_string()))?;
-        let dtype = Dtype::Scalar(scalar);
-        let row = c.shape.iter().product::<u64>() * dtype.itemsize() as u64;
-        let mut shape = vec![n];
-        shape.extend_from_slice(&c.shape);
+        // One field: an array of its type and shape. Several: a 1-d array of
+        // records, one named field per MLDF field (numpy's structured dtype).
+        let (dtype, shape) = match cols.as_slice() {
+            [c] => {
+                let mut shape = vec![n];
+                shape.extend_from_slice(&c.shape);
+                (parse(c.typestr)?, shape)
+            }
+            _ => {
+                let fields = cols
+                    .iter()
+                    .map(|c| {
+                        Ok(dataformats::bloscpack::dtype::Field {
+                            name: c.name.clone(),
+                            dtype: parse(c.typestr)?,
+                            shape: c.shape.clone(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, Failure>>()?;
+                (Dtype::Record(fields), vec![n])
+            }
+        };
+        let row: u64 = shape.iter().skip(1).product::<u64>() * dtype.itemsize() as u64;
         let meta = NumpyMeta {
             dtype,
             shape: shape.clone(),
@@ -538,7 +541,9 @@ pub(crate) fn from_mldf(
         .map_err(bf)?;
         let mut buf = Vec::with_capacity(1 << 20);
         for i in 0..n {
-            crate::common::numpy_value(&r, input, i, c, &mut buf)?;
+            for c in &cols {
+                crate::common::numpy_value(&r, input, i, c, &mut buf)?;
+            }
             if buf.len() >= 1 << 20 {
                 w.write_payload(&buf).map_err(bf)?;
                 buf.clear();
@@ -547,9 +552,8 @@ pub(crate) fn from_mldf(
         }
         w.write_payload(&buf).map_err(bf)?;
         w.finish().map_err(bf)?;
-        let mut dropped: Vec<String> = rest.iter().map(|x| format!("{:?}", x.name)).collect();
-        dropped.extend(left_out);
-        json!({"field": c.name, "dtype": c.typestr, "shape": shape, "dropped": dropped})
+        let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+        json!({"fields": names, "dtype": meta.dtype.to_string(), "shape": shape, "dropped": left_out})
     };
     bar.finish_and_clear();
     if as_json {

@@ -26,6 +26,33 @@ fn open(path: &Path) -> Result<Box<dyn Dataset>, Failure> {
     })
 }
 
+/// Records to read at a time: each batch decodes a compressed block once.
+const BATCH: u64 = 4096;
+
+/// Calls `f(i, record)` for records `range` of `d`, read in batches.
+fn each_record(
+    d: &dyn Dataset,
+    path: &Path,
+    range: std::ops::Range<u64>,
+    mut f: impl FnMut(u64, &[Value]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let end = range.end.min(d.len());
+    let mut i = range.start.min(end);
+    while i < end {
+        let stop = end.min(i.saturating_add(BATCH));
+        for (k, r) in d
+            .records(i..stop)
+            .map_err(|e| fail(path, &e))?
+            .iter()
+            .enumerate()
+        {
+            f(i + k as u64, r)?;
+        }
+        i = stop;
+    }
+    Ok(())
+}
+
 /// `inspect` through the common view (formats without a dedicated
 /// inspector, such as FFCV): format, version, records and columns.
 pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
@@ -89,10 +116,9 @@ pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>) -> Result<(), Failure
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let io = |e: std::io::Error| Failure::new(1, "io", None, e.to_string());
-    for i in start..end.min(d.len()) {
-        let r = d.record(i).map_err(|e| fail(path, &e))?;
-        writeln!(out, "{}", record_json(&cols, &r)).map_err(io)?;
-    }
+    each_record(d.as_ref(), path, start..end, |_, r| {
+        writeln!(out, "{}", record_json(&cols, r)).map_err(io)
+    })?;
     out.flush().map_err(io)
 }
 
@@ -118,11 +144,10 @@ pub(crate) fn to_jsonl(input: &Path, output: &Path, as_json: bool) -> Result<(),
     let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
     let mut f = std::io::BufWriter::new(dataformats::core::AtomicFile::create(output).map_err(io)?);
     let bar = progress::bytes(d.len(), "-> jsonl", as_json);
-    for i in 0..d.len() {
-        let r = d.record(i).map_err(|e| fail(input, &e))?;
-        writeln!(f, "{}", record_json(&cols, &r)).map_err(io)?;
+    each_record(d.as_ref(), input, 0..d.len(), |_, r| {
         bar.inc(1);
-    }
+        writeln!(f, "{}", record_json(&cols, r)).map_err(io)
+    })?;
     f.into_inner()
         .map_err(|e| io(e.into_error()))?
         .finish()
@@ -259,9 +284,9 @@ pub(crate) fn to_mldf(
     // Types from the first record where each column has a value.
     let mut plans: Vec<Option<Plan>> = vec![None; cols.len()];
     let mut nullable = vec![false; cols.len()];
-    for i in 0..d.len() {
-        let r = d.record(i).map_err(|e| fail(input, &e))?;
-        for ((slot, null), v) in plans.iter_mut().zip(nullable.iter_mut()).zip(&r) {
+    // Every record: a missing value anywhere makes its field NULLABLE.
+    each_record(d.as_ref(), input, 0..d.len(), |_, r| {
+        for ((slot, null), v) in plans.iter_mut().zip(nullable.iter_mut()).zip(r) {
             match (slot.clone(), plan_for(v)) {
                 (_, None) => *null = true,
                 (None, Some(p)) => *slot = Some(p),
@@ -271,10 +296,8 @@ pub(crate) fn to_mldf(
                 _ => {}
             }
         }
-        if plans.iter().all(Option::is_some) && i > 64 {
-            break;
-        }
-    }
+        Ok(())
+    })?;
     let mut changes = Vec::new();
     let mut fields = Vec::new();
     for ((c, p), &null) in cols.iter().zip(&plans).zip(&nullable) {
@@ -334,8 +357,7 @@ pub(crate) fn to_mldf(
     let mut w = Writer::create(output, fields.clone(), WriterOptions::default())
         .map_err(|e| Failure::new(1, e.kind().as_str(), Some(output), e.to_string()))?;
     let bar = progress::bytes(d.len(), "-> mldf", as_json);
-    for i in 0..d.len() {
-        let r = d.record(i).map_err(|e| fail(input, &e))?;
+    each_record(d.as_ref(), input, 0..d.len(), |i, r| {
         let texts: Vec<String> = r
             .iter()
             .zip(&fields)
@@ -406,7 +428,8 @@ pub(crate) fn to_mldf(
             )
         })?;
         bar.inc(1);
-    }
+        Ok(())
+    })?;
     w.finish()
         .map_err(|e| Failure::new(1, e.kind().as_str(), Some(output), e.to_string()))?;
     bar.finish_and_clear();

@@ -599,8 +599,27 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         }
     }
 
+    let conversions = conversion_runs(&dir, &formats);
+    let converted_ok = conversions.iter().filter(|c| c.result.is_ok()).count();
+    failures += conversions.len() - converted_ok;
+    if !json && !conversions.is_empty() {
+        say!();
+        say!("conversion through `dataformats convert`, then validated");
+        for c in &conversions {
+            match &c.result {
+                Ok(what) => say!("  {:<40} ok: {what}", c.what),
+                Err(why) => say!("  {:<40} FAILED: {why}", c.what),
+            }
+        }
+    }
+
     if json {
         let v = json!({
+            "conversions": conversions.iter().map(|c| json!({
+                "conversion": c.what,
+                "ok": c.result.is_ok(),
+                "result": match &c.result { Ok(s) | Err(s) => s.clone() },
+            })).collect::<Vec<_>>(),
             "dir": dir.display().to_string(),
             "formats_landed": landed.iter().map(|f| f.name()).collect::<Vec<_>>(),
             "input_bytes": table.len(),
@@ -618,10 +637,12 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         say!("{v}");
     } else {
         say!();
+        let round_trip_failures = failures - (conversions.len() - converted_ok);
         say!(
-            "{} of {} round trips ok; files are in {}",
-            packers.len() + formats.len() - failures,
+            "{} of {} round trips ok, {converted_ok} of {} conversions ok; files are in {}",
+            packers.len() + formats.len() - round_trip_failures,
             packers.len() + formats.len(),
+            conversions.len(),
             dir.display()
         );
         say!(
@@ -637,6 +658,181 @@ pub(crate) fn run(dir: Option<PathBuf>, json: bool) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// One cross-format conversion of the demo.
+struct Conversion {
+    what: String,
+    result: Result<String, String>,
+}
+
+/// Converts the demo's files into other formats with the `convert`
+/// command's own code (output silenced), validates each result and checks
+/// it holds as many records as its source; MLDF files also go back to
+/// their source format.
+fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
+    let made = |name: &str| formats.iter().any(|f| f.format == name && f.result.is_ok());
+    // (source format, input, output, file the output must equal record for record)
+    let mut plan: Vec<(&str, &str, &str, Option<&str>)> = Vec::new();
+    if made("idv") && made("mldf") {
+        plan.push(("idv", "table.idv", "table.from-idv.mldf", None));
+        plan.push((
+            "mldf",
+            "table.from-idv.mldf",
+            "table.back.idv",
+            Some("table.idv"),
+        ));
+    }
+    if made("cntk") && made("mldf") {
+        plan.push(("cntk", "table.cbf.bin", "table.from-cntk.mldf", None));
+        plan.push((
+            "mldf",
+            "table.from-cntk.mldf",
+            "table.back.bin",
+            Some("table.cbf.bin"),
+        ));
+    }
+    if made("tbl2") && made("mldf") {
+        plan.push(("tbl2", "table.tbl", "table.from-tbl.mldf", None));
+        plan.push((
+            "mldf",
+            "table.from-tbl.mldf",
+            "table.back.tbl",
+            Some("table.tbl"),
+        ));
+    }
+    if made("bloscpack") && made("mldf") {
+        plan.push(("bloscpack", "table.blp", "table.from-blp.mldf", None));
+        plan.push((
+            "mldf",
+            "table.from-blp.mldf",
+            "table.back.blp",
+            Some("table.blp"),
+        ));
+    }
+    if made("blz") && made("mldf") {
+        plan.push(("blz", "table.bcolz", "table.from-bcolz.mldf", None));
+        plan.push((
+            "mldf",
+            "table.from-bcolz.mldf",
+            "table.back.bcolz",
+            Some("table.bcolz"),
+        ));
+    }
+    if made("mldf") {
+        plan.push(("mldf", "table.mldf", "table.jsonl", None));
+    }
+    let mut out = Vec::new();
+    for (from, input, output, same_as) in plan {
+        let (input, output) = (dir.join(input), dir.join(output));
+        let same_as = same_as.map(|p| dir.join(p));
+        if output.is_dir() {
+            let _ = std::fs::remove_dir_all(&output);
+        }
+        let what = format!(
+            "{} -> {}",
+            input
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            output
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        );
+        let result = crate::output::quietly(|| convert_one(from, &input, &output))
+            .and_then(|()| check_converted(&input, &output))
+            .and_then(|what| match &same_as {
+                Some(original) => same_records(original, &output).map(|()| {
+                    format!(
+                        "{what}, equal to {}",
+                        original
+                            .file_name()
+                            .map(|n| n.to_string_lossy())
+                            .unwrap_or_default()
+                    )
+                }),
+                None => Ok(what),
+            });
+        out.push(Conversion { what, result });
+    }
+    out
+}
+
+fn convert_one(from: &str, input: &Path, output: &Path) -> Result<(), String> {
+    let ext = output
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    let r = match (from, ext) {
+        ("idv", "mldf") | ("bloscpack", "mldf") | ("blz", "mldf") => {
+            crate::common::to_mldf(input, output, false, true)
+        }
+        ("cntk", "mldf") => crate::cntk::to_mldf(input, output, true),
+        ("tbl2", "mldf") => crate::mldf::convert_tbl2(input, output, true),
+        ("mldf", "idv") => crate::common::mldf_to_idv(input, output, false, true),
+        ("mldf", "bin") => crate::cntk::from_mldf(input, output, false, None, true),
+        ("mldf", "tbl") => crate::mldf::to_tbl2(input, output, false, false, true),
+        ("mldf", "bcolz") => crate::blz::from_mldf(input, output, false, true),
+        ("mldf", "blp") => crate::bloscpack::from_mldf(input, output, false, true),
+        ("mldf", "jsonl") => crate::mldf::to_jsonl(input, output),
+        _ => return Err(format!("no conversion {from} -> {ext}")),
+    };
+    r.map_err(|f| f.to_string())
+}
+
+/// `a` and `b` hold the same records (compared as JSON, so NaN equals NaN).
+fn same_records(a: &Path, b: &Path) -> Result<(), String> {
+    let (a, b) = (
+        dataformats::open(a).map_err(|e| e.to_string())?,
+        dataformats::open(b).map_err(|e| e.to_string())?,
+    );
+    if a.len() != b.len() {
+        return Err(format!("{} records, the original has {}", b.len(), a.len()));
+    }
+    let json =
+        |r: &[dataformats::dataset::Value]| r.iter().map(|v| v.to_json()).collect::<Vec<_>>();
+    let mut i = 0;
+    while i < a.len() {
+        let stop = a.len().min(i + 4096);
+        let ra = a.records(i..stop).map_err(|e| e.to_string())?;
+        let rb = b.records(i..stop).map_err(|e| e.to_string())?;
+        for (k, (x, y)) in ra.iter().zip(&rb).enumerate() {
+            if json(x) != json(y) {
+                return Err(format!("record {} differs from the original", i + k as u64));
+            }
+        }
+        i = stop;
+    }
+    Ok(())
+}
+
+/// The converted file validates and holds its source's records (JSON lines:
+/// one line per record).
+fn check_converted(input: &Path, output: &Path) -> Result<String, String> {
+    let src = dataformats::open(input).map_err(|e| e.to_string())?;
+    if output.extension().is_some_and(|e| e == "jsonl") {
+        let text = std::fs::read_to_string(output).map_err(|e| e.to_string())?;
+        let lines = text.lines().count() as u64;
+        if lines != src.len() {
+            return Err(format!("{lines} lines for {} records", src.len()));
+        }
+        return Ok(format!("{lines} JSON lines"));
+    }
+    let d = dataformats::open(output).map_err(|e| e.to_string())?;
+    d.validate().map_err(|e| e.to_string())?;
+    // CNTK sequences become one MLDF row per sample, so counts differ
+    // there; everything else keeps one record per record.
+    let cntk = src.format() == dataformats::Format::Cntk || d.format() == dataformats::Format::Cntk;
+    if !cntk && d.len() != src.len() {
+        return Err(format!("{} records from {}", d.len(), src.len()));
+    }
+    Ok(format!(
+        "{} {} record(s), {} column(s), validated",
+        d.len(),
+        d.format().name(),
+        d.columns().len()
+    ))
 }
 
 /// Packs `data`, writes it atomically to `path` as `[u64 decoded size][payload]`,

@@ -158,6 +158,15 @@ impl Failure {
     }
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(p) => write!(f, "{}: {}", p.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
 impl From<dataformats::Error> for Failure {
     fn from(e: dataformats::Error) -> Self {
         Failure::new(1, "error", None, e.to_string())

@@ -2,10 +2,24 @@
 
 use std::io::Write;
 
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f` with [`line`] output switched off (the demo runs commands and
+/// prints its own summary of them).
+pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    let was = QUIET.swap(true, std::sync::atomic::Ordering::Relaxed);
+    let r = f();
+    QUIET.store(was, std::sync::atomic::Ordering::Relaxed);
+    r
+}
+
 /// Writes one line to stdout. A closed pipe (`dataformats dump x | head`)
 /// ends the program quietly with success; any other write error ends it with
 /// status 1.
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -359,12 +359,46 @@ fn mldf_tables_to_bcolz_and_back() {
     let again = dir.join("again.mldf");
     ok(&["convert", s(&t), s(&again)]);
     ok(&["diff", "--content", s(&m), s(&again)]);
-    // One field alone goes to a Bloscpack file as one array and back.
-    let one = dir.join("v.blp");
-    let refused = run(&["convert", s(&m), s(&one)]);
-    assert_eq!(refused.status.code(), Some(1), "three fields, one array");
-    assert!(!one.exists());
-    ok(&["convert", s(&m), s(&one), "--lossy"]);
-    let r = dataformats::bloscpack::Reader::open(&one).unwrap();
-    assert_eq!(r.numpy().unwrap().shape, vec![70_000]);
+    // Several fields go to a Bloscpack file as one array of records (a
+    // numpy structured dtype) and come back as the same MLDF content.
+    let recs = dir.join("rows.blp");
+    ok(&["convert", s(&m), s(&recs)]);
+    let r = dataformats::bloscpack::Reader::open(&recs).unwrap();
+    let meta = r.numpy().unwrap();
+    assert_eq!(meta.shape, vec![70_000]);
+    assert_eq!(
+        meta.dtype.to_string(),
+        "[('id', '<i8'), ('score', '<f8'), ('v', '<i2', (2,))]"
+    );
+    let again = dir.join("again2.mldf");
+    ok(&["convert", s(&recs), s(&again)]);
+    ok(&["diff", "--content", s(&m), s(&again)]);
+}
+
+#[test]
+fn fields_numpy_cannot_hold_are_refused_unless_lossy() {
+    let Some(dir) = vectors_dir("mldf") else {
+        return;
+    };
+    let out = scratch("mldf-numpy-lossy");
+    // nullable_missing.mldf: NULLABLE INT/BYTES/TEXT fields and one FLOAT.
+    let src = dir.join("nullable_missing.mldf");
+    for target in ["x.blp", "x.bcolz"] {
+        let t = out.join(target);
+        let refused = run(&["convert", s(&src), s(&t)]);
+        assert_eq!(refused.status.code(), Some(1), "{target}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("\"maybe_text\"") && err.contains("--lossy"),
+            "{err}"
+        );
+        assert!(!t.exists(), "{target} must not appear");
+        ok(&["convert", s(&src), s(&t), "--lossy"]);
+        let d = dataformats::open(&t).unwrap();
+        assert_eq!(d.columns().len(), 1, "only \"always\" is left");
+        assert_eq!(
+            d.columns()[0].name,
+            if target == "x.blp" { "row" } else { "always" }
+        );
+    }
 }

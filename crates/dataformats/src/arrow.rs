@@ -191,12 +191,7 @@ fn fits(k: &Kind, v: &Value) -> bool {
 /// [`Dataset::columns`] entry; see the module docs for the types). The
 /// records are read into memory: export a large file in ranges.
 pub fn record_batch(d: &dyn Dataset, rows: Range<u64>) -> Result<RecordBatch, Error> {
-    let end = rows.end.min(d.len());
-    let start = rows.start.min(end);
-    let mut records = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0));
-    for i in start..end {
-        records.push(d.record(i)?);
-    }
+    let records = d.records(rows)?;
     let cols = d.columns();
     let mut fields = Vec::with_capacity(cols.len());
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(cols.len());
