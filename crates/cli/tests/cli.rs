@@ -31,6 +31,10 @@ fn demo_round_trips_every_codec() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("14 of 14 round trips ok"), "{stdout}");
+    // Cross-format conversions, each validated; the ones back into the
+    // source format equal their originals record for record.
+    assert!(stdout.contains("11 of 11 conversions ok"), "{stdout}");
+    assert_eq!(stdout.matches(", equal to table.").count(), 5, "{stdout}");
     assert!(
         dir.join("table.blp").is_file()
             && dir.join("table.npy").is_file()
