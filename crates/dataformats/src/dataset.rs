@@ -247,6 +247,52 @@ pub trait Dataset: Send + Sync {
     }
 }
 
+impl dyn Dataset + '_ {
+    /// Every record in order, read in batches through [`Dataset::records`]
+    /// (so compressed blocks are decoded once); stops after the first error.
+    pub fn iter(&self) -> Records<'_> {
+        Records {
+            d: self,
+            next: 0,
+            batch: Vec::new().into_iter(),
+            failed: false,
+        }
+    }
+}
+
+/// The iterator of [`Dataset::iter`](trait.Dataset.html#method.iter).
+pub struct Records<'a> {
+    d: &'a dyn Dataset,
+    next: u64,
+    batch: std::vec::IntoIter<Vec<Value>>,
+    failed: bool,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<Vec<Value>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(r) = self.batch.next() {
+            return Some(Ok(r));
+        }
+        if self.failed || self.next >= self.d.len() {
+            return None;
+        }
+        let end = self.d.len().min(self.next + 1024);
+        match self.d.records(self.next..end) {
+            Ok(rows) => {
+                self.next = end;
+                self.batch = rows.into_iter();
+                self.batch.next().map(Ok)
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
 /// Opens `path` (a file, or a BLZ/bcolz directory), whatever its format.
 pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
     let path = path.as_ref();

@@ -182,3 +182,63 @@ fn records_carry_the_values() {
     assert_eq!(e.kind, "io");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn iteration_gives_every_record_in_order() {
+    let Some(dir) = vectors_dir("idv") else {
+        return;
+    };
+    // A file of several blocks: the iterator crosses batch and block ends.
+    let p = dir.join("mlnet15_large_default.idv");
+    let d = dataformats::open(&p).unwrap();
+    assert!(d.len() > 2048, "{}", d.len());
+    let mut n = 0u64;
+    for (i, r) in d.iter().enumerate() {
+        let r = r.unwrap();
+        if i % 997 == 0 || i as u64 == d.len() - 1 {
+            assert_eq!(r, d.record(i as u64).unwrap(), "record {i}");
+        }
+        n += 1;
+    }
+    assert_eq!(n, d.len());
+    // A batch equals the records one by one.
+    let batch = d.records(1000..1010).unwrap();
+    assert_eq!(batch.len(), 10);
+    for (k, r) in batch.iter().enumerate() {
+        assert_eq!(r, &d.record(1000 + k as u64).unwrap());
+    }
+    assert!(
+        d.records(d.len()..d.len() + 5).unwrap().is_empty(),
+        "clamped"
+    );
+}
+
+#[test]
+fn blz_batches_equal_single_records() {
+    let Some(dir) = vectors_dir("blz") else {
+        return;
+    };
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let Ok(d) = dataformats::open(&p) else {
+            continue;
+        };
+        if !p.is_dir() || d.validate().is_err() {
+            continue;
+        }
+        let n = d.len().min(1500);
+        let batch = d.records(0..n).unwrap();
+        assert_eq!(batch.len() as u64, n);
+        for i in (0..n).step_by(37) {
+            assert_eq!(
+                batch[i as usize],
+                d.record(i).unwrap(),
+                "{} row {i}",
+                p.display()
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 10, "{seen}");
+}
