@@ -473,10 +473,8 @@ pub(crate) fn from_mldf(
     use dataformats::bloscpack::Writer;
     use dataformats::bloscpack::dtype::{Dtype, Scalar};
     use dataformats::bloscpack::numpy::{NumpyMeta, Order};
-    let mf = |e: dataformats::mldf::Error| {
-        Failure::new(1, e.kind().as_str(), Some(input), e.to_string())
-    };
-    let r = dataformats::mldf::Reader::open(input).map_err(mf)?;
+    let r = crate::mldf::open(input)?;
+    let mf = |e: dataformats::mldf::Error| crate::mldf::fail(input, &e);
     let n = r.num_samples();
     let bf = |e: dataformats::bloscpack::Error| fail(output, &e);
     let bar = progress::bytes(n, "mldf->blp", as_json);

@@ -239,10 +239,7 @@ pub(crate) fn from_mldf(
     use dataformats::bloscpack::blz::Layout;
     use dataformats::bloscpack::blz::{ArrayOptions, CArrayWriter, ColumnData, create_table};
     use dataformats::bloscpack::dtype::{Dtype, Scalar};
-    let mf = |e: dataformats::mldf::Error| {
-        Failure::new(1, e.kind().as_str(), Some(input), e.to_string())
-    };
-    let r = dataformats::mldf::Reader::open(input).map_err(mf)?;
+    let r = crate::mldf::open(input)?;
     let layout = match output.extension().and_then(|e| e.to_str()) {
         Some("blz") => Layout::Blz06,
         _ => Layout::Bcolz,

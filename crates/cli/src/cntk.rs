@@ -481,10 +481,8 @@ pub(crate) fn from_mldf(
 ) -> Result<(), Failure> {
     use dataformats::cntk::{Chunking, ElemType, RecordData, StreamDesc, Writer};
     use dataformats::mldf::{Dtype, FieldType as T, Value as V};
-    let mfail = |e: dataformats::mldf::Error| {
-        Failure::new(1, e.kind().as_str(), Some(input), e.to_string())
-    };
-    let m = dataformats::mldf::Reader::open(input).map_err(mfail)?;
+    let m = crate::mldf::open(input)?;
+    let mfail = |e: dataformats::mldf::Error| crate::mldf::fail(input, &e);
     let seq_j = m
         .field_index(SEQUENCE_FIELD)
         .filter(|&j| m.fields().get(j).is_some_and(|f| f.ty == T::Int));

@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 use crate::output::say;
 use crate::{Failure, progress};
 
-fn fail(path: &Path, e: &dataformats::mldf::Error) -> Failure {
+pub(crate) fn fail(path: &Path, e: &dataformats::mldf::Error) -> Failure {
     Failure::new(1, e.kind().as_str(), Some(path), e.to_string())
 }
 
-fn open(path: &Path) -> Result<Reader, Failure> {
+/// Opens an MLDF file (memory mapped), printing its warnings.
+pub(crate) fn open(path: &Path) -> Result<Reader, Failure> {
     // SAFETY: the CLI only reads the file and documents that it must not be
     // modified while the command runs.
     let src = unsafe { Source::map(path) }

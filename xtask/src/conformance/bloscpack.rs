@@ -43,11 +43,7 @@ impl Checker for Bloscpack {
                 Err(e) => diffs.push(format!("content: {e}")),
             }
         }
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }
 

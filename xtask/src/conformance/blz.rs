@@ -63,11 +63,7 @@ impl Checker for Blz {
         if let Some(want) = v.sidecar.get("files") {
             compare("files", &files(&v.path), want, &mut diffs, &[]);
         }
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }
 

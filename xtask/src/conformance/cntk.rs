@@ -139,10 +139,6 @@ impl Checker for Cntk {
                 &[],
             );
         }
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }

@@ -24,28 +24,13 @@ fn blob(b: &[u8]) -> Map<String, Value> {
     m
 }
 
-/// The elements of a little-endian numeric array as JSON numbers.
+/// The elements of a little-endian numeric array as JSON numbers (the
+/// facade's decoding of tensor elements).
 fn elements(dtype: &str, b: &[u8]) -> Option<Vec<Value>> {
-    let kind = dtype.get(1..)?;
-    macro_rules! each {
-        ($t:ty, $n:expr) => {
-            b.chunks_exact($n)
-                .map(|c| json!(<$t>::from_le_bytes(c.try_into().unwrap_or([0; $n]))))
-                .collect()
-        };
-    }
-    Some(match kind {
-        "f4" => each!(f32, 4),
-        "f8" => each!(f64, 8),
-        "i1" => each!(i8, 1),
-        "i2" => each!(i16, 2),
-        "i4" => each!(i32, 4),
-        "i8" => each!(i64, 8),
-        "u1" | "b1" => each!(u8, 1),
-        "u2" => each!(u16, 2),
-        "u4" => each!(u32, 4),
-        "u8" => each!(u64, 8),
-        _ => return None,
+    dataformats::dataset::elements(dtype, b).map(|vals| {
+        vals.iter()
+            .map(|v| serde_json::from_str(&v.to_json()).unwrap_or(Value::Null))
+            .collect()
     })
 }
 
@@ -204,10 +189,6 @@ impl Checker for Ffcv {
             &mut diffs,
             &[],
         );
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }

@@ -179,10 +179,6 @@ impl Checker for Idv {
             &mut diffs,
             &[],
         );
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }

@@ -124,10 +124,6 @@ impl Checker for Mldf {
         {
             diffs.push("the sidecar lists warnings, we emitted none".into());
         }
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }

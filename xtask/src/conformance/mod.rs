@@ -64,6 +64,15 @@ pub(crate) fn rejection<T>(v: &Vector, key: &str, result: Result<T, (&str, Strin
     }
 }
 
+/// PASS when nothing differs, else FAIL listing the differences.
+pub(crate) fn verdict(diffs: Vec<String>) -> Outcome {
+    if diffs.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(diffs.join("; "))
+    }
+}
+
 /// The registered checkers, keyed by the sidecars' `format` value. Each
 /// format crate adds its checker here when it lands.
 fn checkers() -> BTreeMap<&'static str, Box<dyn Checker>> {

@@ -78,11 +78,7 @@ impl Checker for Tbl2 {
             }
             Err(e) => diffs.push(format!("content: {e}")),
         }
-        if diffs.is_empty() {
-            Outcome::Pass
-        } else {
-            Outcome::Fail(diffs.join("; "))
-        }
+        super::verdict(diffs)
     }
 }
 
