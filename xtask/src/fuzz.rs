@@ -382,6 +382,27 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "facade_open_bytes" => {
+            // Small valid files of every format with a file form.
+            for (format, suffix) in [
+                ("idv", ".idv"),
+                ("mldf", ".mldf"),
+                ("cntk", ".bin"),
+                ("tbl2", ".tbl"),
+                ("bloscpack", ".blp"),
+                ("ffcv", ".beton"),
+            ] {
+                let mut files = Vec::new();
+                files_with_suffix(&vectors_dir().join(format), suffix, &mut files);
+                files.sort();
+                for p in files.iter().take(12) {
+                    let Ok(b) = fs::read(p) else { continue };
+                    if b.len() <= 64 << 10 {
+                        seeds.push((format!("{format}-{}", seeds.len()), b));
+                    }
+                }
+            }
+        }
         "ffcv" => {
             // Whole small FFCV files (first byte odd), and built files
             // (first byte even) with every field type and a few samples.

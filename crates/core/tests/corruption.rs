@@ -78,3 +78,25 @@ fn stream_codecs_survive_every_prefix_and_flip() {
         }
     }
 }
+
+#[test]
+fn decoded_length_bounds_hold_for_the_most_compressible_input() {
+    use dataformats_core::codec::{self, Codec};
+    // All zeros is the best case for every codec: the bound must still hold.
+    let zeros = vec![0u8; 8 << 20];
+    for c in [Codec::Lz4Block, Codec::Deflate, Codec::Zlib] {
+        for level in [None, Some(9)] {
+            let packed = codec::compress(c, &zeros, level).unwrap();
+            let most = codec::max_decoded_len(c, packed.len() as u64).unwrap();
+            assert!(
+                zeros.len() as u64 <= most,
+                "{c}: {} bytes from {} packed, bound {most}",
+                zeros.len(),
+                packed.len()
+            );
+            // The bound is tight enough to matter: far below 4 GiB here.
+            assert!(most < 64 << 20, "{c}: {most}");
+        }
+    }
+    assert_eq!(codec::max_decoded_len(Codec::Zstd, 10), None);
+}

@@ -515,21 +515,37 @@ mod formats {
         fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
             let end = range.end.min(self.0.row_count());
             let start = range.start.min(end);
-            let n = usize::try_from(end - start).unwrap_or(0);
-            let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
+            // Decode first: the rows exist only once their blocks did.
+            let mut columns = Vec::new();
             for (k, c) in self.0.columns().iter().enumerate() {
-                if c.is_dead() {
-                    continue;
-                }
-                let v = self
-                    .0
-                    .read_rows(k, start..end)
-                    .map_err(|x| err(Format::Idv, x.kind().as_str(), x))?;
-                for (j, row) in rows.iter_mut().enumerate() {
-                    row.push(idv_value(&v, j));
+                if !c.is_dead() {
+                    columns.push(
+                        self.0
+                            .read_rows(k, start..end)
+                            .map_err(|x| err(Format::Idv, x.kind().as_str(), x))?,
+                    );
                 }
             }
-            Ok(rows)
+            let n = match columns.first() {
+                Some(v) => v.len(),
+                None => {
+                    // No live column: rows of nothing, as many as the header
+                    // says, within the limits.
+                    let n = end - start;
+                    let limit = crate::core::Limits::default().max_count;
+                    if n > limit {
+                        return Err(err(
+                            Format::Idv,
+                            "limit_exceeded",
+                            format!("{n} records of no columns exceed the limit of {limit}"),
+                        ));
+                    }
+                    usize::try_from(n).unwrap_or(0)
+                }
+            };
+            Ok((0..n)
+                .map(|j| columns.iter().map(|v| idv_value(v, j)).collect())
+                .collect())
         }
         fn validate(&self) -> Result<(), Error> {
             self.0
@@ -1021,7 +1037,9 @@ mod formats {
                     self.0.read_chunk(i as usize).map_err(e)?,
                 )]);
             };
-            let mut data = vec![0u8; usize::try_from(per_row).unwrap_or(0)];
+            let mut data = crate::core::Limits::default()
+                .alloc_zeroed("Bloscpack row", per_row)
+                .map_err(|x| err(Format::Bloscpack, "limit_exceeded", x))?;
             self.read_row(i * per_row, &mut data).map_err(e)?;
             let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
             let Some(fields) = record_fields(&m.dtype) else {
@@ -1125,7 +1143,9 @@ mod formats {
                         format!("no record {i}"),
                     ));
                 }
-                let mut data = vec![0u8; usize::try_from(a.atomsize()).unwrap_or(0)];
+                let mut data = crate::core::Limits::default()
+                    .alloc_zeroed("BLZ row", a.atomsize())
+                    .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
                 a.read_atoms_into(i, &mut data)
                     .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
                 out.push(Value::Tensor {
@@ -1143,7 +1163,9 @@ mod formats {
             let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
             for (_, a) in self.arrays() {
                 let atom = usize::try_from(a.atomsize()).unwrap_or(0);
-                let mut data = vec![0u8; atom * n];
+                let mut data = crate::core::Limits::default()
+                    .alloc_zeroed("BLZ rows", a.atomsize().saturating_mul(n as u64))
+                    .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
                 a.read_atoms_into(start, &mut data)
                     .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
                 let shape: Vec<u64> = a.shape().iter().skip(1).copied().collect();

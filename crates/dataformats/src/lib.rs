@@ -31,6 +31,8 @@ mod detect;
 
 #[cfg(feature = "arrow")]
 pub mod arrow;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 

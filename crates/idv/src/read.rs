@@ -338,6 +338,7 @@ impl Reader {
                 })
             }
             Compression::Deflate => {
+                inflatable(stored.len() as u64, want).map_err(|err| loc(err.at(e.offset)))?;
                 self.limits
                     .check_alloc("decompressed block", want)
                     .map_err(|e| loc(e.into()))?;
@@ -354,6 +355,7 @@ impl Reader {
 
     /// Inflates a deflate block into `out`, which must come out full.
     pub(crate) fn inflate_into(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
+        inflatable(stored.len() as u64, out.len() as u64)?;
         let n = codec::inflate_prefix(stored, out).map_err(|e| {
             Error::new(
                 ErrorKind::DecompressFailed,
@@ -425,6 +427,8 @@ impl Reader {
         }
         let bytes: &[u8] = match c.compression {
             Compression::Deflate => {
+                inflatable(stored.len() as u64, u64::from(e.decompressed_len))
+                    .map_err(|err| loc(err.at(e.offset)))?;
                 let want = self
                     .limits
                     .check_alloc("decompressed block", u64::from(e.decompressed_len))
@@ -934,4 +938,17 @@ fn read_lookup(src: &Source, h: &Header, offset: u64, nblocks: u64) -> Result<Ve
         });
     }
     Ok(out)
+}
+
+/// Refuses a declared decompressed length that `stored` deflate bytes can
+/// never produce (deflate expands at most 1032 times), before anything of
+/// that size is allocated.
+fn inflatable(stored: u64, want: u64) -> Result<()> {
+    match codec::max_decoded_len(codec::Codec::Deflate, stored) {
+        Some(most) if want > most => Err(Error::new(
+            ErrorKind::DecompressFailed,
+            format!("{stored} deflate byte(s) cannot produce the declared {want} (at most {most})"),
+        )),
+        _ => Ok(()),
+    }
 }

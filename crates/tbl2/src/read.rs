@@ -356,6 +356,18 @@ impl Reader {
             )
             .at(e.offset));
         }
+        let most = codec::max_decoded_len(Codec::Lz4Block, u64::from(e.size)).unwrap_or(u64::MAX);
+        if u64::from(e.uncompressed_size) > most {
+            return Err(Error::new(
+                ErrorKind::UsizeMismatch,
+                stage,
+                format!(
+                    "uncompressed_size {} is more than an LZ4 block of {} byte(s) can decode to ({most})",
+                    e.uncompressed_size, e.size
+                ),
+            )
+            .at(e.offset));
+        }
         let n = self
             .opts
             .limits

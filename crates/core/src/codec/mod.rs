@@ -199,6 +199,20 @@ pub fn decompress_into(codec: Codec, src: &[u8], dst: &mut [u8]) -> Result<usize
     }
 }
 
+/// The most bytes `stored` compressed bytes can decode to, where the codec
+/// bounds it: an LZ4 block expands at most 255 times (plus a few bytes), a
+/// deflate or zlib stream at most 1032 times. `None` for codecs with no such
+/// bound (LZ4 frames and Zstandard can describe long runs in a few bytes).
+/// Readers check a declared decoded size against this before allocating, so
+/// a tiny hostile file cannot ask for gigabytes.
+pub fn max_decoded_len(codec: Codec, stored: u64) -> Option<u64> {
+    match codec {
+        Codec::Lz4Block => Some(stored.saturating_mul(255).saturating_add(255)),
+        Codec::Deflate | Codec::Zlib => Some(stored.saturating_mul(1032).saturating_add(1032)),
+        _ => None,
+    }
+}
+
 /// The error for a codec whose feature is off in this build.
 #[allow(dead_code)]
 fn not_built(codec: Codec) -> CodecError {

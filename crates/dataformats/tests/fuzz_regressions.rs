@@ -1,0 +1,8 @@
+//! Replays every saved fuzz regression input of the facade target.
+
+use dataformats::core::testing::replay_regressions;
+
+#[test]
+fn facade_open_bytes_regressions() {
+    replay_regressions("facade_open_bytes", dataformats::fuzzing::open_bytes);
+}
