@@ -741,6 +741,14 @@ fn read_metadata(src: &Source, pos: u64, limits: &Limits) -> Result<(Metadata, u
             stored.into_owned()
         }
         MetaCodec::Zlib => {
+            let most = core_codec::max_decoded_len(Codec::Zlib, stored.len() as u64);
+            if most.is_some_and(|m| u64::from(mh.meta_size) > m) {
+                return Err(bad(format!(
+                    "metadata does not inflate to meta_size ({}): {} zlib byte(s) cannot produce that many",
+                    mh.meta_size,
+                    stored.len()
+                )));
+            }
             let mut out = limits.alloc_zeroed("metadata", u64::from(mh.meta_size))?;
             core_codec::decompress_into(Codec::Zlib, &stored, &mut out).map_err(|e| {
                 bad(format!(

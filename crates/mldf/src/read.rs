@@ -637,6 +637,14 @@ impl Reader {
                     ))
                     .at(data_ptr));
                 }
+                if let Some(declared) = codec::zstd_content_size(&raw) {
+                    if declared != u64::from(data_size) {
+                        return Err(bad_value(format!(
+                            "zstd frame: its header declares {declared} byte(s), the record {data_size}"
+                        ))
+                        .at(data_ptr));
+                    }
+                }
                 let want = self
                     .limits
                     .check_alloc("decompressed value", u64::from(data_size))?;

@@ -246,6 +246,15 @@ pub fn zstd_frame_size(src: &[u8]) -> Result<usize, CodecError> {
     zstd::frame_size(src)
 }
 
+/// The decoded size the Zstandard frame at the start of `src` declares in
+/// its header (`None` when the header has no content size or is not a
+/// frame header); lets a reader compare it with its own record before
+/// allocating.
+#[cfg(feature = "zstd")]
+pub fn zstd_content_size(src: &[u8]) -> Option<u64> {
+    zstd::content_size(src)
+}
+
 /// Compresses `src` with `codec` at `level` (the codec's default when `None`).
 ///
 /// Levels: deflate/zlib 0–9, LZ4 block 1–12 (above 1 uses LZ4-HC; 1 and the

@@ -44,3 +44,12 @@ pub(super) fn frame_size(src: &[u8]) -> Result<usize, CodecError> {
         CodecError::corrupt(ZSTD, ::zstd::zstd_safe::get_error_name(code).to_string())
     })
 }
+
+/// The decoded size the frame at the start of `src` declares, when its
+/// header records one.
+pub(super) fn content_size(src: &[u8]) -> Option<u64> {
+    match ::zstd::zstd_safe::get_frame_content_size(src) {
+        Ok(Some(n)) => Some(n),
+        _ => None,
+    }
+}
