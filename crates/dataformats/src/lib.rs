@@ -13,8 +13,21 @@
 //!     println!("{}: {} {:?}", c.name, c.ty, c.shape);
 //! }
 //! let first = d.record(0).unwrap();
+//! // Every record, read in batches (each compressed block decoded once).
+//! for r in d.iter() {
+//!     let values = r.unwrap();
+//!     println!("{}", values[0].to_json());
+//! }
+//! d.validate().unwrap();
 //! # let _ = first;
 //! ```
+//!
+//! [`open_bytes`] does the same for a file held in memory. Optional
+//! features: `arrow` (`arrow::record_batch` turns any dataset into an
+//! Arrow `RecordBatch`) and `ndarray` (views and arrays of numeric data,
+//! borrowed from the memory map where the format allows it). The
+//! conversions of the `dataformats convert` command are described in
+//! `docs/conversions.md`.
 //!
 //! ```
 //! use dataformats::{Format, detect_bytes};
