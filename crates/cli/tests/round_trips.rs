@@ -32,24 +32,12 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The valid vectors of `format` with extension `ext` (sidecar `valid`).
+/// The valid vectors of `format` with extension `ext`.
 fn valid(format: &str, ext: &str) -> Vec<PathBuf> {
-    let Some(dir) = vectors_dir(format) else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .filter(|p| {
-            std::fs::read(format!("{}.json", p.display()))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v["valid"] == true)
-        })
-        .collect();
-    out.sort();
-    out
+    dataformats::core::testing::vector_files(format, ext)
+        .into_iter()
+        .filter_map(|(p, ok)| ok.then_some(p))
+        .collect()
 }
 
 fn s(p: &Path) -> &str {
@@ -192,32 +180,12 @@ fn plain_mldf_to_cntk_needs_lossy_for_scalars() {
     }
 }
 
-/// Bloscpack vectors: the valid files with a name (one per vector).
-fn blp_files() -> Vec<PathBuf> {
-    let Some(dir) = vectors_dir("bloscpack") else {
-        return Vec::new();
-    };
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "blp"))
-        .filter(|p| {
-            std::fs::read(p.with_extension("json"))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v["valid"] == true)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn bloscpack_to_mldf_and_back() {
     use dataformats::bloscpack::Reader;
     let dir = scratch("blp");
     let (mut exact, mut refused) = (0, 0);
-    for src in blp_files() {
+    for src in valid("bloscpack", "blp") {
         let name = src.file_stem().unwrap().to_str().unwrap().to_string();
         let m = dir.join(format!("{name}.mldf"));
         let back = dir.join(format!("{name}.blp"));

@@ -78,3 +78,53 @@ pub fn assert_same_file(ours: &std::path::Path, reference: &std::path::Path) {
         b.len()
     );
 }
+
+/// The vectors of `format` whose name ends in `.{ext}`, in every subfolder,
+/// sorted, each with its sidecar's `valid` (the sidecar is `X.ext.json`, or
+/// `X.json` as the Bloscpack vectors have it; files without one are left
+/// out). Empty when the vectors folder is absent (outside CI).
+pub fn vector_files(format: &str, ext: &str) -> Vec<(PathBuf, bool)> {
+    let Some(dir) = vectors_dir(format) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                let side = [
+                    PathBuf::from(format!("{}.json", p.display())),
+                    p.with_extension("json"),
+                ]
+                .into_iter()
+                .find_map(|s| std::fs::read_to_string(s).ok());
+                if let Some(valid) = side.as_deref().and_then(sidecar_valid) {
+                    out.push((p, valid));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The top-level `"valid": true|false` of a sidecar's text.
+fn sidecar_valid(text: &str) -> Option<bool> {
+    let at = text.find("\"valid\"")?;
+    let rest = text
+        .get(at + 7..)?
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    if rest.starts_with("true") {
+        Some(true)
+    } else if rest.starts_with("false") {
+        Some(false)
+    } else {
+        None
+    }
+}

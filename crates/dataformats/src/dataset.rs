@@ -194,6 +194,31 @@ fn err(format: Format, kind: &str, message: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The errors of the format crates, by their kind word.
+trait KindWord: std::fmt::Display {
+    fn word(&self) -> &'static str;
+}
+
+macro_rules! kind_word {
+    ($($feature:literal => $t:ty),*) => {$(
+        #[cfg(feature = $feature)]
+        impl KindWord for $t {
+            fn word(&self) -> &'static str {
+                self.kind().as_str()
+            }
+        }
+    )*};
+}
+kind_word!("idv" => crate::idv::Error, "mldf" => crate::mldf::Error,
+    "cntk" => crate::cntk::Error, "tbl2" => crate::tbl2::Error,
+    "bloscpack" => crate::bloscpack::Error);
+
+/// Maps a format crate's error to a [`Error`] of `format`, keeping its kind.
+#[allow(dead_code)]
+fn fe<E: KindWord>(format: Format) -> impl Fn(E) -> Error + Copy {
+    move |x| err(format, x.word(), x)
+}
+
 /// A dataset of any format.
 pub trait Dataset: Send + Sync {
     /// Which format.
@@ -393,14 +418,14 @@ fn from_source(src: crate::core::Source, format: Format) -> Result<Box<dyn Datas
 
 #[allow(unused_imports)]
 mod formats {
-    use super::{Column, Dataset, Error, Value, err};
+    use super::{Column, Dataset, Error, Value, err, fe};
     use crate::Format;
     use std::path::Path;
 
     #[cfg(feature = "idv")]
     pub(super) fn idv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         use crate::idv::Reader;
-        let e = |x: crate::idv::Error| err(Format::Idv, x.kind().as_str(), x);
+        let e = fe::<crate::idv::Error>(Format::Idv);
         let r = Reader::with_limits(src, crate::core::Limits::default()).map_err(e)?;
         Ok(Box::new(Idv(r)))
     }
@@ -504,10 +529,7 @@ mod formats {
                 if c.is_dead() {
                     continue;
                 }
-                let v = self
-                    .0
-                    .read_rows(k, i..i + 1)
-                    .map_err(|x| err(Format::Idv, x.kind().as_str(), x))?;
+                let v = self.0.read_rows(k, i..i + 1).map_err(fe(Format::Idv))?;
                 out.push(idv_value(&v, 0));
             }
             Ok(out)
@@ -519,11 +541,7 @@ mod formats {
             let mut columns = Vec::new();
             for (k, c) in self.0.columns().iter().enumerate() {
                 if !c.is_dead() {
-                    columns.push(
-                        self.0
-                            .read_rows(k, start..end)
-                            .map_err(|x| err(Format::Idv, x.kind().as_str(), x))?,
-                    );
+                    columns.push(self.0.read_rows(k, start..end).map_err(fe(Format::Idv))?);
                 }
             }
             let n = match columns.first() {
@@ -548,16 +566,14 @@ mod formats {
                 .collect())
         }
         fn validate(&self) -> Result<(), Error> {
-            self.0
-                .validate()
-                .map_err(|x| err(Format::Idv, x.kind().as_str(), x))
+            self.0.validate().map_err(fe(Format::Idv))
         }
     }
 
     #[cfg(feature = "mldf")]
     pub(super) fn mldf(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::mldf::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))?;
+            .map_err(fe(Format::Mldf))?;
         Ok(Box::new(Mldf(r)))
     }
 
@@ -596,10 +612,7 @@ mod formats {
             use crate::mldf::{FieldType as T, Value as M};
             let mut out = Vec::new();
             for (j, f) in self.0.fields().iter().enumerate() {
-                let v = self
-                    .0
-                    .value(i, j)
-                    .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))?;
+                let v = self.0.value(i, j).map_err(fe(Format::Mldf))?;
                 out.push(match v {
                     M::Missing => Value::Null,
                     M::Int(x) => Value::Int(x),
@@ -629,16 +642,14 @@ mod formats {
             Ok(out)
         }
         fn validate(&self) -> Result<(), Error> {
-            self.0
-                .validate()
-                .map_err(|x| err(Format::Mldf, x.kind().as_str(), x))
+            self.0.validate().map_err(fe(Format::Mldf))
         }
     }
 
     #[cfg(feature = "mldf")]
     pub(super) fn ffcv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::mldf::ffcv::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))?;
+            .map_err(fe(Format::Ffcv))?;
         Ok(Box::new(Ffcv(r)))
     }
 
@@ -690,10 +701,7 @@ mod formats {
             use crate::mldf::ffcv::{ImageMode, Value as F};
             let mut out = Vec::new();
             for (j, f) in self.0.fields().iter().enumerate() {
-                let v = self
-                    .0
-                    .value(i, j)
-                    .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))?;
+                let v = self.0.value(i, j).map_err(fe(Format::Ffcv))?;
                 match v {
                     F::Int(x) => out.push(Value::Int(x)),
                     F::Float(x) => out.push(Value::Float(x)),
@@ -729,16 +737,14 @@ mod formats {
             Ok(out)
         }
         fn validate(&self) -> Result<(), Error> {
-            self.0
-                .validate()
-                .map_err(|x| err(Format::Ffcv, x.kind().as_str(), x))
+            self.0.validate().map_err(fe(Format::Ffcv))
         }
     }
 
     #[cfg(feature = "cntk")]
     pub(super) fn cntk(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))?;
+            .map_err(fe(Format::Cntk))?;
         let mut starts = Vec::with_capacity(r.chunks().len());
         let mut n = 0u64;
         for c in r.chunks() {
@@ -799,10 +805,7 @@ mod formats {
             }
             let c = self.starts.partition_point(|&s| s <= i) - 1;
             let q = (i - self.starts.get(c).copied().unwrap_or(0)) as usize;
-            let view = self
-                .r
-                .chunk_view(c)
-                .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))?;
+            let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
             let mut out = Vec::new();
             for s in 0..self.r.streams().len() {
                 out.push(match view.record(s, q) {
@@ -834,16 +837,14 @@ mod formats {
             Ok(out)
         }
         fn validate(&self) -> Result<(), Error> {
-            self.r
-                .validate()
-                .map_err(|x| err(Format::Cntk, x.kind().as_str(), x))
+            self.r.validate().map_err(fe(Format::Cntk))
         }
     }
 
     #[cfg(feature = "tbl2")]
     pub(super) fn tbl2(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r = crate::tbl2::Reader::with_options(src, crate::tbl2::ReadOptions::default())
-            .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))?;
+            .map_err(fe(Format::Tbl2))?;
         Ok(Box::new(Tbl2(r)))
     }
 
@@ -876,7 +877,7 @@ mod formats {
             self.0.len() as u64
         }
         fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let e = |x: crate::tbl2::Error| err(Format::Tbl2, x.kind().as_str(), x);
+            let e = fe::<crate::tbl2::Error>(Format::Tbl2);
             let k = usize::try_from(i).unwrap_or(usize::MAX);
             let entry = *self.0.entry(k).map_err(e)?;
             let data = self.0.read_sample(k).map_err(e)?.into_owned();
@@ -894,9 +895,7 @@ mod formats {
             ])
         }
         fn validate(&self) -> Result<(), Error> {
-            self.0
-                .validate()
-                .map_err(|x| err(Format::Tbl2, x.kind().as_str(), x))
+            self.0.validate().map_err(fe(Format::Tbl2))
         }
     }
 
@@ -904,7 +903,7 @@ mod formats {
     pub(super) fn bloscpack(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
         let r =
             crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
-                .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))?;
+                .map_err(fe(Format::Bloscpack))?;
         Ok(Box::new(Blp(r, std::sync::Mutex::new(None))))
     }
 
@@ -1024,7 +1023,7 @@ mod formats {
         /// A row of a C-order array: one tensor, or for a structured dtype
         /// one tensor per named field (numpy's padding fields are left out).
         fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let e = |x: crate::bloscpack::Error| err(Format::Bloscpack, x.kind().as_str(), x);
+            let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
             if i >= self.len() {
                 return Err(err(
                     Format::Bloscpack,
@@ -1067,16 +1066,13 @@ mod formats {
                 .collect())
         }
         fn validate(&self) -> Result<(), Error> {
-            self.0
-                .validate()
-                .map_err(|x| err(Format::Bloscpack, x.kind().as_str(), x))
+            self.0.validate().map_err(fe(Format::Bloscpack))
         }
     }
 
     #[cfg(feature = "bloscpack")]
     pub(super) fn blz(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let d = crate::bloscpack::blz::BlzDir::open(path)
-            .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
+        let d = crate::bloscpack::blz::BlzDir::open(path).map_err(fe(Format::Blz))?;
         Ok(Box::new(Blz {
             d,
             root: path.to_path_buf(),
@@ -1146,8 +1142,7 @@ mod formats {
                 let mut data = crate::core::Limits::default()
                     .alloc_zeroed("BLZ row", a.atomsize())
                     .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
-                a.read_atoms_into(i, &mut data)
-                    .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
+                a.read_atoms_into(i, &mut data).map_err(fe(Format::Blz))?;
                 out.push(Value::Tensor {
                     dtype: a.dtype_storage_string().to_string(),
                     shape: a.shape().iter().skip(1).copied().collect(),
@@ -1167,7 +1162,7 @@ mod formats {
                     .alloc_zeroed("BLZ rows", a.atomsize().saturating_mul(n as u64))
                     .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
                 a.read_atoms_into(start, &mut data)
-                    .map_err(|x| err(Format::Blz, x.kind().as_str(), x))?;
+                    .map_err(fe(Format::Blz))?;
                 let shape: Vec<u64> = a.shape().iter().skip(1).copied().collect();
                 for (row, part) in rows.iter_mut().zip(data.chunks_exact(atom.max(1))) {
                     row.push(Value::Tensor {
@@ -1185,7 +1180,7 @@ mod formats {
                 crate::core::Limits::default(),
             )
             .map(|_| ())
-            .map_err(|x| err(Format::Blz, x.kind().as_str(), x))
+            .map_err(fe(Format::Blz))
         }
     }
 }

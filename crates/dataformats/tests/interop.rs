@@ -10,22 +10,10 @@ use arrow_schema::DataType;
 use dataformats::core::testing::vectors_dir;
 
 fn valid(format: &str, ext: &str) -> Vec<std::path::PathBuf> {
-    let Some(dir) = vectors_dir(format) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .filter(|p| {
-            std::fs::read(format!("{}.json", p.display()))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v["valid"] == true)
-        })
-        .collect();
-    out.sort();
-    out
+    dataformats::core::testing::vector_files(format, ext)
+        .into_iter()
+        .filter_map(|(p, ok)| ok.then_some(p))
+        .collect()
 }
 
 #[test]

@@ -8,30 +8,7 @@ use dataformats::Format;
 use dataformats::core::testing::vectors_dir;
 
 fn files(format: &str, ext: &str) -> Vec<(std::path::PathBuf, bool)> {
-    let Some(dir) = vectors_dir(format) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                let side: serde_json::Value = std::fs::read(format!("{}.json", p.display()))
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok())
-                    .unwrap_or(serde_json::Value::Null);
-                if side.is_null() {
-                    continue;
-                }
-                out.push((p, side["valid"] == true));
-            }
-        }
-    }
-    out.sort();
-    out
+    dataformats::core::testing::vector_files(format, ext)
 }
 
 #[test]
