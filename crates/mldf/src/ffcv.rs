@@ -224,9 +224,12 @@ pub struct Reader {
     src: Source,
     layout: Layout,
     fields: Vec<Field>,
-    /// Allocation entry indices in pointer order when the table is not
-    /// already sorted (FFCV writes it in the order workers report).
+    /// Allocation entry indices in (pointer, size, sample) order when the
+    /// table is not already in that order (FFCV writes it in the order its
+    /// workers report).
     order: Option<Vec<u64>>,
+    /// Whether the file's table is in pointer order.
+    ptr_sorted: bool,
 }
 
 fn le(b: &[u8], o: usize, n: usize) -> u64 {
@@ -235,6 +238,13 @@ fn le(b: &[u8], o: usize, n: usize) -> u64 {
         d.copy_from_slice(s);
     }
     u64::from_le_bytes(a)
+}
+
+/// The order the reader keeps the allocation table in: by pointer, empty
+/// allocations before the one that may start at the same pointer, then by
+/// sample.
+fn key(a: &Alloc) -> (u64, u64, u64) {
+    (a.ptr, a.size, a.sample)
 }
 
 fn err(kind: ErrorKind, m: impl Into<Cow<'static, str>>) -> Error {
@@ -514,6 +524,7 @@ impl Reader {
             layout,
             fields,
             order: None,
+            ptr_sorted: true,
         };
         r.check_allocations(&limits)?;
         Ok(r)
@@ -554,8 +565,11 @@ impl Reader {
                 )));
             }
             if let Some(p) = prev {
-                if (a.ptr, a.size) < (p.ptr, p.size) {
+                if key(&a) < key(&p) {
                     sorted = false;
+                }
+                if a.ptr < p.ptr {
+                    self.ptr_sorted = false;
                 }
             }
             prev = Some(a);
@@ -570,14 +584,33 @@ impl Reader {
             let mut keys = Vec::with_capacity(l.num_allocations as usize);
             for k in 0..l.num_allocations {
                 let a = self.entry(k)?;
-                keys.push((a.ptr, a.size, k));
+                keys.push((key(&a), k));
             }
             keys.sort_unstable();
-            self.order = Some(keys.into_iter().map(|(_, _, k)| k).collect());
+            self.order = Some(keys.into_iter().map(|(_, k)| k).collect());
         }
+        // In key order: no overlaps (empty allocations come first at their
+        // pointer), and no more empty allocations of one sample at one
+        // pointer than the sample has fields (which bounds every lookup).
+        let most_empty = u64::from(l.num_fields).max(1);
+        let mut run = 0u64;
         let mut prev: Option<Alloc> = None;
         for k in 0..l.num_allocations {
             let a = self.allocation(k)?;
+            run = match prev {
+                Some(p) if key(&p) == key(&a) => run + 1,
+                _ => 1,
+            };
+            if run > most_empty {
+                return Err(err(
+                    ErrorKind::BadAllocTable,
+                    format!(
+                        "more than {most_empty} allocation(s) of sample {} at {} (size {})",
+                        a.sample, a.ptr, a.size
+                    ),
+                )
+                .at(l.alloc_table_ptr));
+            }
             if let Some(p) = prev {
                 if p.ptr + p.size > a.ptr {
                     return Err(err(
@@ -627,33 +660,50 @@ impl Reader {
 
     /// Whether the file's allocation table is already in pointer order.
     pub fn alloc_table_sorted(&self) -> bool {
-        self.order.is_none()
+        self.ptr_sorted
     }
 
-    /// The allocation (and its index in pointer order) at `ptr` for
-    /// `sample`, with `size` when the caller knows it.
-    fn find(&self, ptr: u64, sample: u64, size: Option<u64>) -> Result<Option<(u64, Alloc)>> {
+    /// The first allocation (in key order) whose key is not below `k`.
+    fn lower_bound(&self, k: (u64, u64, u64)) -> Result<u64> {
         let (mut lo, mut hi) = (0u64, self.layout.num_allocations);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.allocation(mid)?.ptr < ptr {
+            if key(&self.allocation(mid)?) < k {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        let mut k = lo;
-        while k < self.layout.num_allocations {
-            let a = self.allocation(k)?;
-            if a.ptr != ptr {
-                break;
+        Ok(lo)
+    }
+
+    /// The allocation with exactly key `k`, if any.
+    fn exact(&self, k: (u64, u64, u64)) -> Result<Option<(u64, Alloc)>> {
+        let i = self.lower_bound(k)?;
+        if i < self.layout.num_allocations {
+            let a = self.allocation(i)?;
+            if key(&a) == k {
+                return Ok(Some((i, a)));
             }
-            if a.sample == sample && size.is_none_or(|s| s == a.size) {
-                return Ok(Some((k, a)));
-            }
-            k += 1;
         }
         Ok(None)
+    }
+
+    /// The allocation (and its index in key order) at `ptr` for `sample`,
+    /// with `size` when the caller knows it: O(log n) either way (at most
+    /// one non-empty allocation starts at a pointer).
+    fn find(&self, ptr: u64, sample: u64, size: Option<u64>) -> Result<Option<(u64, Alloc)>> {
+        if let Some(size) = size {
+            return self.exact((ptr, size, sample));
+        }
+        let i = self.lower_bound((ptr, 1, 0))?;
+        if i < self.layout.num_allocations {
+            let a = self.allocation(i)?;
+            if a.ptr == ptr && a.sample == sample {
+                return Ok(Some((i, a)));
+            }
+        }
+        self.exact((ptr, 0, sample))
     }
 
     /// The header numbers and derived layout.
@@ -842,7 +892,20 @@ impl Reader {
                         err(ErrorKind::BadValue, format!("JSON value: {m}")).in_value(i, &f.name)
                     })?;
                 }
-                if let Some(k) = k {
+                if let Some(mut k) = k {
+                    // Several empty values of one sample may share a
+                    // pointer: each takes the next unused empty allocation
+                    // of that key (at most the sample's field count).
+                    let a = self.allocation(k)?;
+                    while a.size == 0
+                        && k + 1 < n
+                        && used
+                            .get((k / 64) as usize)
+                            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+                        && key(&self.allocation(k + 1)?) == key(&a)
+                    {
+                        k += 1;
+                    }
                     let (w, bit) = ((k / 64) as usize, 1u64 << (k % 64));
                     let slot = used.get_mut(w).ok_or_else(|| {
                         err(ErrorKind::BadAllocTable, format!("allocation index {k}"))

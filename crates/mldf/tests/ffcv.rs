@@ -439,3 +439,41 @@ fn real_ffcv_files() {
     }
     assert_eq!(seen, 3);
 }
+
+#[test]
+fn empty_allocations_are_bounded_and_found() {
+    let b = build();
+    let blob0 = {
+        let r = (b.metadata_ptr + 8) as usize;
+        u64::from_le_bytes(b.bytes[r..r + 8].try_into().unwrap())
+    };
+    let with_empty = |count: usize| {
+        let mut f = b.bytes.clone();
+        for _ in 0..count {
+            for x in [0u64, blob0, 0] {
+                f.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        f
+    };
+    // Two empty allocations of sample 0 where its blob starts: the file
+    // opens, every value is still found, and validation names the two
+    // allocations no value uses.
+    let r = Reader::from_bytes(with_empty(2)).unwrap();
+    for i in 0..3 {
+        for j in 0..5 {
+            r.value(i, j).unwrap();
+        }
+    }
+    let e = r.validate().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2 of 14 allocations belong to no value"),
+        "{e}"
+    );
+    // More empty allocations of one sample at one pointer than it has
+    // fields cannot come from FFCV: refused at open (this also bounds the
+    // work of every lookup).
+    let e = Reader::from_bytes(with_empty(6)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadAllocTable, "{e}");
+}
