@@ -332,7 +332,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None if out_ext == "blp" => {
                     bloscpack::convert(&input, &output, false, &pack, cli.json)
                 }
-                Some(f) => Err(not_supported(&input, f)),
+                Some(f) => Err(no_conversion(&input, f, &out_ext)),
                 None => Err(Failure::new(
                     3,
                     "unrecognized",
@@ -364,7 +364,49 @@ fn sniff(path: &Path) -> Result<Format, Failure> {
     }
 }
 
+/// What `convert` can write from `format` (by output extension).
+fn convert_targets(format: Format) -> &'static str {
+    match format {
+        Format::Mldf => ".jsonl, .idv, .bin (CNTK), .tbl, .blp, .bcolz or .blz",
+        Format::Idv | Format::Ffcv => ".mldf or .jsonl",
+        Format::Cntk => ".mldf, .ctf or .jsonl",
+        Format::Ctf => ".bin (CNTK binary)",
+        Format::Tbl2 => ".mldf, .tar or .jsonl",
+        Format::Bloscpack => ".mldf, .jsonl, .npy, or its raw payload (any other name)",
+        Format::Blz => ".mldf, .jsonl or .npy",
+        _ => "nothing in this build",
+    }
+}
+
+/// `convert` was asked for a target its input's format cannot go to.
+fn no_conversion(path: &Path, format: Format, out_ext: &str) -> Failure {
+    if !format.is_available() {
+        return not_supported(path, format);
+    }
+    Failure::new(
+        3,
+        "unsupported",
+        Some(path),
+        format!(
+            "cannot convert {} ({}) to .{out_ext}: from {} it writes {}",
+            format.name(),
+            format.description(),
+            format.name(),
+            convert_targets(format)
+        ),
+    )
+}
+
 fn not_supported(path: &Path, format: Format) -> Failure {
+    if format == Format::Ctf && format.is_available() {
+        return Failure::new(
+            3,
+            "unsupported",
+            Some(path),
+            "CTF text carries no stream definitions, so it is read by converting it: \
+             `dataformats convert x.ctf x.bin --stream NAME:dense|sparse:DIM ...` (or --streams FILE)",
+        );
+    }
     if format.is_available() {
         return Failure::new(
             3,

@@ -118,14 +118,15 @@ impl Format {
 
     /// True when this build of the facade includes the format's crate.
     pub const fn is_available(self) -> bool {
-        // Each arm becomes `cfg!(feature = "<format>")` when its reader lands.
         match self {
             Format::Bloscpack | Format::Blz => cfg!(feature = "bloscpack"),
             Format::Tbl2 => cfg!(feature = "tbl2"),
             Format::Cntk => cfg!(feature = "cntk"),
             Format::Idv => cfg!(feature = "idv"),
             Format::Mldf | Format::Ffcv => cfg!(feature = "mldf"),
-            Format::Ctf => false,
+            // CTF is text without stream definitions: the cntk crate
+            // converts it to CBF (`dataformats convert x.ctf y.bin`).
+            Format::Ctf => cfg!(feature = "cntk"),
         }
     }
 }
