@@ -10,6 +10,7 @@ use dataformats::core::parse;
 struct Options {
     seconds: u64,
     replay: bool,
+    seed: Option<u64>,
     targets: Vec<String>,
 }
 
@@ -17,6 +18,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         seconds: 60,
         replay: false,
+        seed: None,
         targets: Vec::new(),
     };
     let mut it = args.iter();
@@ -25,6 +27,10 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--seconds" => {
                 let v = it.next().ok_or("--seconds needs a number")?;
                 o.seconds = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
+            }
+            "--seed" => {
+                let v = it.next().ok_or("--seed needs a number")?;
+                o.seed = Some(v.parse().map_err(|e| format!("--seed {v}: {e}"))?);
             }
             "--replay" => o.replay = true,
             s if s.starts_with('-') => return Err(format!("fuzz: unknown option `{s}`")),
@@ -80,7 +86,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     // A failed stable probe cached here makes later runs fail (toolchain.md).
     let _ = fs::remove_file(fuzz_dir().join("target/.rustc_info.json"));
 
-    let mut all_ok = true;
+    let mut failures: Vec<Failure> = Vec::new();
     for t in &targets {
         let corpus = fuzz_dir().join("corpus").join(t);
         let regressions = corpus.join("regressions");
@@ -119,10 +125,14 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             cmd.arg(&corpus);
             cmd.arg("--");
             cmd.arg(format!("-max_total_time={}", opts.seconds));
+            if let Some(seed) = opts.seed {
+                cmd.arg(format!("-seed={seed}"));
+            }
         }
         cmd.arg("-malloc_limit_mb=256");
         cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
         cmd.current_dir(crate::project_root());
+        let before = files_in(&artifacts);
         let status = cmd
             .status()
             .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
@@ -134,10 +144,99 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                 artifacts.display(),
                 regressions.display()
             );
-            all_ok = false;
+            let inputs = files_in(&artifacts)
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .collect();
+            failures.push(Failure {
+                target: t.clone(),
+                inputs,
+            });
         }
     }
-    Ok(all_ok)
+    report(&failures, nightly);
+    Ok(failures.is_empty())
+}
+
+/// A target that failed, with the inputs libFuzzer saved for it during the run.
+struct Failure {
+    target: String,
+    inputs: Vec<PathBuf>,
+}
+
+/// Every file in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Largest input whose bytes the summary prints in full.
+const PRINT_INPUT_MAX: usize = 4096;
+
+/// Prints, last, what failed and enough to reproduce it from a log alone:
+/// each saved input (as hex when small) and the lines of its replay that say
+/// what went wrong. CI logs are often read from the end, so this goes there.
+fn report(failures: &[Failure], nightly: bool) {
+    if failures.is_empty() {
+        return;
+    }
+    println!("\nfuzz: {} target(s) FAILED", failures.len());
+    for f in failures {
+        println!("fuzz: {}: {} new input(s)", f.target, f.inputs.len());
+        for p in &f.inputs {
+            let bytes = fs::read(p).unwrap_or_default();
+            println!("  {} ({} bytes)", p.display(), bytes.len());
+            if bytes.len() <= PRINT_INPUT_MAX {
+                println!("  hex: {}", hex(&bytes));
+            }
+            for line in replay_summary(&f.target, p, nightly) {
+                println!("  | {line}");
+            }
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Runs `target` once on `input` and keeps the lines that name the failure.
+fn replay_summary(target: &str, input: &Path, nightly: bool) -> Vec<String> {
+    let mut cmd = Command::new("cargo");
+    if nightly {
+        cmd.arg("+nightly");
+    }
+    cmd.args(["fuzz", "run"]);
+    if !nightly {
+        cmd.args(["-s", "none"]);
+    }
+    cmd.arg(target)
+        .arg(input)
+        .args(["--", "-runs=1", "-malloc_limit_mb=256"]);
+    cmd.current_dir(crate::project_root());
+    let Ok(out) = cmd.output() else {
+        return vec!["(could not replay)".into()];
+    };
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let mut keep: Vec<String> = Vec::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l.contains("panicked at") {
+            keep.push(l.to_string());
+            // The panic message is on the next line.
+            if let Some(m) = lines.next() {
+                keep.push(m.to_string());
+            }
+        } else if l.contains("ERROR: ") || l.starts_with("SUMMARY:") || l.contains("==ERROR") {
+            keep.push(l.to_string());
+        }
+    }
+    keep.truncate(12);
+    keep
 }
 
 fn count_files(dir: &Path) -> usize {

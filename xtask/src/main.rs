@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask conformance [--vectors DIR] [--format NAME]`: check every
 //!   shared vector against our readers.
-//! - `cargo xtask fuzz [--seconds N] [--replay] [TARGET...]`: run the
+//! - `cargo xtask fuzz [--seconds N] [--seed N] [--replay] [TARGET...]`: run the
 //!   cargo-fuzz targets, or replay their saved regression inputs.
 //! - `cargo xtask ci`: run `.ci/run`, exactly what CI runs.
 
@@ -26,10 +26,13 @@ tasks:
       beside the project) against our readers: one PASS/FAIL/UNSUPPORTED line each,
       then `conformance: N passed, M failed, K unsupported`. Fails on any FAIL, and
       when the folder is missing under CI=true.
-  fuzz [--seconds N] [--replay] [TARGET...]
+  fuzz [--seconds N] [--seed N] [--replay] [TARGET...]
       Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
       with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
-      stable. --replay instead reruns every saved input in fuzz/corpus/*/regressions.
+      stable. --seed fixes libFuzzer's random seed (CI uses one, so a smoke run can
+      be repeated). --replay instead reruns every saved input in
+      fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
+      input in hex and the lines of its replay that name the fault.
   bench cntk
       Release-mode CTF -> CBF conversion and dense f32 read throughput, then the
       converter's peak memory on a 1 GiB CTF file.
