@@ -94,15 +94,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         let artifacts = fuzz_dir().join("artifacts").join(t);
         fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
 
-        let mut cmd = Command::new("cargo");
-        if nightly {
-            cmd.arg("+nightly");
-        }
-        cmd.args(["fuzz", "run"]);
-        if !nightly {
-            cmd.args(["-s", "none"]);
-        }
-        cmd.arg(t);
+        let mut cmd = fuzz_run(t, nightly);
         if opts.replay {
             cmd.arg(&regressions);
             cmd.arg("--");
@@ -158,6 +150,21 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     Ok(failures.is_empty())
 }
 
+/// `cargo fuzz run TARGET`: nightly with AddressSanitizer, or stable
+/// without a sanitizer.
+fn fuzz_run(target: &str, nightly: bool) -> Command {
+    let mut cmd = Command::new("cargo");
+    if nightly {
+        cmd.arg("+nightly");
+    }
+    cmd.args(["fuzz", "run"]);
+    if !nightly {
+        cmd.args(["-s", "none"]);
+    }
+    cmd.arg(target);
+    cmd
+}
+
 /// A target that failed, with the inputs libFuzzer saved for it during the run.
 struct Failure {
     target: String,
@@ -205,16 +212,8 @@ fn hex(b: &[u8]) -> String {
 
 /// Runs `target` once on `input` and keeps the lines that name the failure.
 fn replay_summary(target: &str, input: &Path, nightly: bool) -> Vec<String> {
-    let mut cmd = Command::new("cargo");
-    if nightly {
-        cmd.arg("+nightly");
-    }
-    cmd.args(["fuzz", "run"]);
-    if !nightly {
-        cmd.args(["-s", "none"]);
-    }
-    cmd.arg(target)
-        .arg(input)
+    let mut cmd = fuzz_run(target, nightly);
+    cmd.arg(input)
         .args(["--", "-runs=1", "-malloc_limit_mb=256"]);
     cmd.current_dir(crate::project_root());
     let Ok(out) = cmd.output() else {
