@@ -835,6 +835,12 @@ impl BlzDir {
         Self::open_inner(root.as_ref(), Limits::default(), false)
     }
 
+    /// [`BlzDir::open`] with the caller's limits for every size read from
+    /// the directory's files.
+    pub fn open_with_limits(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {
+        Self::open_inner(root.as_ref(), limits, false)
+    }
+
     /// Opens and fully checks `root` (every chunk decoded), reporting the
     /// first failure in the order of `bloscpack-blz.md` §6.3.
     pub fn open_validated(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {

@@ -11,19 +11,23 @@ use serde_json::json;
 use crate::output::say;
 use crate::{Failure, progress};
 
-fn fail(path: &Path, e: &dataformats::dataset::Error) -> Failure {
-    Failure::new(1, "invalid", Some(path), e.to_string())
+/// The failure of a facade error, its exit code taken from the error's
+/// variant: 3 for input this build cannot read, 2 for a bad request (an
+/// unknown column, a range), 1 for a damaged file or a failed operation.
+pub(crate) fn fail(path: &Path, e: &dataformats::dataset::Error) -> Failure {
+    use dataformats::dataset::Error as E;
+    let (code, kind) = match e {
+        E::Unsupported { .. } => (3, "unsupported"),
+        E::Unrecognized { .. } => (3, "unrecognized"),
+        E::InvalidArgument { .. } => (2, "usage"),
+        E::Io { .. } => (1, "io"),
+        _ => (1, "invalid"),
+    };
+    Failure::new(code, kind, Some(path), e.to_string())
 }
 
-fn open(path: &Path) -> Result<Box<dyn Dataset>, Failure> {
-    dataformats::open(path).map_err(|e| {
-        let code = if e.kind == "unsupported" || e.kind == "unrecognized" {
-            3
-        } else {
-            1
-        };
-        Failure::new(code, "invalid", Some(path), e.to_string())
-    })
+pub(crate) fn open(path: &Path) -> Result<Box<dyn Dataset>, Failure> {
+    dataformats::open(path).map_err(|e| fail(path, &e))
 }
 
 /// Records to read at a time: each batch decodes a compressed block once.

@@ -14,6 +14,7 @@ mod mldf;
 mod output;
 mod progress;
 mod tbl2;
+mod typed;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,13 +51,40 @@ enum Command {
         /// The file (or BLZ/bcolz directory) to validate.
         path: PathBuf,
     },
+    /// Print the Arrow schema of a file's typed view (one fixed schema per file).
+    Schema {
+        /// The file (or BLZ/bcolz directory).
+        path: PathBuf,
+    },
+    /// Print the number of records, alone on one line.
+    Count {
+        /// The file (or BLZ/bcolz directory).
+        path: PathBuf,
+    },
+    /// Print the first records of the typed view as JSON lines.
+    Head {
+        /// The file (or BLZ/bcolz directory).
+        path: PathBuf,
+        /// How many records.
+        #[arg(short = 'n', default_value_t = 10)]
+        n: u64,
+        /// Only these columns, in this order (comma-separated names).
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        /// Start at records of this range (`A..B`, `A..`, `..B`).
+        #[arg(long, value_parser = parse_range)]
+        range: Option<(u64, u64)>,
+    },
     /// Print a file's records.
     Dump {
         /// The file (or BLZ/bcolz directory) to dump.
         path: PathBuf,
-        /// Only records in this range, `START..END` (end exclusive).
+        /// Only records in this range, `A..B` (end exclusive), `A..` or `..B`.
         #[arg(long, value_parser = parse_range)]
         range: Option<(u64, u64)>,
+        /// Columns and a record limit: the typed view's records as JSON lines.
+        #[command(flatten)]
+        select: typed::Select,
         /// TBL v2: write this sample's decoded bytes to `--out`.
         #[arg(long)]
         sample: Option<u64>,
@@ -72,7 +100,14 @@ enum Command {
         /// The input file or directory.
         input: PathBuf,
         /// The output path; it appears only when the conversion succeeds.
+        /// `.parquet`, `.arrow`, `.arrows` and `.csv` write the typed view.
         output: PathBuf,
+        /// Typed exports: only records in this range (`A..B`, `A..`, `..B`).
+        #[arg(long, value_parser = parse_range)]
+        range: Option<(u64, u64)>,
+        /// Typed exports: columns and a record limit.
+        #[command(flatten)]
+        select: typed::Select,
         /// Settings when the output is a Bloscpack file.
         #[command(flatten)]
         pack: bloscpack::PackArgs,
@@ -115,18 +150,19 @@ enum Command {
     },
 }
 
+/// `A..B`, `A..` (to the end) or `..B` (from the start); end exclusive.
 fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("`{s}` is not a range like 10..20"))?;
-    let a: u64 = a
-        .trim()
-        .parse()
-        .map_err(|e| format!("range start `{a}`: {e}"))?;
-    let b: u64 = b
-        .trim()
-        .parse()
-        .map_err(|e| format!("range end `{b}`: {e}"))?;
+        .ok_or_else(|| format!("`{s}` is not a range like 10..20, 10.. or ..20"))?;
+    let a: u64 = match a.trim() {
+        "" => 0,
+        a => a.parse().map_err(|e| format!("range start `{a}`: {e}"))?,
+    };
+    let b: u64 = match b.trim() {
+        "" => u64::MAX,
+        b => b.parse().map_err(|e| format!("range end `{b}`: {e}"))?,
+    };
     if b < a {
         return Err(format!("range end {b} is before its start {a}"));
     }
@@ -221,12 +257,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Ffcv => common::validate(&path, cli.json),
             f => Err(not_supported(&path, f)),
         },
+        Command::Schema { path } => typed::schema(&path, cli.json),
+        Command::Count { path } => typed::count(&path, cli.json),
+        Command::Head {
+            path,
+            n,
+            columns,
+            range,
+        } => typed::rows(
+            &path,
+            range,
+            &typed::Select {
+                columns,
+                limit: Some(n),
+            },
+        ),
+        Command::Dump {
+            path,
+            range,
+            select,
+            ..
+        } if select.is_set() => typed::rows(&path, range, &select),
         Command::Dump {
             path,
             range,
             sample,
             out,
             format,
+            ..
         } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
             Format::Blz => blz::dump(&path, range, cli.json),
@@ -255,6 +313,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Convert {
             input,
             output,
+            range,
+            select,
+            ..
+        } if typed::export_format(&output).is_some()
+            || (select.is_set() || range.is_some())
+                && dataformats::export::ExportFormat::from_path(&output).is_some() =>
+        {
+            let format = dataformats::export::ExportFormat::from_path(&output)
+                .ok_or_else(|| Failure::new(2, "usage", Some(&output), "unknown output type"))?;
+            typed::convert(&input, &output, format, range, &select, cli.json)
+        }
+        Command::Convert {
+            input,
+            output,
             pack,
             workers,
             no_compress,
@@ -262,6 +334,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             idv,
             schema,
             lossy,
+            ..
         } => {
             let detected =
                 detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;

@@ -128,3 +128,48 @@ fn sidecar_valid(text: &str) -> Option<bool> {
         None
     }
 }
+
+/// Every vector of every format, as `(format folder, path, valid)`: files
+/// with a sidecar, and BLZ/bcolz directories (a folder with a sidecar
+/// `X.json` beside it). Empty when the vectors folder is absent.
+pub fn all_vectors() -> Vec<(&'static str, PathBuf, bool)> {
+    let mut out = Vec::new();
+    for (format, ext) in [
+        ("idv", "idv"),
+        ("mldf", "mldf"),
+        ("cntk", "bin"),
+        ("tbl2", "tbl"),
+        ("ffcv", "beton"),
+        ("bloscpack", "blp"),
+    ] {
+        out.extend(
+            vector_files(format, ext)
+                .into_iter()
+                .map(|(p, v)| (format, p, v)),
+        );
+    }
+    if let Some(dir) = vectors_dir("blz") {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if !p.is_dir() {
+                    continue;
+                }
+                match std::fs::read_to_string(p.with_extension("json")) {
+                    Ok(side) => {
+                        if let Some(valid) = sidecar_valid(&side) {
+                            out.push(("blz", p, valid));
+                        }
+                    }
+                    Err(_) => stack.push(p),
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,21 +1,25 @@
-//! Any dataset as Arrow record batches, and a numeric column as an ndarray.
-//! `cargo run -p dataformats --features arrow,ndarray --example to_arrow -- FILE`.
+//! Any dataset as typed Arrow record batches, and a numeric column as an
+//! ndarray. `cargo run -p dataformats --features ndarray --example to_arrow -- FILE`.
+
+use dataformats::ReadOptions;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: to_arrow FILE")?;
     let d = dataformats::open(&path)?;
+    // The schema is fixed for the file: every batch has exactly it.
+    for f in d.schema().fields() {
+        println!("  {}: {}", f.name(), f.data_type());
+    }
     // Batches of 64 Ki records: memory stays bounded whatever the file size.
-    let mut start = 0;
-    while start < d.len() {
-        let end = d.len().min(start + (1 << 16));
-        let batch = dataformats::arrow::record_batch(d.as_ref(), start..end)?;
-        println!("rows {start}..{end}: {} columns", batch.num_columns());
-        if start == 0 {
-            for f in batch.schema().fields() {
-                println!("  {}: {}", f.name(), f.data_type());
-            }
-        }
-        start = end;
+    let opts = ReadOptions {
+        batch_size: 1 << 16,
+        ..Default::default()
+    };
+    let mut rows = 0;
+    for batch in d.reader(&opts)? {
+        let batch = batch?;
+        rows += batch.num_rows();
+        println!("rows ..{rows}: {} columns", batch.num_columns());
     }
     // The first record's first tensor, if any, as an n-dimensional array.
     if let Some(v) = d.records(0..1)?.first().and_then(|r| r.first()) {

@@ -5,6 +5,9 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
 
 use crate::{Format, detect};
 
@@ -166,57 +169,66 @@ pub struct Column {
     pub shape: Vec<u64>,
 }
 
-/// An error from [`open`] or a [`Dataset`]: the format's own error kind and message.
+pub use crate::error::Error;
+use crate::error::FormatError;
+
+/// An error of `format` with the kind word the old string errors used
+/// (`invalid_argument`, `limit_exceeded`, `unsupported`, anything else:
+/// a data error).
+pub(crate) fn err(format: Format, kind: &str, message: impl std::fmt::Display) -> Error {
+    let message = message.to_string();
+    let format = Some(format);
+    match kind {
+        "invalid_argument" => Error::InvalidArgument { format, message },
+        "unsupported" => Error::Unsupported { format, message },
+        "limit_exceeded" => Error::Limit {
+            format,
+            source: crate::core::Error::corrupt(0, message),
+        },
+        _ => Error::Data { format, message },
+    }
+}
+
+/// Maps a format crate's error to the facade's [`Error`] of `format`.
+pub(crate) fn fe<E: FormatError>(format: Format) -> impl Fn(E) -> Error + Copy {
+    move |x| x.into_facade(format)
+}
+
+/// How to open a dataset.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Bounds on every allocation and count made from the file's numbers,
+    /// when opening and when reading records and batches.
+    pub limits: crate::core::Limits,
+}
+
+impl OpenOptions {
+    /// Options with `limits`.
+    pub fn with_limits(limits: crate::core::Limits) -> Self {
+        OpenOptions { limits }
+    }
+}
+
+/// What [`Dataset::reader`](trait.Dataset.html#method.reader) reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    /// The format, when known.
-    pub format: Option<Format>,
-    /// The format crate's error kind (`truncated`, `BadValue`, ...), or
-    /// `unsupported` / `io` / `invalid_argument`.
-    pub kind: String,
-    /// What went wrong, with its location.
-    pub message: String,
+pub struct ReadOptions {
+    /// Column names to read, in this order (`None`: every column). Columns
+    /// not named are not decoded at all.
+    pub columns: Option<Vec<String>>,
+    /// Records to read (clamped to the records there are; `None`: all).
+    pub rows: Option<std::ops::Range<u64>>,
+    /// Records per batch (at least 1).
+    pub batch_size: usize,
 }
 
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
-
-fn err(format: Format, kind: &str, message: impl std::fmt::Display) -> Error {
-    Error {
-        format: Some(format),
-        kind: kind.to_string(),
-        message: message.to_string(),
-    }
-}
-
-/// The errors of the format crates, by their kind word.
-trait KindWord: std::fmt::Display {
-    fn word(&self) -> &'static str;
-}
-
-macro_rules! kind_word {
-    ($($feature:literal => $t:ty),*) => {$(
-        #[cfg(feature = $feature)]
-        impl KindWord for $t {
-            fn word(&self) -> &'static str {
-                self.kind().as_str()
-            }
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            columns: None,
+            rows: None,
+            batch_size: 1024,
         }
-    )*};
-}
-kind_word!("idv" => crate::idv::Error, "mldf" => crate::mldf::Error,
-    "cntk" => crate::cntk::Error, "tbl2" => crate::tbl2::Error,
-    "bloscpack" => crate::bloscpack::Error);
-
-/// Maps a format crate's error to a [`Error`] of `format`, keeping its kind.
-#[allow(dead_code)]
-fn fe<E: KindWord>(format: Format) -> impl Fn(E) -> Error + Copy {
-    move |x| err(format, x.word(), x)
+    }
 }
 
 /// A dataset of any format.
@@ -246,6 +258,18 @@ pub trait Dataset: Send + Sync {
     }
     /// Checks the whole file the way the format's validator does.
     fn validate(&self) -> Result<(), Error>;
+    /// The file's Arrow schema: one field per column, fixed for the file
+    /// (computed from its headers, never from the values), each field's
+    /// metadata naming the format's own type (see `docs/arrow.md`).
+    fn schema(&self) -> arrow_schema::SchemaRef;
+    /// Columns `columns` (indices into [`schema`](Dataset::schema)) of
+    /// records `rows` (clamped), one array per column of exactly the
+    /// schema's type. Columns not asked for are not decoded.
+    fn read_arrays(
+        &self,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error>;
     /// A JSON summary: format, version, records, columns.
     fn summary_json(&self) -> String {
         let mut out = String::new();
@@ -273,6 +297,66 @@ pub trait Dataset: Send + Sync {
 }
 
 impl dyn Dataset + '_ {
+    /// The indices of columns `names` in [`schema`](Dataset::schema)
+    /// (`None`: every column), refusing unknown names.
+    pub fn column_indices(&self, names: Option<&[String]>) -> Result<Vec<usize>, Error> {
+        let schema = self.schema();
+        match names {
+            None => Ok((0..schema.fields().len()).collect()),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema.index_of(n).map_err(|_| Error::InvalidArgument {
+                        format: Some(self.format()),
+                        message: format!(
+                            "no column {n:?}; the columns are {}",
+                            schema
+                                .fields()
+                                .iter()
+                                .map(|f| format!("{:?}", f.name()))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Typed record batches: every batch has exactly the schema projected
+    /// to `opts.columns`, and only those columns are decoded.
+    pub fn reader(&self, opts: &ReadOptions) -> Result<BatchReader<'_>, Error> {
+        let columns = self.column_indices(opts.columns.as_deref())?;
+        let schema = Arc::new(self.schema().project(&columns)?);
+        let len = self.len();
+        let rows = opts.rows.clone().unwrap_or(0..len);
+        let end = rows.end.min(len);
+        let start = rows.start.min(end);
+        Ok(BatchReader {
+            d: self,
+            columns,
+            schema,
+            next: start,
+            end,
+            batch: opts.batch_size.max(1) as u64,
+            failed: false,
+        })
+    }
+
+    /// Records `rows` of `columns` (all when `None`) as one batch.
+    pub fn read_batch(
+        &self,
+        columns: Option<&[String]>,
+        rows: std::ops::Range<u64>,
+    ) -> Result<RecordBatch, Error> {
+        let idx = self.column_indices(columns)?;
+        let schema = Arc::new(self.schema().project(&idx)?);
+        let end = rows.end.min(self.len());
+        let start = rows.start.min(end);
+        let arrays = self.read_arrays(&idx, start..end)?;
+        batch(schema, arrays, end - start)
+    }
+
     /// Every record in order, read in batches through [`Dataset::records`]
     /// (so compressed blocks are decoded once); stops after the first error.
     pub fn iter(&self) -> Records<'_> {
@@ -282,6 +366,74 @@ impl dyn Dataset + '_ {
             batch: Vec::new().into_iter(),
             failed: false,
         }
+    }
+}
+
+fn batch(
+    schema: arrow_schema::SchemaRef,
+    arrays: Vec<arrow_array::ArrayRef>,
+    rows: u64,
+) -> Result<RecordBatch, Error> {
+    let opts = arrow_array::RecordBatchOptions::new()
+        .with_row_count(Some(usize::try_from(rows).unwrap_or(usize::MAX)));
+    Ok(RecordBatch::try_new_with_options(schema, arrays, &opts)?)
+}
+
+/// Typed record batches of a dataset, in order
+/// ([`Dataset::reader`](trait.Dataset.html#method.reader)); an Arrow
+/// [`RecordBatchReader`](arrow_array::RecordBatchReader). It stops after
+/// the first error.
+pub struct BatchReader<'a> {
+    d: &'a dyn Dataset,
+    columns: Vec<usize>,
+    schema: arrow_schema::SchemaRef,
+    next: u64,
+    end: u64,
+    batch: u64,
+    failed: bool,
+}
+
+impl BatchReader<'_> {
+    /// The next batch, with the facade's error.
+    pub fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let end = self.end.min(self.next.saturating_add(self.batch));
+        let r = self
+            .d
+            .read_arrays(&self.columns, self.next..end)
+            .and_then(|arrays| batch(self.schema.clone(), arrays, end - self.next));
+        match r {
+            Ok(b) => {
+                self.next = end;
+                Some(Ok(b))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Records still to read.
+    pub fn remaining(&self) -> u64 {
+        if self.failed { 0 } else { self.end - self.next }
+    }
+}
+
+impl Iterator for BatchReader<'_> {
+    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch()
+            .map(|r| r.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl arrow_array::RecordBatchReader for BatchReader<'_> {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
     }
 }
 
@@ -318,60 +470,86 @@ impl Iterator for Records<'_> {
     }
 }
 
-/// Opens `path` (a file, or a BLZ/bcolz directory), whatever its format.
+/// Opens `path` (a file, or a BLZ/bcolz directory), whatever its format,
+/// with the default [`Limits`](crate::core::Limits).
 pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
+    open_with(path, &OpenOptions::default())
+}
+
+/// [`open`] with the caller's options.
+pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Box<dyn Dataset>, Error> {
     let path = path.as_ref();
     let format = detect(path)
-        .map_err(|e| Error {
-            format: None,
-            kind: "io".into(),
-            message: format!("{}: {e}", path.display()),
+        .map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
         })?
-        .ok_or_else(|| Error {
-            format: None,
-            kind: "unrecognized".into(),
-            message: format!("{}: no known magic number or layout", path.display()),
+        .ok_or_else(|| Error::Unrecognized {
+            what: path.display().to_string(),
         })?;
-    open_as(path, format)
+    open_as_with(path, format, opts)
 }
 
 /// Opens `path` as `format` (files are memory mapped; they must not change
 /// while open).
 pub fn open_as(path: &Path, format: Format) -> Result<Box<dyn Dataset>, Error> {
+    open_as_with(path, format, &OpenOptions::default())
+}
+
+/// [`open_as`] with the caller's options.
+pub fn open_as_with(
+    path: &Path,
+    format: Format,
+    opts: &OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
     #[cfg(feature = "bloscpack")]
     if format == Format::Blz {
-        return formats::blz(path);
+        return crate::adapters::blz::open(path, opts);
     }
     if !has_view(format) || format == Format::Blz {
         return Err(no_view(format, &path.display().to_string()));
     }
     // SAFETY: the facade documents that files must not change while open.
-    let src = unsafe { crate::core::Source::map(path) }
-        .map_err(|x| err(format, "io", format!("{}: {x}", path.display())))?;
-    from_source(src, format)
+    let src = unsafe { crate::core::Source::map(path) }.map_err(|x| Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(x),
+    })?;
+    from_source(src, format, opts)
 }
 
 /// Opens an in-memory file, whatever its format (detected by magic number,
 /// or as FFCV by a plausible header). BLZ/bcolz, being directories, cannot
 /// come from bytes.
 pub fn open_bytes(bytes: Vec<u8>) -> Result<Box<dyn Dataset>, Error> {
+    open_bytes_with(bytes, &OpenOptions::default())
+}
+
+/// [`open_bytes`] with the caller's options.
+pub fn open_bytes_with(bytes: Vec<u8>, opts: &OpenOptions) -> Result<Box<dyn Dataset>, Error> {
     let head = bytes.get(..crate::SNIFF_LEN).unwrap_or(&bytes);
     let format = crate::detect_bytes(head)
         .or_else(|| crate::looks_like_ffcv(head).then_some(Format::Ffcv))
-        .ok_or_else(|| Error {
-            format: None,
-            kind: "unrecognized".into(),
-            message: "no known magic number".into(),
+        .ok_or_else(|| Error::Unrecognized {
+            what: "bytes".into(),
         })?;
-    open_bytes_as(bytes, format)
+    open_bytes_as_with(bytes, format, opts)
 }
 
 /// Opens an in-memory file as `format`.
 pub fn open_bytes_as(bytes: Vec<u8>, format: Format) -> Result<Box<dyn Dataset>, Error> {
+    open_bytes_as_with(bytes, format, &OpenOptions::default())
+}
+
+/// [`open_bytes_as`] with the caller's options.
+pub fn open_bytes_as_with(
+    bytes: Vec<u8>,
+    format: Format,
+    opts: &OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
     if !has_view(format) || format == Format::Blz {
         return Err(no_view(format, "bytes"));
     }
-    from_source(crate::core::Source::from_vec(bytes), format)
+    from_source(crate::core::Source::from_vec(bytes), format, opts)
 }
 
 fn has_view(format: Format) -> bool {
@@ -379,10 +557,9 @@ fn has_view(format: Format) -> bool {
 }
 
 fn no_view(format: Format, what: &str) -> Error {
-    err(
-        format,
-        "unsupported",
-        format!(
+    Error::Unsupported {
+        format: Some(format),
+        message: format!(
             "{what}: {} ({}) has no common view in this build{}",
             format.name(),
             format.description(),
@@ -394,793 +571,174 @@ fn no_view(format: Format, what: &str) -> Error {
                 ""
             }
         ),
-    )
+    }
 }
 
 #[allow(unused_variables)]
-fn from_source(src: crate::core::Source, format: Format) -> Result<Box<dyn Dataset>, Error> {
+fn from_source(
+    src: crate::core::Source,
+    format: Format,
+    opts: &OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    use crate::adapters;
     match format {
         #[cfg(feature = "idv")]
-        Format::Idv => formats::idv(src),
+        Format::Idv => adapters::idv::open(src, opts),
         #[cfg(feature = "mldf")]
-        Format::Mldf => formats::mldf(src),
+        Format::Mldf => adapters::mldf::open(src, opts),
         #[cfg(feature = "mldf")]
-        Format::Ffcv => formats::ffcv(src),
+        Format::Ffcv => adapters::ffcv::open(src, opts),
         #[cfg(feature = "cntk")]
-        Format::Cntk => formats::cntk(src),
+        Format::Cntk => adapters::cntk::open(src, opts),
         #[cfg(feature = "tbl2")]
-        Format::Tbl2 => formats::tbl2(src),
+        Format::Tbl2 => adapters::tbl2::open(src, opts),
         #[cfg(feature = "bloscpack")]
-        Format::Bloscpack => formats::bloscpack(src),
+        Format::Bloscpack => adapters::bloscpack::open(src, opts),
         other => Err(no_view(other, "input")),
     }
 }
 
-#[allow(unused_imports)]
-mod formats {
-    use super::{Column, Dataset, Error, Value, err, fe};
-    use crate::Format;
-    use std::path::Path;
-
-    #[cfg(feature = "idv")]
-    pub(super) fn idv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        use crate::idv::Reader;
-        let e = fe::<crate::idv::Error>(Format::Idv);
-        let r = Reader::with_limits(src, crate::core::Limits::default()).map_err(e)?;
-        Ok(Box::new(Idv(r)))
+/// Value `i` of `array` (a column of field `field`) in the convenience
+/// view: numbers, text and bytes as themselves, numeric lists as tensors
+/// (with the `arrow.fixed_shape_tensor` shape when the field has one),
+/// structs and other lists as lists, dictionary entries as their value.
+pub fn value_at(array: &dyn arrow_array::Array, field: &arrow_schema::Field, i: usize) -> Value {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType as A;
+    if i >= array.len() || array.is_null(i) {
+        return Value::Null;
     }
-
-    #[cfg(feature = "idv")]
-    struct Idv(crate::idv::Reader);
-
-    #[cfg(feature = "idv")]
-    fn idv_value(v: &crate::idv::Values, i: usize) -> Value {
-        use crate::idv::Values as V;
-        let at = |x: Option<Value>| x.unwrap_or(Value::Null);
-        match v {
-            V::I8(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-            V::U8(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-            V::I16(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-            V::U16(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-            V::I32(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-            V::U32(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-            V::I64(x) => at(x.get(i).map(|&y| Value::Int(y))),
-            V::U64(x) | V::Key(x) => at(x.get(i).map(|&y| Value::UInt(y))),
-            V::F32(x) => at(x.get(i).map(|&y| Value::Float(f64::from(y)))),
-            V::F64(x) => at(x.get(i).map(|&y| Value::Float(y))),
-            V::Bool(x) => at(x.get(i).map(|&y| Value::Bool(y))),
-            V::Text(t) => at(t.get(i).map(|s| Value::Text(s.into_owned()))),
-            V::Vector(vv) => match vv.dense(i) {
-                Some(d) => tensor(&d).unwrap_or_else(|| {
-                    Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect())
-                }),
-                None => Value::Null,
-            },
-            other => Value::Text(crate::idv::render::text_scalar(other, i)),
-        }
-    }
-
-    /// A numeric vector as a 1-d tensor of its own type.
-    #[cfg(feature = "idv")]
-    fn tensor(d: &crate::idv::Values) -> Option<Value> {
-        use crate::idv::Values as V;
-        fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
-            v.iter().flat_map(|&x| f(x)).collect()
-        }
-        let (dtype, data) = match d {
-            V::I8(x) => ("int8", le(x, i8::to_le_bytes)),
-            V::U8(x) => ("uint8", x.clone()),
-            V::I16(x) => ("int16", le(x, i16::to_le_bytes)),
-            V::U16(x) => ("uint16", le(x, u16::to_le_bytes)),
-            V::I32(x) => ("int32", le(x, i32::to_le_bytes)),
-            V::U32(x) => ("uint32", le(x, u32::to_le_bytes)),
-            V::I64(x) => ("int64", le(x, i64::to_le_bytes)),
-            V::U64(x) => ("uint64", le(x, u64::to_le_bytes)),
-            V::F32(x) => ("float32", le(x, f32::to_le_bytes)),
-            V::F64(x) => ("float64", le(x, f64::to_le_bytes)),
-            _ => return None,
+    macro_rules! p {
+        ($t:ty, $v:ident) => {
+            Value::$v(array.as_primitive::<$t>().value(i).into())
         };
-        Some(Value::Tensor {
-            dtype: dtype.to_string(),
-            shape: vec![d.len() as u64],
-            data,
-        })
     }
-
-    #[cfg(feature = "idv")]
-    impl Dataset for Idv {
-        fn format(&self) -> Format {
-            Format::Idv
+    match array.data_type() {
+        A::Boolean => Value::Bool(array.as_boolean().value(i)),
+        A::Int8 => p!(Int8Type, Int),
+        A::Int16 => p!(Int16Type, Int),
+        A::Int32 => p!(Int32Type, Int),
+        A::Int64 => p!(Int64Type, Int),
+        A::UInt8 => p!(UInt8Type, UInt),
+        A::UInt16 => p!(UInt16Type, UInt),
+        A::UInt32 => p!(UInt32Type, UInt),
+        A::UInt64 => p!(UInt64Type, UInt),
+        A::Float16 => Value::Float(array.as_primitive::<Float16Type>().value(i).to_f64()),
+        A::Float32 => p!(Float32Type, Float),
+        A::Float64 => p!(Float64Type, Float),
+        A::Timestamp(..) | A::Duration(_) | A::Date64 => {
+            Value::Int(array.to_data().buffers().first().map_or(0, |b| {
+                b.typed_data::<i64>()
+                    .get(array.offset() + i)
+                    .copied()
+                    .unwrap_or(0)
+            }))
         }
-        fn version(&self) -> String {
-            crate::idv::version_string(self.0.header().version)
+        A::Utf8 => Value::Text(array.as_string::<i32>().value(i).to_string()),
+        A::Binary => Value::Bytes(array.as_binary::<i32>().value(i).to_vec()),
+        A::FixedSizeBinary(_) => Value::Bytes(array.as_fixed_size_binary().value(i).to_vec()),
+        A::Dictionary(..) => {
+            let d = array.as_any_dictionary();
+            let k = d.normalized_keys().get(i).copied().unwrap_or(0);
+            let vf = arrow_schema::Field::new("value", d.values().data_type().clone(), true);
+            value_at(d.values().as_ref(), &vf, k)
         }
-        fn columns(&self) -> Vec<Column> {
-            self.0
-                .columns()
-                .iter()
-                .filter(|c| !c.is_dead())
-                .map(|c| {
-                    let ty = c.ty().map(ToString::to_string).unwrap_or_default();
-                    let shape = match c.ty() {
-                        Some(crate::idv::ColumnType::Vector { dims, .. }) => {
-                            if dims.is_empty() {
-                                vec![0]
-                            } else {
-                                dims.iter().map(|&d| u64::from(d)).collect()
-                            }
-                        }
-                        _ => Vec::new(),
-                    };
-                    Column {
-                        name: c.name.clone(),
-                        ty,
-                        shape,
-                    }
+        A::FixedSizeList(f, _) | A::List(f) => {
+            let values = match array.data_type() {
+                A::List(_) => array.as_list::<i32>().value(i),
+                _ => array.as_fixed_size_list().value(i),
+            };
+            let shape = field
+                .metadata()
+                .get(crate::typed::EXTENSION_METADATA)
+                .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+                .and_then(|m| {
+                    m.get("shape")?
+                        .as_array()?
+                        .iter()
+                        .map(serde_json::Value::as_u64)
+                        .collect::<Option<Vec<u64>>>()
                 })
-                .collect()
-        }
-        fn len(&self) -> u64 {
-            self.0.row_count()
-        }
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let mut out = Vec::new();
-            for (k, c) in self.0.columns().iter().enumerate() {
-                if c.is_dead() {
-                    continue;
-                }
-                let v = self.0.read_rows(k, i..i + 1).map_err(fe(Format::Idv))?;
-                out.push(idv_value(&v, 0));
-            }
-            Ok(out)
-        }
-        fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
-            let end = range.end.min(self.0.row_count());
-            let start = range.start.min(end);
-            // Decode first: the rows exist only once their blocks did.
-            let mut columns = Vec::new();
-            for (k, c) in self.0.columns().iter().enumerate() {
-                if !c.is_dead() {
-                    columns.push(self.0.read_rows(k, start..end).map_err(fe(Format::Idv))?);
-                }
-            }
-            let n = match columns.first() {
-                Some(v) => v.len(),
-                None => {
-                    // No live column: rows of nothing, as many as the header
-                    // says, within the limits.
-                    let n = end - start;
-                    let limit = crate::core::Limits::default().max_count;
-                    if n > limit {
-                        return Err(err(
-                            Format::Idv,
-                            "limit_exceeded",
-                            format!("{n} records of no columns exceed the limit of {limit}"),
-                        ));
-                    }
-                    usize::try_from(n).unwrap_or(0)
-                }
+                .unwrap_or_else(|| vec![values.len() as u64]);
+            let dtype = match f.data_type() {
+                A::Int8 => "int8",
+                A::Int16 => "int16",
+                A::Int32 => "int32",
+                A::Int64 => "int64",
+                A::UInt8 => "uint8",
+                A::UInt16 => "uint16",
+                A::UInt32 => "uint32",
+                A::UInt64 => "uint64",
+                A::Float16 => "float16",
+                A::Float32 => "float32",
+                A::Float64 => "float64",
+                _ => "",
             };
-            Ok((0..n)
-                .map(|j| columns.iter().map(|v| idv_value(v, j)).collect())
-                .collect())
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.0.validate().map_err(fe(Format::Idv))
-        }
-    }
-
-    #[cfg(feature = "mldf")]
-    pub(super) fn mldf(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        let r = crate::mldf::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(fe(Format::Mldf))?;
-        Ok(Box::new(Mldf(r)))
-    }
-
-    #[cfg(feature = "mldf")]
-    struct Mldf(crate::mldf::Reader);
-
-    #[cfg(feature = "mldf")]
-    impl Dataset for Mldf {
-        fn format(&self) -> Format {
-            Format::Mldf
-        }
-        fn version(&self) -> String {
-            let h = self.0.header();
-            format!("{}.{}", h.version_major, h.version_minor)
-        }
-        fn columns(&self) -> Vec<Column> {
-            use crate::mldf::FieldType as T;
-            self.0
-                .fields()
-                .iter()
-                .map(|f| Column {
-                    name: f.name.clone(),
-                    ty: f.ty.name(),
-                    shape: match &f.ty {
-                        T::NdArray { shape, .. } => shape.clone(),
-                        T::Int | T::Float => Vec::new(),
-                        _ => vec![0],
-                    },
-                })
-                .collect()
-        }
-        fn len(&self) -> u64 {
-            self.0.num_samples()
-        }
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            use crate::mldf::{FieldType as T, Value as M};
-            let mut out = Vec::new();
-            for (j, f) in self.0.fields().iter().enumerate() {
-                let v = self.0.value(i, j).map_err(fe(Format::Mldf))?;
-                out.push(match v {
-                    M::Missing => Value::Null,
-                    M::Int(x) => Value::Int(x),
-                    M::Float(x) => Value::Float(x),
-                    M::Bytes(b) | M::Opaque(b) => Value::Bytes(b.into_owned()),
-                    M::NdArray(b) => match &f.ty {
-                        T::NdArray { dtype, shape } => Value::Tensor {
-                            dtype: dtype.name().to_string(),
-                            shape: shape.clone(),
-                            data: b.into_owned(),
-                        },
-                        _ => Value::Bytes(b.into_owned()),
-                    },
-                    M::Json(t) | M::Text(t) => Value::Text(t.into_owned()),
-                    M::Image { data, .. } | M::Audio { data, .. } => {
-                        Value::Bytes(data.into_owned())
-                    }
-                    t @ M::Tokens { .. } => Value::List(
-                        t.token_ids()
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|x| Value::Int(i64::from(x)))
-                            .collect(),
-                    ),
-                });
+            if dtype.is_empty() || values.null_count() > 0 {
+                return Value::List(
+                    (0..values.len())
+                        .map(|k| value_at(values.as_ref(), f, k))
+                        .collect(),
+                );
             }
-            Ok(out)
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.0.validate().map_err(fe(Format::Mldf))
-        }
-    }
-
-    #[cfg(feature = "mldf")]
-    pub(super) fn ffcv(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        let r = crate::mldf::ffcv::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(fe(Format::Ffcv))?;
-        Ok(Box::new(Ffcv(r)))
-    }
-
-    /// FFCV through the common view. An image field becomes four columns:
-    /// the stored bytes, `<name>.mode` (`raw` or `jpg`), `<name>.width` and
-    /// `<name>.height`, so nothing of the file is lost.
-    #[cfg(feature = "mldf")]
-    struct Ffcv(crate::mldf::ffcv::Reader);
-
-    #[cfg(feature = "mldf")]
-    impl Dataset for Ffcv {
-        fn format(&self) -> Format {
-            Format::Ffcv
-        }
-        fn version(&self) -> String {
-            self.0.layout().version.to_string()
-        }
-        fn columns(&self) -> Vec<Column> {
-            use crate::mldf::ffcv::FieldType as T;
-            let mut out = Vec::new();
-            for f in self.0.fields() {
-                let shape = match &f.ty {
-                    T::Int | T::Float => Vec::new(),
-                    t => t.array().map_or(vec![0], |(_, _, s)| s.to_vec()),
-                };
-                out.push(Column {
-                    name: f.name.clone(),
-                    ty: f.ty.name().to_string(),
-                    shape,
-                });
-                if f.ty == T::RgbImage {
-                    for (suffix, ty) in
-                        [("mode", "text"), ("width", "uint16"), ("height", "uint16")]
-                    {
-                        out.push(Column {
-                            name: format!("{}.{suffix}", f.name),
-                            ty: ty.to_string(),
-                            shape: Vec::new(),
-                        });
-                    }
-                }
-            }
-            out
-        }
-        fn len(&self) -> u64 {
-            self.0.num_samples()
-        }
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            use crate::mldf::ffcv::{ImageMode, Value as F};
-            let mut out = Vec::new();
-            for (j, f) in self.0.fields().iter().enumerate() {
-                let v = self.0.value(i, j).map_err(fe(Format::Ffcv))?;
-                match v {
-                    F::Int(x) => out.push(Value::Int(x)),
-                    F::Float(x) => out.push(Value::Float(x)),
-                    F::Bytes(b) => out.push(Value::Bytes(b.into_owned())),
-                    F::Json(t) => out.push(Value::Text(t.into_owned())),
-                    F::Array(b) => match f.ty.array() {
-                        Some((dtype, _, shape)) => out.push(Value::Tensor {
-                            dtype: super::numpy_dtype_name(dtype),
-                            shape: shape.to_vec(),
-                            data: b.into_owned(),
-                        }),
-                        None => out.push(Value::Bytes(b.into_owned())),
-                    },
-                    F::Image {
-                        mode,
-                        width,
-                        height,
-                        data,
-                    } => {
-                        out.push(Value::Bytes(data.into_owned()));
-                        out.push(Value::Text(
-                            match mode {
-                                ImageMode::Jpeg => "jpg",
-                                ImageMode::Raw => "raw",
-                            }
-                            .to_string(),
-                        ));
-                        out.push(Value::UInt(u64::from(width)));
-                        out.push(Value::UInt(u64::from(height)));
-                    }
-                }
-            }
-            Ok(out)
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.0.validate().map_err(fe(Format::Ffcv))
-        }
-    }
-
-    #[cfg(feature = "cntk")]
-    pub(super) fn cntk(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
-            .map_err(fe(Format::Cntk))?;
-        let mut starts = Vec::with_capacity(r.chunks().len());
-        let mut n = 0u64;
-        for c in r.chunks() {
-            starts.push(n);
-            n += u64::from(c.num_sequences);
-        }
-        Ok(Box::new(Cntk { r, starts, n }))
-    }
-
-    #[cfg(feature = "cntk")]
-    struct Cntk {
-        r: crate::cntk::Reader,
-        starts: Vec<u64>,
-        n: u64,
-    }
-
-    #[cfg(feature = "cntk")]
-    impl Dataset for Cntk {
-        fn format(&self) -> Format {
-            Format::Cntk
-        }
-        fn version(&self) -> String {
-            crate::cntk::VERSION.to_string()
-        }
-        fn columns(&self) -> Vec<Column> {
-            use crate::cntk::StreamKind;
-            self.r
-                .streams()
-                .iter()
-                .map(|s| Column {
-                    name: s.name.clone(),
-                    ty: format!(
-                        "{} {}",
-                        if s.kind == StreamKind::Dense {
-                            "dense"
-                        } else {
-                            "sparse"
-                        },
-                        s.elem.name()
-                    ),
-                    shape: vec![0, u64::from(s.dim)],
-                })
-                .collect()
-        }
-        fn len(&self) -> u64 {
-            self.n
-        }
-        /// Sequence `i`: a dense stream as a `[samples, dim]` tensor, a sparse
-        /// one as a list of samples, each a list of `[index, value]` pairs.
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            use crate::cntk::{ElemType, RecordView};
-            if i >= self.n {
-                return Err(err(
-                    Format::Cntk,
-                    "invalid_argument",
-                    format!("no sequence {i}"),
-                ));
-            }
-            let c = self.starts.partition_point(|&s| s <= i) - 1;
-            let q = (i - self.starts.get(c).copied().unwrap_or(0)) as usize;
-            let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
-            let mut out = Vec::new();
-            for s in 0..self.r.streams().len() {
-                out.push(match view.record(s, q) {
-                    Some(RecordView::Dense(d)) => Value::Tensor {
-                        dtype: d.elem.name().replace('f', "float"),
-                        shape: vec![u64::from(d.samples), u64::from(d.dim)],
-                        data: d.raw().to_vec(),
-                    },
-                    Some(RecordView::Sparse(sp)) => Value::List(
-                        sp.samples_entries()
-                            .into_iter()
-                            .map(|e| {
-                                Value::List(
-                                    e.into_iter()
-                                        .map(|(k, v)| {
-                                            Value::List(vec![
-                                                Value::UInt(u64::from(k)),
-                                                Value::Float(v),
-                                            ])
-                                        })
-                                        .collect(),
-                                )
-                            })
-                            .collect(),
-                    ),
-                    None => Value::Null,
-                });
-            }
-            Ok(out)
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.r.validate().map_err(fe(Format::Cntk))
-        }
-    }
-
-    #[cfg(feature = "tbl2")]
-    pub(super) fn tbl2(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        let r = crate::tbl2::Reader::with_options(src, crate::tbl2::ReadOptions::default())
-            .map_err(fe(Format::Tbl2))?;
-        Ok(Box::new(Tbl2(r)))
-    }
-
-    #[cfg(feature = "tbl2")]
-    struct Tbl2(crate::tbl2::Reader);
-
-    #[cfg(feature = "tbl2")]
-    impl Dataset for Tbl2 {
-        fn format(&self) -> Format {
-            Format::Tbl2
-        }
-        fn version(&self) -> String {
-            self.0.header().version.to_string()
-        }
-        fn columns(&self) -> Vec<Column> {
-            let c = |n: &str, t: &str| Column {
-                name: n.into(),
-                ty: t.into(),
-                shape: Vec::new(),
-            };
-            vec![
-                c("data", "bytes"),
-                c("format", "text"),
-                c("width", "uint16"),
-                c("height", "uint16"),
-                c("metadata", "bytes"),
-            ]
-        }
-        fn len(&self) -> u64 {
-            self.0.len() as u64
-        }
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let e = fe::<crate::tbl2::Error>(Format::Tbl2);
-            let k = usize::try_from(i).unwrap_or(usize::MAX);
-            let entry = *self.0.entry(k).map_err(e)?;
-            let data = self.0.read_sample(k).map_err(e)?.into_owned();
-            let meta = self
-                .0
-                .read_metadata(k)
-                .map_err(e)?
-                .map(|(_, b)| Value::Bytes(b.into_owned()));
-            Ok(vec![
-                Value::Bytes(data),
-                Value::Text(entry.format.name()),
-                Value::UInt(u64::from(entry.width)),
-                Value::UInt(u64::from(entry.height)),
-                meta.unwrap_or(Value::Null),
-            ])
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.0.validate().map_err(fe(Format::Tbl2))
-        }
-    }
-
-    #[cfg(feature = "bloscpack")]
-    pub(super) fn bloscpack(src: crate::core::Source) -> Result<Box<dyn Dataset>, Error> {
-        let r =
-            crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
-                .map_err(fe(Format::Bloscpack))?;
-        Ok(Box::new(Blp(r, std::sync::Mutex::new(None))))
-    }
-
-    /// A Bloscpack file: a C-order numpy array gives one record per row
-    /// (first axis); anything else (raw bytes, Fortran order) one record
-    /// per chunk, as bytes.
-    #[cfg(feature = "bloscpack")]
-    struct Blp(
-        crate::bloscpack::Reader,
-        /// The last decoded chunk, so reading rows in order decodes each
-        /// chunk once.
-        std::sync::Mutex<Option<(usize, Vec<u8>)>>,
-    );
-
-    #[cfg(feature = "bloscpack")]
-    impl Blp {
-        fn rows(&self) -> Option<(&crate::bloscpack::numpy::NumpyMeta, u64, u64)> {
-            let m = self.0.numpy()?;
-            if m.order != crate::bloscpack::numpy::Order::C {
-                return None;
-            }
-            let rows = m.shape.first().copied().unwrap_or(1);
-            let per_row = m.shape.iter().skip(1).product::<u64>() * m.dtype.itemsize() as u64;
-            Some((m, rows, per_row))
-        }
-
-        /// Payload bytes `[start, start + out.len())`, through the chunk
-        /// cache when they lie in one chunk.
-        fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
-            let chunk = u64::try_from(self.0.header().chunk_size).unwrap_or(0);
-            let end = start + out.len() as u64;
-            if chunk == 0 || out.is_empty() || start / chunk != (end - 1) / chunk {
-                return self.0.read_range_into(start, out);
-            }
-            let k = usize::try_from(start / chunk).unwrap_or(usize::MAX);
-            let Ok(mut cache) = self.1.lock() else {
-                return self.0.read_range_into(start, out);
-            };
-            if cache.as_ref().is_none_or(|(c, _)| *c != k) {
-                *cache = Some((k, self.0.read_chunk(k)?));
-            }
-            let from = usize::try_from(start % chunk).unwrap_or(usize::MAX);
-            match cache
-                .as_ref()
-                .and_then(|(_, b)| b.get(from..from + out.len()))
-            {
-                Some(src) => {
-                    out.copy_from_slice(src);
-                    Ok(())
-                }
-                None => self.0.read_range_into(start, out),
+            let d = values.to_data();
+            let width = d.data_type().primitive_width().unwrap_or(1);
+            let data = d
+                .buffers()
+                .first()
+                .and_then(|b| b.get(d.offset() * width..(d.offset() + d.len()) * width))
+                .unwrap_or_default()
+                .to_vec();
+            Value::Tensor {
+                dtype: dtype.into(),
+                shape,
+                data,
             }
         }
-    }
-
-    /// The named fields of a packed structured dtype with their byte
-    /// offsets in a record; `None` for a scalar dtype.
-    #[cfg(feature = "bloscpack")]
-    fn record_fields(
-        d: &crate::bloscpack::dtype::Dtype,
-    ) -> Option<Vec<(&crate::bloscpack::dtype::Field, usize)>> {
-        let crate::bloscpack::dtype::Dtype::Record(fields) = d else {
-            return None;
-        };
-        let mut at = 0usize;
-        let mut out = Vec::new();
-        for f in fields {
-            if !f.name.is_empty() {
-                out.push((f, at));
-            }
-            at += f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
-        }
-        Some(out)
-    }
-
-    #[cfg(feature = "bloscpack")]
-    impl Dataset for Blp {
-        fn format(&self) -> Format {
-            Format::Bloscpack
-        }
-        fn version(&self) -> String {
-            self.0.header().format_version.to_string()
-        }
-        fn columns(&self) -> Vec<Column> {
-            match self.rows() {
-                Some((m, _, _)) => {
-                    let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
-                    match record_fields(&m.dtype) {
-                        Some(fields) => fields
-                            .into_iter()
-                            .map(|(f, _)| Column {
-                                name: f.name.clone(),
-                                ty: f.dtype.to_string(),
-                                shape: outer.iter().chain(&f.shape).copied().collect(),
-                            })
-                            .collect(),
-                        None => vec![Column {
-                            name: "row".into(),
-                            ty: m.dtype.to_string(),
-                            shape: outer,
-                        }],
-                    }
-                }
-                None => vec![Column {
-                    name: "chunk".into(),
-                    ty: "bytes".into(),
-                    shape: vec![0],
-                }],
-            }
-        }
-        fn len(&self) -> u64 {
-            match self.rows() {
-                Some((_, n, _)) => n,
-                None => self.0.nchunks() as u64,
-            }
-        }
-        /// A row of a C-order array: one tensor, or for a structured dtype
-        /// one tensor per named field (numpy's padding fields are left out).
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
-            if i >= self.len() {
-                return Err(err(
-                    Format::Bloscpack,
-                    "invalid_argument",
-                    format!("no record {i}"),
-                ));
-            }
-            let Some((m, _, per_row)) = self.rows() else {
-                return Ok(vec![Value::Bytes(
-                    self.0.read_chunk(i as usize).map_err(e)?,
-                )]);
-            };
-            let mut data = crate::core::Limits::default()
-                .alloc_zeroed("Bloscpack row", per_row)
-                .map_err(|x| err(Format::Bloscpack, "limit_exceeded", x))?;
-            self.read_row(i * per_row, &mut data).map_err(e)?;
-            let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
-            let Some(fields) = record_fields(&m.dtype) else {
-                return Ok(vec![Value::Tensor {
-                    dtype: m.dtype.to_string(),
-                    shape: outer,
-                    data,
-                }]);
-            };
-            let item = m.dtype.itemsize().max(1);
-            Ok(fields
-                .into_iter()
-                .map(|(f, at)| {
-                    let size = f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
-                    let part: Vec<u8> = data
-                        .chunks_exact(item)
-                        .flat_map(|rec| rec.get(at..at + size).unwrap_or_default().iter().copied())
-                        .collect();
-                    Value::Tensor {
-                        dtype: f.dtype.to_string(),
-                        shape: outer.iter().chain(&f.shape).copied().collect(),
-                        data: part,
-                    }
-                })
-                .collect())
-        }
-        fn validate(&self) -> Result<(), Error> {
-            self.0.validate().map_err(fe(Format::Bloscpack))
-        }
-    }
-
-    #[cfg(feature = "bloscpack")]
-    pub(super) fn blz(path: &Path) -> Result<Box<dyn Dataset>, Error> {
-        let d = crate::bloscpack::blz::BlzDir::open(path).map_err(fe(Format::Blz))?;
-        Ok(Box::new(Blz {
-            d,
-            root: path.to_path_buf(),
-        }))
-    }
-
-    /// A BLZ/bcolz array (one record per atom) or table (one per row, a
-    /// value per column); atoms are handed out as 0-d tensors of their
-    /// numpy type.
-    #[cfg(feature = "bloscpack")]
-    struct Blz {
-        d: crate::bloscpack::blz::BlzDir,
-        root: std::path::PathBuf,
-    }
-
-    #[cfg(feature = "bloscpack")]
-    impl Blz {
-        fn arrays(&self) -> Vec<(&str, &crate::bloscpack::blz::CArray)> {
-            use crate::bloscpack::blz::BlzDir;
-            match &self.d {
-                BlzDir::Array(a) => vec![("value", a)],
-                BlzDir::Table(t) => t
-                    .names()
+        A::Struct(fields) => {
+            let s = array.as_struct();
+            Value::List(
+                s.columns()
                     .iter()
-                    .map(String::as_str)
-                    .zip(t.columns())
+                    .zip(fields)
+                    .map(|(c, f)| value_at(c.as_ref(), f, i))
                     .collect(),
-            }
-        }
-    }
-
-    #[cfg(feature = "bloscpack")]
-    impl Dataset for Blz {
-        fn format(&self) -> Format {
-            Format::Blz
-        }
-        fn version(&self) -> String {
-            use crate::bloscpack::blz::BlzDir;
-            match &self.d {
-                BlzDir::Array(a) => a.layout().name().to_string(),
-                BlzDir::Table(t) => t.layout().name().to_string(),
-            }
-        }
-        fn columns(&self) -> Vec<Column> {
-            self.arrays()
-                .into_iter()
-                .map(|(n, a)| Column {
-                    name: n.to_string(),
-                    ty: a.dtype_storage_string().to_string(),
-                    shape: a.shape().iter().skip(1).copied().collect(),
-                })
-                .collect()
-        }
-        fn len(&self) -> u64 {
-            self.arrays().first().map_or(0, |(_, a)| a.len())
-        }
-        fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-            let mut out = Vec::new();
-            for (_, a) in self.arrays() {
-                if i >= a.len() {
-                    return Err(err(
-                        Format::Blz,
-                        "invalid_argument",
-                        format!("no record {i}"),
-                    ));
-                }
-                let mut data = crate::core::Limits::default()
-                    .alloc_zeroed("BLZ row", a.atomsize())
-                    .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
-                a.read_atoms_into(i, &mut data).map_err(fe(Format::Blz))?;
-                out.push(Value::Tensor {
-                    dtype: a.dtype_storage_string().to_string(),
-                    shape: a.shape().iter().skip(1).copied().collect(),
-                    data,
-                });
-            }
-            Ok(out)
-        }
-        fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
-            let end = range.end.min(self.len());
-            let start = range.start.min(end);
-            let n = usize::try_from(end - start).unwrap_or(0);
-            let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
-            for (_, a) in self.arrays() {
-                let atom = usize::try_from(a.atomsize()).unwrap_or(0);
-                let mut data = crate::core::Limits::default()
-                    .alloc_zeroed("BLZ rows", a.atomsize().saturating_mul(n as u64))
-                    .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
-                a.read_atoms_into(start, &mut data)
-                    .map_err(fe(Format::Blz))?;
-                let shape: Vec<u64> = a.shape().iter().skip(1).copied().collect();
-                for (row, part) in rows.iter_mut().zip(data.chunks_exact(atom.max(1))) {
-                    row.push(Value::Tensor {
-                        dtype: a.dtype_storage_string().to_string(),
-                        shape: shape.clone(),
-                        data: part.to_vec(),
-                    });
-                }
-            }
-            Ok(rows)
-        }
-        fn validate(&self) -> Result<(), Error> {
-            crate::bloscpack::blz::BlzDir::open_validated(
-                &self.root,
-                crate::core::Limits::default(),
             )
-            .map(|_| ())
-            .map_err(fe(Format::Blz))
         }
+        _ => Value::Null,
     }
+}
+
+/// Record `i` of `d` through its typed batches.
+pub(crate) fn record_from_arrays(d: &dyn Dataset, i: u64) -> Result<Vec<Value>, Error> {
+    let schema = d.schema();
+    let all: Vec<usize> = (0..schema.fields().len()).collect();
+    let arrays = d.read_arrays(&all, i..i + 1)?;
+    Ok(arrays
+        .iter()
+        .zip(schema.fields())
+        .map(|(a, f)| value_at(a.as_ref(), f, 0))
+        .collect())
+}
+
+/// The columns of a typed schema, in the convenience view's words.
+pub(crate) fn columns_from_schema(schema: &arrow_schema::Schema) -> Vec<Column> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| Column {
+            name: f.name().clone(),
+            ty: f
+                .metadata()
+                .get(crate::typed::TYPE_KEY)
+                .cloned()
+                .unwrap_or_else(|| f.data_type().to_string()),
+            shape: match f.data_type() {
+                arrow_schema::DataType::FixedSizeList(_, n) => vec![*n as u64],
+                arrow_schema::DataType::List(_) => vec![0],
+                _ => Vec::new(),
+            },
+        })
+        .collect()
 }

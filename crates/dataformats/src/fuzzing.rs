@@ -1,13 +1,37 @@
 //! Entry points shared by the fuzz targets and the regression tests that
 //! replay their saved inputs. Not a stable API.
 
-/// Arbitrary bytes through [`crate::open_bytes`]: the schema, the first
-/// records in batches and one by one, every value as JSON, validation and
-/// the summary. Nothing may panic or allocate without bound.
+/// Arbitrary bytes through [`crate::open_bytes_with`] under
+/// [`Limits::fuzzing`](crate::core::Limits::fuzzing) (64 MiB, below the
+/// fuzzer's 256 MiB allocation limit): the typed schema, every batch of
+/// every column (and each column alone) of the first records, their JSON
+/// lines, then the convenience view's records one by one and in batches,
+/// validation and the summary. Nothing may panic or allocate without bound.
 pub fn open_bytes(data: &[u8]) {
-    let Ok(d) = crate::open_bytes(data.to_vec()) else {
+    let opts = crate::OpenOptions::with_limits(crate::core::Limits::fuzzing());
+    let Ok(d) = crate::open_bytes_with(data.to_vec(), &opts) else {
         return;
     };
+    let schema = d.schema();
+    let read = crate::ReadOptions {
+        columns: None,
+        rows: Some(0..4096),
+        batch_size: 512,
+    };
+    if let Ok(mut r) = d.reader(&read) {
+        while let Some(b) = r.next_batch() {
+            let Ok(b) = b else { break };
+            assert_eq!(b.schema(), schema, "every batch has the file's schema");
+            #[cfg(feature = "export")]
+            {
+                let mut sink = std::io::sink();
+                let _ = crate::export::write_json_lines(&b, &mut sink);
+            }
+        }
+    }
+    for f in schema.fields() {
+        let _ = d.read_batch(Some(std::slice::from_ref(f.name())), 0..64);
+    }
     let _ = d.columns();
     let _ = d.summary_json();
     let n = d.len().min(256);

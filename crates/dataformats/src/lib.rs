@@ -39,18 +39,24 @@
 
 #![deny(missing_docs)]
 
+mod adapters;
 pub mod dataset;
 mod detect;
-
-#[cfg(feature = "arrow")]
-pub mod arrow;
+pub mod error;
+#[cfg(feature = "export")]
+pub mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
+pub mod typed;
 
 pub use dataformats_core as core;
-pub use dataset::{Dataset, open, open_bytes};
+pub use dataset::{
+    BatchReader, Dataset, OpenOptions, ReadOptions, open, open_as, open_as_with, open_bytes,
+    open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
+};
+pub use error::Error as DatasetError;
 
 /// Bloscpack files and BLZ/bcolz directories ([`dataformats_bloscpack`]).
 #[cfg(feature = "bloscpack")]

@@ -36,10 +36,13 @@ element!(u8 => "uint8", i8 => "int8", u16 => "uint16", i16 => "int16", u32 => "u
     i32 => "int32", u64 => "uint64", i64 => "int64", f32 => "float32", f64 => "float64");
 
 fn error(kind: &str, message: String) -> Error {
-    Error {
-        format: None,
-        kind: kind.into(),
-        message,
+    match kind {
+        "limit_exceeded" => Error::limit(message),
+        "missing" | "invalid_argument" => Error::InvalidArgument {
+            format: None,
+            message,
+        },
+        _ => Error::invalid(message),
     }
 }
 
@@ -127,11 +130,9 @@ pub fn mldf_ndarray<T: Element>(
         ));
     };
     check_dtype::<T>(dtype.name())?;
-    let v = r.value(sample, field).map_err(|e| Error {
-        format: Some(crate::Format::Mldf),
-        kind: e.kind().as_str().into(),
-        message: e.to_string(),
-    })?;
+    let v = r
+        .value(sample, field)
+        .map_err(|e| crate::error::FormatError::into_facade(e, crate::Format::Mldf))?;
     match v {
         M::NdArray(std::borrow::Cow::Borrowed(b)) => cow(b, shape),
         M::NdArray(std::borrow::Cow::Owned(b)) => owned(&b, shape, false).map(CowArray::from),
@@ -156,10 +157,8 @@ pub fn cntk_dense<'a, T: Element>(
 /// (the payload is decompressed once).
 #[cfg(feature = "bloscpack")]
 pub fn bloscpack_array<T: Element>(r: &crate::bloscpack::Reader) -> Result<ArrayD<T>, Error> {
-    let e = |x: crate::bloscpack::Error| Error {
-        format: Some(crate::Format::Bloscpack),
-        kind: x.kind().as_str().into(),
-        message: x.to_string(),
+    let e = |x: crate::bloscpack::Error| {
+        crate::error::FormatError::into_facade(x, crate::Format::Bloscpack)
     };
     let m = r.numpy().ok_or_else(|| {
         error(
@@ -177,11 +176,9 @@ pub fn bloscpack_array<T: Element>(r: &crate::bloscpack::Reader) -> Result<Array
 #[cfg(feature = "bloscpack")]
 pub fn blz_array<T: Element>(a: &crate::bloscpack::blz::CArray) -> Result<ArrayD<T>, Error> {
     check_dtype::<T>(&a.dtype().to_string())?;
-    let bytes = a.read_all().map_err(|x| Error {
-        format: Some(crate::Format::Blz),
-        kind: x.kind().as_str().into(),
-        message: x.to_string(),
-    })?;
+    let bytes = a
+        .read_all()
+        .map_err(|x| crate::error::FormatError::into_facade(x, crate::Format::Blz))?;
     owned(&bytes, a.shape(), false)
 }
 
@@ -194,9 +191,5 @@ pub fn idv_column<T: crate::idv::Scalar>(
 ) -> Result<::ndarray::Array1<T>, Error> {
     r.column::<T>(name)
         .map(::ndarray::Array1::from_vec)
-        .map_err(|x| Error {
-            format: Some(crate::Format::Idv),
-            kind: x.kind().as_str().into(),
-            message: x.to_string(),
-        })
+        .map_err(|x| crate::error::FormatError::into_facade(x, crate::Format::Idv))
 }

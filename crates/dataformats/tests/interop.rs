@@ -1,6 +1,6 @@
-//! Arrow export and ndarray views over the shared vectors.
+//! The typed Arrow view and ndarray views over the shared vectors.
 
-#![cfg(all(feature = "arrow", feature = "ndarray"))]
+#![cfg(feature = "ndarray")]
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use arrow_array::Array;
@@ -17,11 +17,12 @@ fn valid(format: &str, ext: &str) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn every_mldf_and_idv_vector_exports_a_batch() {
+fn every_mldf_vector_exports_a_batch_with_its_nulls() {
     let mut seen = 0;
-    for p in valid("mldf", "mldf").into_iter().chain(valid("idv", "idv")) {
+    for p in valid("mldf", "mldf") {
         let d = dataformats::open(&p).unwrap();
-        let b = dataformats::arrow::record_batch(d.as_ref(), 0..d.len())
+        let b = d
+            .read_batch(None, 0..d.len())
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert_eq!(b.num_rows() as u64, d.len(), "{}", p.display());
         assert_eq!(b.num_columns(), d.columns().len(), "{}", p.display());
@@ -32,15 +33,18 @@ fn every_mldf_and_idv_vector_exports_a_batch() {
                 .iter()
                 .filter(|r| r[j] == dataformats::dataset::Value::Null)
                 .count();
-            let col = b.column(j);
-            if *col.data_type() != DataType::Null {
-                assert_eq!(col.null_count(), missing, "{} {}", p.display(), c.name);
-            }
+            assert_eq!(
+                b.column(j).null_count(),
+                missing,
+                "{} {}",
+                p.display(),
+                c.name
+            );
         }
         seen += 1;
     }
     if vectors_dir("mldf").is_some() {
-        assert!(seen > 40, "{seen}");
+        assert!(seen > 15, "{seen}");
     }
 }
 
@@ -50,7 +54,7 @@ fn mldf_fields_keep_their_values() {
         return;
     };
     let d = dataformats::open(dir.join("nullable_missing.mldf")).unwrap();
-    let b = dataformats::arrow::record_batch(d.as_ref(), 0..d.len()).unwrap();
+    let b = d.read_batch(None, 0..d.len()).unwrap();
     let ints = b.column(0).as_primitive::<Int64Type>();
     let floats = b.column(3).as_primitive::<Float64Type>();
     let r = dataformats::mldf::Reader::open(dir.join("nullable_missing.mldf")).unwrap();
@@ -70,14 +74,24 @@ fn mldf_fields_keep_their_values() {
     assert!(ints.null_count() > 0);
     assert_eq!(floats.null_count(), 0);
     assert!(matches!(b.schema().field(2).data_type(), DataType::Utf8));
-    // NDARRAY [2, 3] float32: fixed-size lists of 6 with the shape noted.
+    // NDARRAY [2, 3] float32: fixed-size lists of 6, a fixed-shape tensor.
     let d = dataformats::open(dir.join("ndarray_f32_2d.mldf")).unwrap();
-    let b = dataformats::arrow::record_batch(d.as_ref(), 1..3).unwrap();
+    let b = d.read_batch(None, 1..3).unwrap();
     assert_eq!(b.num_rows(), 2);
     let f = b.schema().field(0).clone();
     assert_eq!(
-        f.metadata().get("shape").map(String::as_str),
-        Some("[2, 3]")
+        f.metadata().get("ARROW:extension:name").map(String::as_str),
+        Some("arrow.fixed_shape_tensor")
+    );
+    assert_eq!(
+        f.metadata()
+            .get("ARROW:extension:metadata")
+            .map(String::as_str),
+        Some("{\"shape\":[2,3]}")
+    );
+    assert_eq!(
+        f.metadata().get("dataformats.type").map(String::as_str),
+        Some("NDARRAY<float32>[2,3]")
     );
     let list = b.column(0).as_fixed_size_list();
     assert_eq!(list.value_length(), 6);
@@ -94,10 +108,15 @@ fn idv_columns_keep_their_types() {
     let mut checked = 0;
     for p in valid("idv", "idv") {
         let r = dataformats::idv::Reader::open(&p).unwrap();
-        let b = dataformats::arrow::idv_record_batch(&r, 0..r.row_count())
+        let d = dataformats::open(&p).unwrap();
+        let b = d
+            .read_batch(None, 0..r.row_count())
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert_eq!(b.num_rows() as u64, r.row_count());
         for f in b.schema().fields() {
+            if r.columns().iter().filter(|c| c.name == *f.name()).count() > 1 {
+                continue; // duplicate names: the reader's lookup finds another
+            }
             if f.data_type() == &DataType::Int32 {
                 let want = r.column::<i32>(f.name()).unwrap();
                 let got = b.column_by_name(f.name()).unwrap();
@@ -117,7 +136,7 @@ fn idv_columns_keep_their_types() {
         }
         // A part of the rows reads only what it needs and gives that part.
         if r.row_count() > 3 {
-            let part = dataformats::arrow::idv_record_batch(&r, 1..3).unwrap();
+            let part = d.read_batch(None, 1..3).unwrap();
             assert_eq!(part.num_rows(), 2);
             assert_eq!(part.schema(), b.schema());
         }
@@ -133,7 +152,7 @@ fn blz_tables_export_typed_columns() {
         return;
     };
     let d = dataformats::open(dir.join("bcolz_table_struct")).unwrap();
-    let b = dataformats::arrow::record_batch(d.as_ref(), 0..100).unwrap();
+    let b = d.read_batch(None, 0..100).unwrap();
     assert_eq!(b.num_rows(), 100);
     let s = b.schema();
     assert_eq!(s.field(0).data_type(), &DataType::Int64);
@@ -172,7 +191,7 @@ fn ndarray_views_borrow_the_file_where_they_can() {
         assert_eq!(
             dataformats::ndarray::mldf_ndarray::<f64>(&r, 0, 0)
                 .unwrap_err()
-                .kind,
+                .kind(),
             "invalid_argument"
         );
     }
@@ -203,6 +222,15 @@ fn ndarray_views_borrow_the_file_where_they_can() {
         let flat: Vec<f32> = r.read_array::<f32>().unwrap();
         let rows = m.shape[0] as usize;
         assert_eq!(a[[1, 2]].to_bits(), flat[2 * rows + 1].to_bits());
+        // The typed view gives the same rows as the C-order ndarray.
+        let d = dataformats::open(dir.join("f4_fortran_order.blp")).unwrap();
+        assert_eq!(d.len() as usize, rows);
+        let b = d.read_batch(None, 1..2).unwrap();
+        let row = b.column(0).as_fixed_size_list().value(0);
+        let row = row.as_primitive::<Float32Type>();
+        for (j, x) in row.values().iter().enumerate() {
+            assert_eq!(x.to_bits(), a[[1, j]].to_bits());
+        }
     }
     if let Some(dir) = vectors_dir("blz") {
         let a = match dataformats::bloscpack::blz::BlzDir::open(dir.join("bcolz_f4_2d")).unwrap() {

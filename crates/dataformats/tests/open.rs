@@ -55,7 +55,7 @@ fn every_vector_through_the_common_view() {
             } else {
                 match opened {
                     Err(e) => assert!(
-                        e.format.is_none() || e.format == Some(kind),
+                        e.format().is_none() || e.format() == Some(kind),
                         "{}",
                         p.display()
                     ),
@@ -156,7 +156,7 @@ fn records_carry_the_values() {
     assert_eq!(d.record(1).unwrap()[1], dataformats::dataset::Value::Null);
     assert!(d.record(2).is_err());
     let e = dataformats::open(dir.join("missing.file")).err().unwrap();
-    assert_eq!(e.kind, "io");
+    assert_eq!(e.kind(), "io");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,0 +1,154 @@
+//! Commands on the typed Arrow view: `schema`, `count`, `head`, typed
+//! `dump`, and `convert` to Parquet, Arrow IPC (file and stream) and CSV.
+
+use std::io::Write;
+use std::path::Path;
+
+use dataformats::ReadOptions;
+use dataformats::export::{ExportFormat, json_value};
+
+use crate::Failure;
+use crate::common::{fail, open};
+use crate::output::say;
+
+/// Which records and columns to read.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct Select {
+    /// Only these columns, in this order (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) columns: Option<Vec<String>>,
+    /// At most this many records.
+    #[arg(long)]
+    pub(crate) limit: Option<u64>,
+}
+
+impl Select {
+    /// Whether anything is selected.
+    pub(crate) fn is_set(&self) -> bool {
+        self.columns.is_some() || self.limit.is_some()
+    }
+
+    fn options(&self, range: Option<(u64, u64)>, batch_size: usize) -> ReadOptions {
+        let (start, mut end) = range.unwrap_or((0, u64::MAX));
+        if let Some(n) = self.limit {
+            end = end.min(start.saturating_add(n));
+        }
+        ReadOptions {
+            columns: self.columns.clone(),
+            rows: Some(start..end),
+            batch_size,
+        }
+    }
+}
+
+/// `dataformats schema FILE`: the Arrow schema, one field a line (or JSON).
+pub(crate) fn schema(path: &Path, json: bool) -> Result<(), Failure> {
+    let d = open(path)?;
+    let schema = d.schema();
+    if json {
+        say!("{}", dataformats::typed::schema_json(&schema));
+        return Ok(());
+    }
+    for f in schema.fields() {
+        let own = f
+            .metadata()
+            .get(dataformats::typed::TYPE_KEY)
+            .map(|t| format!("  ({t})"))
+            .unwrap_or_default();
+        say!(
+            "{}: {}{}{own}",
+            f.name(),
+            f.data_type(),
+            if f.is_nullable() { " (nullable)" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// `dataformats count FILE`: the number of records, alone on a line.
+pub(crate) fn count(path: &Path, json: bool) -> Result<(), Failure> {
+    let d = open(path)?;
+    if json {
+        say!("{}", serde_json::json!({ "records": d.len() }));
+    } else {
+        say!("{}", d.len());
+    }
+    Ok(())
+}
+
+/// `head` and typed `dump`: records as JSON lines (lossless: see
+/// `docs/arrow.md`).
+pub(crate) fn rows(path: &Path, range: Option<(u64, u64)>, select: &Select) -> Result<(), Failure> {
+    let d = open(path)?;
+    let mut reader = d
+        .reader(&select.options(range, 1024))
+        .map_err(|e| fail(path, &e))?;
+    let mut line = String::new();
+    while let Some(b) = reader.next_batch() {
+        let b = b.map_err(|e| fail(path, &e))?;
+        let schema = b.schema();
+        for i in 0..b.num_rows() {
+            line.clear();
+            line.push('{');
+            for (k, (c, f)) in b.columns().iter().zip(schema.fields()).enumerate() {
+                if k > 0 {
+                    line.push_str(", ");
+                }
+                line.push_str(&serde_json::Value::String(f.name().clone()).to_string());
+                line.push_str(": ");
+                json_value(c.as_ref(), i, &mut line);
+            }
+            line.push('}');
+            say!("{line}");
+        }
+    }
+    Ok(())
+}
+
+/// The typed export of an output path's extension, when it is one.
+pub(crate) fn export_format(output: &Path) -> Option<ExportFormat> {
+    match ExportFormat::from_path(output)? {
+        ExportFormat::JsonLines => None,
+        f => Some(f),
+    }
+}
+
+/// `convert IN OUT.{parquet,arrow,arrows,csv}` (and `.jsonl` with a
+/// selection): every batch of the typed view, streamed to the output,
+/// which appears only when everything was written.
+pub(crate) fn convert(
+    input: &Path,
+    output: &Path,
+    format: ExportFormat,
+    range: Option<(u64, u64)>,
+    select: &Select,
+    json: bool,
+) -> Result<(), Failure> {
+    let d = open(input)?;
+    let opts = select.options(range, 8192);
+    let mut reader = d.reader(&opts).map_err(|e| fail(input, &e))?;
+    let total = reader.remaining();
+    let bar = crate::progress::bytes(total, "records", json);
+    let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
+    let mut out = dataformats::core::AtomicFile::create(output).map_err(io)?;
+    let rows =
+        dataformats::export::write(&mut reader, format, &mut out, &mut |n| bar.set_position(n))
+            .map_err(|e| fail(input, &e))?;
+    out.flush().map_err(io)?;
+    out.finish().map_err(io)?;
+    bar.finish_and_clear();
+    if json {
+        say!(
+            "{}",
+            serde_json::json!({"input": input, "output": output, "format": format.name(), "records": rows})
+        );
+    } else {
+        say!(
+            "{} -> {} ({}): {rows} records",
+            input.display(),
+            output.display(),
+            format.name()
+        );
+    }
+    Ok(())
+}

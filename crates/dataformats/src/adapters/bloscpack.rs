@@ -1,0 +1,345 @@
+//! The bloscpack adapter of the common view.
+
+#![allow(unused_imports)]
+
+use crate::Format;
+use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use std::path::Path;
+
+pub(crate) fn open(
+    src: crate::core::Source,
+    opts: &crate::OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    let ro = crate::bloscpack::ReadOptions::default().limits(opts.limits);
+    let r = crate::bloscpack::Reader::with_options(src, ro).map_err(fe(Format::Bloscpack))?;
+    let cols = match r.numpy() {
+        Some(m) => {
+            let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
+            super::numpy::columns(&m.dtype, &outer, "row")
+                .map_err(|e| e.in_format(Format::Bloscpack))?
+        }
+        None => Vec::new(),
+    };
+    let schema = if r.numpy().is_some() {
+        super::numpy::schema(&cols).map_err(|e| e.in_format(Format::Bloscpack))?
+    } else {
+        std::sync::Arc::new(arrow_schema::Schema::new(vec![crate::typed::field(
+            "chunk",
+            arrow_schema::DataType::Binary,
+            false,
+            "chunk",
+        )]))
+    };
+    Ok(Box::new(Blp(
+        r,
+        std::sync::Mutex::new(None),
+        cols,
+        schema,
+        opts.limits,
+    )))
+}
+
+/// A Bloscpack file: a C-order numpy array gives one record per row
+/// (first axis); anything else (raw bytes, Fortran order) one record
+/// per chunk, as bytes.
+struct Blp(
+    crate::bloscpack::Reader,
+    /// The last decoded chunk, so reading rows in order decodes each
+    /// chunk once.
+    std::sync::Mutex<Option<(usize, Vec<u8>)>>,
+    /// The typed columns of numpy rows (empty for raw chunks).
+    Vec<super::numpy::NpColumn>,
+    arrow_schema::SchemaRef,
+    crate::core::Limits,
+);
+
+impl Blp {
+    /// Records of the typed view: rows of a numpy array of any order, or chunks.
+    fn typed_len(&self) -> u64 {
+        match self.np_rows() {
+            Some((_, n, _)) => n,
+            None => self.0.nchunks() as u64,
+        }
+    }
+
+    /// Rows of any numpy array (C or Fortran order): the metadata, the
+    /// number of rows and the bytes of one row.
+    fn np_rows(&self) -> Option<(&crate::bloscpack::numpy::NumpyMeta, u64, u64)> {
+        let m = self.0.numpy()?;
+        let rows = m.shape.first().copied().unwrap_or(1);
+        let per_row = m
+            .shape
+            .iter()
+            .skip(1)
+            .product::<u64>()
+            .saturating_mul(m.dtype.itemsize() as u64);
+        Some((m, rows, per_row))
+    }
+
+    /// The bytes of rows `start..end` in C order (a Fortran-order array's
+    /// rows gathered element by element).
+    fn row_bytes(&self, start: u64, end: u64) -> Result<Vec<u8>, Error> {
+        let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
+        let Some((m, rows, per_row)) = self.np_rows() else {
+            return Err(Error::invalid("not a numpy array"));
+        };
+        let n = end - start;
+        let mut out = self
+            .4
+            .alloc_zeroed("Bloscpack rows", per_row.saturating_mul(n))
+            .map_err(|x| Error::limit(x).in_format(Format::Bloscpack))?;
+        if m.order == crate::bloscpack::numpy::Order::C {
+            if !out.is_empty() {
+                self.0
+                    .read_range_into(start * per_row, &mut out)
+                    .map_err(e)?;
+            }
+            return Ok(out);
+        }
+        // Fortran order: element (i, rest) is at (i + rows * flat(rest)) in
+        // column-major order of the remaining axes.
+        let item = m.dtype.itemsize() as u64;
+        let rest: Vec<u64> = m.shape.iter().skip(1).copied().collect();
+        let per = rest.iter().product::<u64>();
+        for (k, i) in (start..end).enumerate() {
+            for c in 0..per {
+                // c is the C-order index of the element within the row; its
+                // column-major index over `rest` is:
+                let mut rem = c;
+                let mut f_index = 0u64;
+                let mut stride = 1u64;
+                let mut idx = vec![0u64; rest.len()];
+                for (slot, &len) in idx.iter_mut().zip(&rest).rev() {
+                    *slot = rem % len.max(1);
+                    rem /= len.max(1);
+                }
+                for (&x, &len) in idx.iter().zip(&rest) {
+                    f_index += x * stride;
+                    stride *= len;
+                }
+                let at = (i + rows * f_index) * item;
+                let o = (k as u64 * per_row + c * item) as usize;
+                let dst = out
+                    .get_mut(o..o + item as usize)
+                    .ok_or_else(|| Error::invalid("row buffer"))?;
+                self.read_row(at, dst).map_err(e)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn rows(&self) -> Option<(&crate::bloscpack::numpy::NumpyMeta, u64, u64)> {
+        let m = self.0.numpy()?;
+        if m.order != crate::bloscpack::numpy::Order::C {
+            return None;
+        }
+        let rows = m.shape.first().copied().unwrap_or(1);
+        let per_row = m.shape.iter().skip(1).product::<u64>() * m.dtype.itemsize() as u64;
+        Some((m, rows, per_row))
+    }
+
+    /// Payload bytes `[start, start + out.len())`, through the chunk
+    /// cache when they lie in one chunk.
+    fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
+        let chunk = u64::try_from(self.0.header().chunk_size).unwrap_or(0);
+        let end = start + out.len() as u64;
+        if chunk == 0 || out.is_empty() || start / chunk != (end - 1) / chunk {
+            return self.0.read_range_into(start, out);
+        }
+        let k = usize::try_from(start / chunk).unwrap_or(usize::MAX);
+        let Ok(mut cache) = self.1.lock() else {
+            return self.0.read_range_into(start, out);
+        };
+        if cache.as_ref().is_none_or(|(c, _)| *c != k) {
+            *cache = Some((k, self.0.read_chunk(k)?));
+        }
+        let from = usize::try_from(start % chunk).unwrap_or(usize::MAX);
+        match cache
+            .as_ref()
+            .and_then(|(_, b)| b.get(from..from + out.len()))
+        {
+            Some(src) => {
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            None => self.0.read_range_into(start, out),
+        }
+    }
+}
+
+/// The named fields of a packed structured dtype with their byte
+/// offsets in a record; `None` for a scalar dtype.
+fn record_fields(
+    d: &crate::bloscpack::dtype::Dtype,
+) -> Option<Vec<(&crate::bloscpack::dtype::Field, usize)>> {
+    let crate::bloscpack::dtype::Dtype::Record(fields) = d else {
+        return None;
+    };
+    let mut at = 0usize;
+    let mut out = Vec::new();
+    for f in fields {
+        if !f.name.is_empty() {
+            out.push((f, at));
+        }
+        at += f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
+    }
+    Some(out)
+}
+
+impl Dataset for Blp {
+    fn format(&self) -> Format {
+        Format::Bloscpack
+    }
+    fn version(&self) -> String {
+        self.0.header().format_version.to_string()
+    }
+    fn columns(&self) -> Vec<Column> {
+        if self.rows().is_none() && self.0.numpy().is_some() {
+            return crate::dataset::columns_from_schema(&self.3);
+        }
+        match self.rows() {
+            Some((m, _, _)) => {
+                let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
+                match record_fields(&m.dtype) {
+                    Some(fields) => fields
+                        .into_iter()
+                        .map(|(f, _)| Column {
+                            name: f.name.clone(),
+                            ty: f.dtype.to_string(),
+                            shape: outer.iter().chain(&f.shape).copied().collect(),
+                        })
+                        .collect(),
+                    None => vec![Column {
+                        name: "row".into(),
+                        ty: m.dtype.to_string(),
+                        shape: outer,
+                    }],
+                }
+            }
+            None => vec![Column {
+                name: "chunk".into(),
+                ty: "bytes".into(),
+                shape: vec![0],
+            }],
+        }
+    }
+    fn len(&self) -> u64 {
+        self.typed_len()
+    }
+    /// A row of a C-order array: one tensor, or for a structured dtype
+    /// one tensor per named field (numpy's padding fields are left out).
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+        let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
+        if i >= self.len() {
+            return Err(err(
+                Format::Bloscpack,
+                "invalid_argument",
+                format!("no record {i}"),
+            ));
+        }
+        if self.rows().is_none() && self.0.numpy().is_some() {
+            // Fortran order: the row through the typed view.
+            return crate::dataset::record_from_arrays(self, i);
+        }
+        let Some((m, _, per_row)) = self.rows() else {
+            return Ok(vec![Value::Bytes(
+                self.0.read_chunk(i as usize).map_err(e)?,
+            )]);
+        };
+        let mut data = self
+            .4
+            .alloc_zeroed("Bloscpack row", per_row)
+            .map_err(|x| err(Format::Bloscpack, "limit_exceeded", x))?;
+        self.read_row(i * per_row, &mut data).map_err(e)?;
+        let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
+        let Some(fields) = record_fields(&m.dtype) else {
+            return Ok(vec![Value::Tensor {
+                dtype: m.dtype.to_string(),
+                shape: outer,
+                data,
+            }]);
+        };
+        let item = m.dtype.itemsize().max(1);
+        Ok(fields
+            .into_iter()
+            .map(|(f, at)| {
+                let size = f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
+                let part: Vec<u8> = data
+                    .chunks_exact(item)
+                    .flat_map(|rec| rec.get(at..at + size).unwrap_or_default().iter().copied())
+                    .collect();
+                Value::Tensor {
+                    dtype: f.dtype.to_string(),
+                    shape: outer.iter().chain(&f.shape).copied().collect(),
+                    data: part,
+                }
+            })
+            .collect())
+    }
+    fn validate(&self) -> Result<(), Error> {
+        self.0.validate().map_err(fe(Format::Bloscpack))
+    }
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.3.clone()
+    }
+    fn read_arrays(
+        &self,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
+        let len = self.typed_len();
+        let end = rows.end.min(len);
+        let start = rows.start.min(end);
+        let n = usize::try_from(end - start).unwrap_or(usize::MAX);
+        if self.0.numpy().is_none() {
+            let mut cells = crate::typed::VarCells::new(n, &self.4);
+            for i in start..end {
+                if columns.is_empty() {
+                    break;
+                }
+                cells.push(Some(&self.0.read_chunk(i as usize).map_err(e)?))?;
+            }
+            return columns
+                .iter()
+                .map(|&j| {
+                    if j != 0 {
+                        return Err(err(
+                            Format::Bloscpack,
+                            "invalid_argument",
+                            format!("no column {j}"),
+                        ));
+                    }
+                    Ok(())
+                })
+                .collect::<Result<Vec<()>, Error>>()
+                .and_then(|_| match columns.len() {
+                    0 => Ok(Vec::new()),
+                    _ => {
+                        let a = cells.finish(&arrow_schema::DataType::Binary)?;
+                        Ok(columns.iter().map(|_| a.clone()).collect())
+                    }
+                });
+        }
+        if columns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bytes = self.row_bytes(start, end)?;
+        columns
+            .iter()
+            .map(|&j| {
+                let (Some(c), Some(f)) = (self.2.get(j), self.3.fields().get(j)) else {
+                    return Err(err(
+                        Format::Bloscpack,
+                        "invalid_argument",
+                        format!("no column {j}"),
+                    ));
+                };
+                super::numpy::array(c, f.data_type(), &bytes, n, &self.4).map_err(|x| {
+                    x.in_format(Format::Bloscpack)
+                        .context(&format!("column {:?}", c.name))
+                })
+            })
+            .collect()
+    }
+}

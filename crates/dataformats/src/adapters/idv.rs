@@ -1,0 +1,680 @@
+//! The idv adapter of the common view.
+
+#![allow(unused_imports)]
+
+use crate::Format;
+use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use std::path::Path;
+
+pub(crate) fn open(
+    src: crate::core::Source,
+    opts: &crate::OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    use crate::idv::Reader;
+    let e = fe::<crate::idv::Error>(Format::Idv);
+    let r = Reader::with_limits(src, opts.limits).map_err(e)?;
+    let live: Vec<usize> = (0..r.columns().len())
+        .filter(|&k| r.columns().get(k).is_some_and(|c| !c.is_dead()))
+        .collect();
+    let mut fields: Vec<arrow_schema::Field> = Vec::new();
+    let mut kinds = Vec::new();
+    for &k in &live {
+        let c = r.columns().get(k).ok_or_else(|| Error::invalid("column"))?;
+        let (mut f, kind) = typed::column_field(c)?;
+        // ML.NET lets a later column hide an earlier one of the same name;
+        // Arrow tools want unique names: a repeated name gets `.1`, `.2`...
+        // and the original name stays in the metadata.
+        let mut n = 0;
+        let base = f.name().clone();
+        while fields.iter().any(|g| g.name() == f.name()) {
+            n += 1;
+            let mut md = f.metadata().clone();
+            md.insert("dataformats.name".into(), base.clone());
+            f = f.with_name(format!("{base}.{n}")).with_metadata(md);
+        }
+        fields.push(f);
+        kinds.push(kind);
+    }
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(fields));
+    Ok(Box::new(Idv {
+        r,
+        live,
+        kinds,
+        schema,
+        limits: opts.limits,
+    }))
+}
+
+struct Idv {
+    r: crate::idv::Reader,
+    /// The reader's index of each live (not dead) column, in schema order.
+    live: Vec<usize>,
+    kinds: Vec<typed::Kind>,
+    schema: arrow_schema::SchemaRef,
+    limits: crate::core::Limits,
+}
+
+/// Refuses vectors whose dense form (every slot, as the convenience view
+/// hands them out) would exceed `limits`, before anything is densified.
+fn check_dense(v: &crate::idv::Values, limits: &crate::core::Limits) -> Result<(), Error> {
+    if let crate::idv::Values::Vector(vv) = v {
+        let mut slots = 0u64;
+        for i in 0..vv.len() {
+            slots += u64::from(vv.get(i).map_or(0, |r| r.length));
+        }
+        limits
+            .check_alloc("densified IDV vectors", slots.saturating_mul(16))
+            .map_err(|e| Error::limit(e).in_format(Format::Idv))?;
+    }
+    Ok(())
+}
+
+fn idv_value(v: &crate::idv::Values, i: usize) -> Value {
+    use crate::idv::Values as V;
+    let at = |x: Option<Value>| x.unwrap_or(Value::Null);
+    match v {
+        V::I8(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+        V::U8(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+        V::I16(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+        V::U16(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+        V::I32(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
+        V::U32(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
+        V::I64(x) => at(x.get(i).map(|&y| Value::Int(y))),
+        V::U64(x) | V::Key(x) => at(x.get(i).map(|&y| Value::UInt(y))),
+        V::F32(x) => at(x.get(i).map(|&y| Value::Float(f64::from(y)))),
+        V::F64(x) => at(x.get(i).map(|&y| Value::Float(y))),
+        V::Bool(x) => at(x.get(i).map(|&y| Value::Bool(y))),
+        V::Text(t) => at(t.get(i).map(|s| Value::Text(s.into_owned()))),
+        V::Vector(vv) => match vv.dense(i) {
+            Some(d) => tensor(&d)
+                .unwrap_or_else(|| Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect())),
+            None => Value::Null,
+        },
+        other => Value::Text(crate::idv::render::text_scalar(other, i)),
+    }
+}
+
+/// A numeric vector as a 1-d tensor of its own type.
+fn tensor(d: &crate::idv::Values) -> Option<Value> {
+    use crate::idv::Values as V;
+    fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+        v.iter().flat_map(|&x| f(x)).collect()
+    }
+    let (dtype, data) = match d {
+        V::I8(x) => ("int8", le(x, i8::to_le_bytes)),
+        V::U8(x) => ("uint8", x.clone()),
+        V::I16(x) => ("int16", le(x, i16::to_le_bytes)),
+        V::U16(x) => ("uint16", le(x, u16::to_le_bytes)),
+        V::I32(x) => ("int32", le(x, i32::to_le_bytes)),
+        V::U32(x) => ("uint32", le(x, u32::to_le_bytes)),
+        V::I64(x) => ("int64", le(x, i64::to_le_bytes)),
+        V::U64(x) => ("uint64", le(x, u64::to_le_bytes)),
+        V::F32(x) => ("float32", le(x, f32::to_le_bytes)),
+        V::F64(x) => ("float64", le(x, f64::to_le_bytes)),
+        _ => return None,
+    };
+    Some(Value::Tensor {
+        dtype: dtype.to_string(),
+        shape: vec![d.len() as u64],
+        data,
+    })
+}
+
+impl Dataset for Idv {
+    fn format(&self) -> Format {
+        Format::Idv
+    }
+    fn version(&self) -> String {
+        crate::idv::version_string(self.r.header().version)
+    }
+    fn columns(&self) -> Vec<Column> {
+        self.r
+            .columns()
+            .iter()
+            .filter(|c| !c.is_dead())
+            .map(|c| {
+                let ty = c.ty().map(ToString::to_string).unwrap_or_default();
+                let shape = match c.ty() {
+                    Some(crate::idv::ColumnType::Vector { dims, .. }) => {
+                        if dims.is_empty() {
+                            vec![0]
+                        } else {
+                            dims.iter().map(|&d| u64::from(d)).collect()
+                        }
+                    }
+                    _ => Vec::new(),
+                };
+                Column {
+                    name: c.name.clone(),
+                    ty,
+                    shape,
+                }
+            })
+            .collect()
+    }
+    fn len(&self) -> u64 {
+        self.r.row_count()
+    }
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+        let mut out = Vec::new();
+        for (k, c) in self.r.columns().iter().enumerate() {
+            if c.is_dead() {
+                continue;
+            }
+            let v = self.r.read_rows(k, i..i + 1).map_err(fe(Format::Idv))?;
+            check_dense(&v, &self.limits)?;
+            out.push(idv_value(&v, 0));
+        }
+        Ok(out)
+    }
+    fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
+        let end = range.end.min(self.r.row_count());
+        let start = range.start.min(end);
+        // Decode first: the rows exist only once their blocks did.
+        let mut columns = Vec::new();
+        for (k, c) in self.r.columns().iter().enumerate() {
+            if !c.is_dead() {
+                let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
+                check_dense(&v, &self.limits)?;
+                columns.push(v);
+            }
+        }
+        let n = match columns.first() {
+            Some(v) => v.len(),
+            None => {
+                // No live column: rows of nothing, as many as the header
+                // says, within the limits.
+                let n = end - start;
+                let limit = self.limits.max_count;
+                if n > limit {
+                    return Err(err(
+                        Format::Idv,
+                        "limit_exceeded",
+                        format!("{n} records of no columns exceed the limit of {limit}"),
+                    ));
+                }
+                usize::try_from(n).unwrap_or(0)
+            }
+        };
+        Ok((0..n)
+            .map(|j| columns.iter().map(|v| idv_value(v, j)).collect())
+            .collect())
+    }
+    fn validate(&self) -> Result<(), Error> {
+        self.r.validate().map_err(fe(Format::Idv))
+    }
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+    fn read_arrays(
+        &self,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        let end = rows.end.min(self.r.row_count());
+        let start = rows.start.min(end);
+        let mut out = Vec::with_capacity(columns.len());
+        for &j in columns {
+            let (Some(&k), Some(kind), Some(f)) = (
+                self.live.get(j),
+                self.kinds.get(j),
+                self.schema.fields().get(j),
+            ) else {
+                return Err(err(
+                    Format::Idv,
+                    "invalid_argument",
+                    format!("no column {j}"),
+                ));
+            };
+            let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
+            let a = typed::array(kind, f.data_type(), &v, start, &self.limits).map_err(|e| {
+                e.in_format(Format::Idv)
+                    .context(&format!("column {:?}", f.name()))
+            })?;
+            out.push(a);
+        }
+        Ok(out)
+    }
+}
+
+/// IDV columns as Arrow: the mapping of `docs/arrow.md`.
+mod typed {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use arrow_array::types::*;
+    use arrow_array::{
+        Array, ArrayRef, BooleanArray, DictionaryArray, FixedSizeBinaryArray, FixedSizeListArray,
+        ListArray, PrimitiveArray, StringArray, StructArray, UInt32Array,
+    };
+    use arrow_buffer::{NullBuffer, OffsetBuffer};
+    use arrow_schema::{DataType, Field, Fields, TimeUnit};
+
+    use crate::dataset::Error;
+    use crate::idv::{Column, ColumnType, ItemType, KeyWidth, Values};
+    use crate::typed::{ANNOTATION_PREFIX, DIM_KEY, EXTENSION_METADATA, EXTENSION_NAME, TYPE_KEY};
+
+    /// Fixed-size vectors longer than this stay sparse (indices + values):
+    /// ML.NET's hashed n-gram features declare 2^28 slots and store a few.
+    pub(super) const MAX_DENSE_SLOTS: u32 = 1 << 20;
+
+    /// Ticks (100 ns) between 0001-01-01 and the Unix epoch.
+    const UNIX_EPOCH_TICKS: i64 = 621_355_968_000_000_000;
+
+    /// How a column becomes Arrow.
+    #[derive(Debug, Clone)]
+    pub(crate) enum Kind {
+        Scalar(Option<Arc<StringArray>>),
+        /// Fixed size, densified into a `FixedSizeList`.
+        Fixed(ItemType, Option<Arc<StringArray>>, i32),
+        /// Variable size, densified into a `List`.
+        Var(ItemType, Option<Arc<StringArray>>),
+        /// Fixed size too large to densify: `{indices, values}`.
+        Sparse(Option<Arc<StringArray>>),
+    }
+
+    /// The text KeyValues of a key column (its dictionary).
+    fn key_values(c: &Column) -> Option<Arc<StringArray>> {
+        if !matches!(c.ty()?.item(), ItemType::Key { .. }) {
+            return None;
+        }
+        match c.annotation("KeyValues")? {
+            Values::Vector(vv) => match vv.dense(0)? {
+                Values::Text(t) => Some(Arc::new(StringArray::from_iter_values(t.iter()))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The Arrow type of one item.
+    pub(crate) fn item_type(t: ItemType, dict: bool) -> DataType {
+        match t {
+            ItemType::I8 => DataType::Int8,
+            ItemType::U8 => DataType::UInt8,
+            ItemType::I16 => DataType::Int16,
+            ItemType::U16 => DataType::UInt16,
+            ItemType::I32 => DataType::Int32,
+            ItemType::U32 => DataType::UInt32,
+            ItemType::I64 => DataType::Int64,
+            ItemType::U64 => DataType::UInt64,
+            ItemType::F32 => DataType::Float32,
+            ItemType::F64 => DataType::Float64,
+            ItemType::Bool => DataType::Boolean,
+            ItemType::Text => DataType::Utf8,
+            ItemType::TimeSpan => DataType::Struct(Fields::from(vec![
+                Field::new("duration", DataType::Duration(TimeUnit::Microsecond), false),
+                Field::new("ticks", DataType::Int64, false),
+            ])),
+            ItemType::DateTime => DataType::Struct(Fields::from(vec![
+                Field::new(
+                    "timestamp",
+                    DataType::Timestamp(TimeUnit::Microsecond, None),
+                    false,
+                ),
+                Field::new("ticks", DataType::Int64, false),
+            ])),
+            ItemType::DateTimeOffset => DataType::Struct(Fields::from(vec![
+                Field::new(
+                    "timestamp",
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                    false,
+                ),
+                Field::new("offset_minutes", DataType::Int16, false),
+                Field::new("ticks", DataType::Int64, false),
+            ])),
+            ItemType::RowId => DataType::FixedSizeBinary(16),
+            ItemType::Key { width, .. } if dict => {
+                let _ = width;
+                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+            }
+            ItemType::Key { width, .. } => match width {
+                KeyWidth::U64 => DataType::UInt64,
+                _ => DataType::UInt32,
+            },
+        }
+    }
+
+    /// Keys are nullable (0 is missing); other items are never null.
+    fn item_nullable(t: ItemType) -> bool {
+        matches!(t, ItemType::Key { .. })
+    }
+
+    /// The schema field of a live column and how to fill it.
+    pub(crate) fn column_field(c: &Column) -> Result<(Field, Kind), Error> {
+        let ty = c
+            .ty()
+            .ok_or_else(|| Error::invalid(format!("column {:?} has no type", c.name)))?;
+        let item = ty.item();
+        let kv = key_values(c);
+        let it = item_type(item, kv.is_some());
+        let mut md = HashMap::from([(TYPE_KEY.to_string(), ty.to_string())]);
+        for a in &c.annotations {
+            if let Some(v) = &a.value {
+                md.insert(
+                    format!("{ANNOTATION_PREFIX}{}", a.kind),
+                    crate::idv::render::json_value(v, 0),
+                );
+            }
+        }
+        let (dt, kind, nullable) = match ty {
+            ColumnType::Scalar(_) => (it, Kind::Scalar(kv), item_nullable(item)),
+            ColumnType::Vector { dims, .. } => match ty.vector_size().unwrap_or(0) {
+                0 => (
+                    DataType::List(Arc::new(Field::new("item", it, item_nullable(item)))),
+                    Kind::Var(item, kv),
+                    false,
+                ),
+                n if n > MAX_DENSE_SLOTS => {
+                    md.insert(DIM_KEY.into(), n.to_string());
+                    (
+                        DataType::Struct(Fields::from(vec![
+                            Field::new(
+                                "indices",
+                                DataType::List(Arc::new(Field::new(
+                                    "item",
+                                    DataType::UInt32,
+                                    false,
+                                ))),
+                                false,
+                            ),
+                            Field::new(
+                                "values",
+                                DataType::List(Arc::new(Field::new(
+                                    "item",
+                                    it,
+                                    item_nullable(item),
+                                ))),
+                                false,
+                            ),
+                        ])),
+                        Kind::Sparse(kv),
+                        false,
+                    )
+                }
+                n => {
+                    if dims.len() > 1 {
+                        md.insert(EXTENSION_NAME.into(), "arrow.fixed_shape_tensor".into());
+                        let d: Vec<String> = dims.iter().map(ToString::to_string).collect();
+                        md.insert(
+                            EXTENSION_METADATA.into(),
+                            format!("{{\"shape\":[{}]}}", d.join(",")),
+                        );
+                    }
+                    let n = i32::try_from(n).map_err(|_| Error::invalid("vector too long"))?;
+                    // A tensor's items are nullable, as the canonical
+                    // extension's storage has them.
+                    let null_items = item_nullable(item) || dims.len() > 1;
+                    (
+                        DataType::FixedSizeList(Arc::new(Field::new("item", it, null_items)), n),
+                        Kind::Fixed(item, kv, n),
+                        false,
+                    )
+                }
+            },
+        };
+        Ok((Field::new(&c.name, dt, nullable).with_metadata(md), kind))
+    }
+
+    fn floor_div(a: i64, b: i64) -> i64 {
+        a.div_euclid(b)
+    }
+
+    fn ticks_struct(
+        dt: &DataType,
+        ticks: Vec<i64>,
+        offsets: Option<Vec<i16>>,
+    ) -> Result<ArrayRef, Error> {
+        let DataType::Struct(fields) = dt else {
+            return Err(Error::invalid("time type is not a struct"));
+        };
+        let n = ticks.len();
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        match &offsets {
+            None => {
+                let us: Vec<i64> = ticks
+                    .iter()
+                    .map(|&t| {
+                        if matches!(
+                            fields.first().map(|f| f.data_type()),
+                            Some(DataType::Duration(_))
+                        ) {
+                            floor_div(t, 10)
+                        } else {
+                            floor_div(t.saturating_sub(UNIX_EPOCH_TICKS), 10)
+                        }
+                    })
+                    .collect();
+                match fields.first().map(|f| f.data_type()) {
+                    Some(DataType::Duration(_)) => {
+                        cols.push(Arc::new(PrimitiveArray::<DurationMicrosecondType>::from(
+                            us,
+                        )))
+                    }
+                    _ => cols.push(Arc::new(PrimitiveArray::<TimestampMicrosecondType>::from(
+                        us,
+                    ))),
+                }
+            }
+            Some(off) => {
+                // UTC = local clock - offset.
+                let us: Vec<i64> = ticks
+                    .iter()
+                    .zip(off)
+                    .map(|(&t, &m)| {
+                        let utc = t.saturating_sub(i64::from(m) * 600_000_000);
+                        floor_div(utc.saturating_sub(UNIX_EPOCH_TICKS), 10)
+                    })
+                    .collect();
+                cols.push(Arc::new(
+                    PrimitiveArray::<TimestampMicrosecondType>::from(us).with_timezone("UTC"),
+                ));
+                cols.push(Arc::new(PrimitiveArray::<Int16Type>::from(off.clone())));
+            }
+        }
+        cols.push(Arc::new(PrimitiveArray::<Int64Type>::from(ticks)));
+        let _ = n;
+        Ok(Arc::new(StructArray::try_new(fields.clone(), cols, None)?))
+    }
+
+    /// A flat array of items (one per value of `v`) of Arrow type `dt`.
+    fn items(
+        v: &Values,
+        dt: &DataType,
+        dict: &Option<Arc<StringArray>>,
+        first_row: u64,
+    ) -> Result<ArrayRef, Error> {
+        fn prim<T: arrow_array::ArrowPrimitiveType>(x: &[T::Native]) -> ArrayRef {
+            Arc::new(PrimitiveArray::<T>::from_iter_values(x.iter().copied()))
+        }
+        Ok(match v {
+            Values::I8(x) => prim::<Int8Type>(x),
+            Values::U8(x) => prim::<UInt8Type>(x),
+            Values::I16(x) => prim::<Int16Type>(x),
+            Values::U16(x) => prim::<UInt16Type>(x),
+            Values::I32(x) => prim::<Int32Type>(x),
+            Values::U32(x) => prim::<UInt32Type>(x),
+            Values::I64(x) => prim::<Int64Type>(x),
+            Values::U64(x) => prim::<UInt64Type>(x),
+            Values::F32(x) => prim::<Float32Type>(x),
+            Values::F64(x) => prim::<Float64Type>(x),
+            Values::Bool(x) => Arc::new(BooleanArray::from(x.clone())),
+            // WTF-8 that is not UTF-8 (half of a surrogate pair, which ML.NET
+            // allows) becomes U+FFFD: see docs/arrow.md.
+            Values::Text(t) => Arc::new(StringArray::from_iter_values(t.iter())),
+            Values::TimeSpan(x) | Values::DateTime(x) => ticks_struct(dt, x.clone(), None)?,
+            Values::DateTimeOffset(x) => ticks_struct(
+                dt,
+                x.iter().map(|d| d.ticks).collect(),
+                Some(x.iter().map(|d| d.offset_minutes).collect()),
+            )?,
+            Values::RowId(x) => Arc::new(
+                FixedSizeBinaryArray::try_from_iter(x.iter().map(|id| id.to_le_bytes()))
+                    .map_err(Error::Arrow)?,
+            ),
+            Values::Key(x) => match dict {
+                Some(d) => {
+                    let mut keys = Vec::with_capacity(x.len());
+                    for (i, &k) in x.iter().enumerate() {
+                        if k == 0 {
+                            keys.push(None);
+                        } else if k > d.len() as u64 {
+                            return Err(Error::invalid(format!(
+                                "value {} (from record {first_row}): key {k} has no KeyValues entry ({} entries)",
+                                i,
+                                d.len()
+                            )));
+                        } else {
+                            keys.push(Some((k - 1) as u32));
+                        }
+                    }
+                    Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                        UInt32Array::from(keys),
+                        d.clone() as ArrayRef,
+                    )?)
+                }
+                None => match dt {
+                    DataType::UInt64 => Arc::new(PrimitiveArray::<UInt64Type>::from_iter(
+                        x.iter().map(|&k| (k != 0).then_some(k)),
+                    )),
+                    _ => Arc::new(PrimitiveArray::<UInt32Type>::from_iter(
+                        x.iter().map(|&k| (k != 0).then_some(k as u32)),
+                    )),
+                },
+            },
+            Values::Vector(_) => return Err(Error::invalid("nested vector")),
+            _ => return Err(Error::invalid("a value type this view does not know")),
+        })
+    }
+
+    /// The dense values of every vector of `vv`, back to back, with their
+    /// offsets; refused beyond `limits` before anything is densified.
+    fn densify(
+        vv: &crate::idv::VectorValues,
+        item: ItemType,
+        limits: &crate::core::Limits,
+    ) -> Result<(Values, Vec<i32>), Error> {
+        let mut total = 0u64;
+        for i in 0..vv.len() {
+            total += u64::from(vv.get(i).map_or(0, |r| r.length));
+        }
+        let size = item.fixed_size().unwrap_or(16) as u64;
+        limits
+            .check_alloc("densified IDV vectors", total.saturating_mul(size))
+            .map_err(Error::limit)?;
+        if total > i32::MAX as u64 {
+            return Err(Error::invalid(format!("{total} vector slots in one batch")));
+        }
+        let mut flat = vv.values().empty_like();
+        let mut offsets = Vec::with_capacity(vv.len() + 1);
+        offsets.push(0i32);
+        for i in 0..vv.len() {
+            let d = vv
+                .dense(i)
+                .ok_or_else(|| Error::invalid(format!("vector {i} is out of range")))?;
+            let n = d.len();
+            if !flat.append_from(&d, 0..n) {
+                return Err(Error::invalid(format!(
+                    "vector {i} has items of another type"
+                )));
+            }
+            offsets.push(flat.len() as i32);
+        }
+        Ok((flat, offsets))
+    }
+
+    /// The column's array for the records of `v` (a decoded row range
+    /// starting at record `first_row`).
+    pub(crate) fn array(
+        kind: &Kind,
+        dt: &DataType,
+        v: &Values,
+        first_row: u64,
+        limits: &crate::core::Limits,
+    ) -> Result<ArrayRef, Error> {
+        let child = |dt: &DataType| match dt {
+            DataType::List(f) | DataType::FixedSizeList(f, _) => Ok(f.clone()),
+            other => Err(Error::invalid(format!("{other} is not a list"))),
+        };
+        match (kind, v) {
+            (Kind::Scalar(kv), v) => items(v, dt, kv, first_row),
+            (Kind::Fixed(item, kv, n), Values::Vector(vv)) => {
+                let (flat, offsets) = densify(vv, *item, limits)?;
+                for (i, w) in offsets.windows(2).enumerate() {
+                    if let [a, b] = w {
+                        if b - a != *n {
+                            return Err(Error::invalid(format!(
+                                "record {}: vector of {} items, the column's size is {n}",
+                                first_row + i as u64,
+                                b - a
+                            )));
+                        }
+                    }
+                }
+                let f = child(dt)?;
+                let values = items(&flat, f.data_type(), kv, first_row)?;
+                Ok(Arc::new(FixedSizeListArray::try_new(f, *n, values, None)?))
+            }
+            (Kind::Var(item, kv), Values::Vector(vv)) => {
+                let (flat, offsets) = densify(vv, *item, limits)?;
+                let f = child(dt)?;
+                let values = items(&flat, f.data_type(), kv, first_row)?;
+                Ok(Arc::new(ListArray::try_new(
+                    f,
+                    OffsetBuffer::new(offsets.into()),
+                    values,
+                    None,
+                )?))
+            }
+            (Kind::Sparse(kv), Values::Vector(vv)) => {
+                let DataType::Struct(fields) = dt else {
+                    return Err(Error::invalid("sparse column is not a struct"));
+                };
+                let mut idx = Vec::new();
+                let mut idx_off = vec![0i32];
+                let mut val_off = vec![0i32];
+                let all = vv.values();
+                let mut picked = all.empty_like();
+                for i in 0..vv.len() {
+                    let r = vv
+                        .get(i)
+                        .ok_or_else(|| Error::invalid(format!("vector {i} is out of range")))?;
+                    match r.indices {
+                        Some(ix) => idx.extend_from_slice(ix),
+                        None => idx.extend(0..r.length),
+                    }
+                    if !picked.append_from(all, r.values.clone()) {
+                        return Err(Error::invalid(format!("vector {i} is out of range")));
+                    }
+                    idx_off.push(
+                        i32::try_from(idx.len()).map_err(|_| Error::invalid("too many indices"))?,
+                    );
+                    val_off.push(
+                        i32::try_from(picked.len())
+                            .map_err(|_| Error::invalid("too many values"))?,
+                    );
+                }
+                let (Some(fi), Some(fv)) = (fields.first(), fields.get(1)) else {
+                    return Err(Error::invalid("sparse struct fields"));
+                };
+                let fi_item = child(fi.data_type())?;
+                let fv_item = child(fv.data_type())?;
+                let indices = ListArray::try_new(
+                    fi_item,
+                    OffsetBuffer::new(idx_off.into()),
+                    Arc::new(UInt32Array::from(idx)),
+                    None,
+                )?;
+                let vals = items(&picked, fv_item.data_type(), kv, first_row)?;
+                let values =
+                    ListArray::try_new(fv_item, OffsetBuffer::new(val_off.into()), vals, None)?;
+                Ok(Arc::new(StructArray::try_new(
+                    fields.clone(),
+                    vec![Arc::new(indices), Arc::new(values)],
+                    None::<NullBuffer>,
+                )?))
+            }
+            _ => Err(Error::invalid("a vector column decoded as scalars")),
+        }
+    }
+}

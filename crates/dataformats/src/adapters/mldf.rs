@@ -1,0 +1,370 @@
+//! The mldf adapter of the common view.
+
+#![allow(unused_imports)]
+
+use crate::Format;
+use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use std::path::Path;
+
+pub(crate) fn open(
+    src: crate::core::Source,
+    opts: &crate::OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    let r = crate::mldf::Reader::with_limits(src, opts.limits).map_err(fe(Format::Mldf))?;
+    let fields = r
+        .fields()
+        .iter()
+        .map(arrow_field)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.in_format(Format::Mldf))?;
+    Ok(Box::new(Mldf(
+        r,
+        std::sync::Arc::new(arrow_schema::Schema::new(fields)),
+        opts.limits,
+    )))
+}
+
+struct Mldf(
+    crate::mldf::Reader,
+    arrow_schema::SchemaRef,
+    crate::core::Limits,
+);
+
+/// The format's own name of a field type, with its arguments.
+fn type_name(t: &crate::mldf::FieldType) -> String {
+    use crate::mldf::FieldType as T;
+    match t {
+        T::NdArray { dtype, shape } => {
+            let d: Vec<String> = shape.iter().map(ToString::to_string).collect();
+            format!("NDARRAY<{}>[{}]", dtype.name(), d.join(","))
+        }
+        T::ImageJpeg { quality } => format!("IMAGE_JPEG<quality={quality}>"),
+        T::AudioWaveform { float } => {
+            format!("AUDIO_WAVEFORM<{}>", if *float { "float" } else { "int" })
+        }
+        T::TextTokenized { vocab_size } => format!("TEXT_TOKENIZED<vocab={vocab_size}>"),
+        T::Opaque { type_id } => format!("OPAQUE<{type_id}>"),
+        other => other.name(),
+    }
+}
+
+/// The Arrow element type of an NDARRAY dtype (bfloat16 widens exactly to
+/// Float32).
+fn elem_type(d: crate::mldf::Dtype) -> arrow_schema::DataType {
+    use crate::mldf::Dtype as D;
+    use arrow_schema::DataType as A;
+    match d {
+        D::Bool => A::Boolean,
+        D::U8 => A::UInt8,
+        D::I8 => A::Int8,
+        D::U16 => A::UInt16,
+        D::I16 => A::Int16,
+        D::U32 => A::UInt32,
+        D::I32 => A::Int32,
+        D::U64 => A::UInt64,
+        D::I64 => A::Int64,
+        D::F16 => A::Float16,
+        D::F32 => A::Float32,
+        D::F64 => A::Float64,
+        D::BF16 => A::Float32,
+    }
+}
+
+fn image_type() -> arrow_schema::DataType {
+    use arrow_schema::{DataType as A, Field};
+    A::Struct(
+        vec![
+            Field::new("data", A::Binary, false),
+            Field::new("height", A::UInt16, false),
+            Field::new("width", A::UInt16, false),
+            Field::new("channels", A::UInt8, false),
+        ]
+        .into(),
+    )
+}
+
+fn audio_type() -> arrow_schema::DataType {
+    use arrow_schema::{DataType as A, Field};
+    A::Struct(
+        vec![
+            Field::new("data", A::Binary, false),
+            Field::new("num_samples", A::UInt32, false),
+            Field::new("sample_rate", A::UInt32, false),
+            Field::new("num_channels", A::UInt16, false),
+            Field::new("bit_depth", A::UInt8, false),
+            Field::new("codec", A::UInt8, false),
+        ]
+        .into(),
+    )
+}
+
+/// The Arrow field of an MLDF field (`docs/arrow.md`).
+fn arrow_field(f: &crate::mldf::Field) -> Result<arrow_schema::Field, Error> {
+    use crate::mldf::FieldType as T;
+    use crate::typed::{field, item, tensor_field};
+    use arrow_schema::DataType as A;
+    let ty = type_name(&f.ty);
+    let n = f.nullable;
+    Ok(match &f.ty {
+        T::Int => field(&f.name, A::Int64, n, &ty),
+        T::Float => field(&f.name, A::Float64, n, &ty),
+        T::Bytes | T::Opaque { .. } => field(&f.name, A::Binary, n, &ty),
+        T::NdArray { dtype, shape } => tensor_field(&f.name, elem_type(*dtype), shape, n, &ty)?,
+        T::Json => {
+            let mut x = field(&f.name, A::Utf8, n, &ty);
+            let mut md = x.metadata().clone();
+            md.insert(crate::typed::EXTENSION_NAME.into(), "arrow.json".into());
+            x = x.with_metadata(md);
+            x
+        }
+        T::TextRaw => field(&f.name, A::Utf8, n, &ty),
+        T::ImageRaw | T::ImageJpeg { .. } | T::ImagePng => field(&f.name, image_type(), n, &ty),
+        T::AudioWaveform { .. } | T::AudioCompressed => field(&f.name, audio_type(), n, &ty),
+        T::TextTokenized { .. } => field(&f.name, A::List(item(A::Int32, false)), n, &ty),
+    })
+}
+
+impl Dataset for Mldf {
+    fn format(&self) -> Format {
+        Format::Mldf
+    }
+    fn version(&self) -> String {
+        let h = self.0.header();
+        format!("{}.{}", h.version_major, h.version_minor)
+    }
+    fn columns(&self) -> Vec<Column> {
+        use crate::mldf::FieldType as T;
+        self.0
+            .fields()
+            .iter()
+            .map(|f| Column {
+                name: f.name.clone(),
+                ty: f.ty.name(),
+                shape: match &f.ty {
+                    T::NdArray { shape, .. } => shape.clone(),
+                    T::Int | T::Float => Vec::new(),
+                    _ => vec![0],
+                },
+            })
+            .collect()
+    }
+    fn len(&self) -> u64 {
+        self.0.num_samples()
+    }
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+        use crate::mldf::{FieldType as T, Value as M};
+        let mut out = Vec::new();
+        for (j, f) in self.0.fields().iter().enumerate() {
+            let v = self.0.value(i, j).map_err(fe(Format::Mldf))?;
+            out.push(match v {
+                M::Missing => Value::Null,
+                M::Int(x) => Value::Int(x),
+                M::Float(x) => Value::Float(x),
+                M::Bytes(b) | M::Opaque(b) => Value::Bytes(b.into_owned()),
+                M::NdArray(b) => match &f.ty {
+                    T::NdArray { dtype, shape } => Value::Tensor {
+                        dtype: dtype.name().to_string(),
+                        shape: shape.clone(),
+                        data: b.into_owned(),
+                    },
+                    _ => Value::Bytes(b.into_owned()),
+                },
+                M::Json(t) | M::Text(t) => Value::Text(t.into_owned()),
+                M::Image { data, .. } | M::Audio { data, .. } => Value::Bytes(data.into_owned()),
+                t @ M::Tokens { .. } => Value::List(
+                    t.token_ids()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|x| Value::Int(i64::from(x)))
+                        .collect(),
+                ),
+            });
+        }
+        Ok(out)
+    }
+    fn validate(&self) -> Result<(), Error> {
+        self.0.validate().map_err(fe(Format::Mldf))
+    }
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.1.clone()
+    }
+    fn read_arrays(
+        &self,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        let end = rows.end.min(self.0.num_samples());
+        let start = rows.start.min(end);
+        let mut out = Vec::with_capacity(columns.len());
+        for &j in columns {
+            let (Some(f), Some(af)) = (self.0.fields().get(j), self.1.fields().get(j)) else {
+                return Err(err(
+                    Format::Mldf,
+                    "invalid_argument",
+                    format!("no column {j}"),
+                ));
+            };
+            let a =
+                column(&self.0, j, &f.ty, af.data_type(), start..end, &self.2).map_err(|e| {
+                    e.in_format(Format::Mldf)
+                        .context(&format!("field {:?}", f.name))
+                })?;
+            out.push(a);
+        }
+        Ok(out)
+    }
+}
+
+/// Field `j` of samples `rows` as an array of `dt`.
+fn column(
+    r: &crate::mldf::Reader,
+    j: usize,
+    ty: &crate::mldf::FieldType,
+    dt: &arrow_schema::DataType,
+    rows: std::ops::Range<u64>,
+    limits: &crate::core::Limits,
+) -> Result<arrow_array::ArrayRef, Error> {
+    use crate::mldf::{Dtype, FieldType as T, Value as M};
+    use crate::typed::{FixedCells, VarCells};
+    use arrow_array::{ArrayRef, PrimitiveArray, StructArray};
+    use std::sync::Arc;
+    let n = usize::try_from(rows.end - rows.start).unwrap_or(usize::MAX);
+    limits
+        .check_count("MLDF samples", n as u64)
+        .map_err(Error::limit)?;
+    let val = |i: u64| r.value(i, j).map_err(fe(Format::Mldf));
+    match ty {
+        T::Int | T::Float | T::NdArray { .. } => {
+            let bf16 = matches!(
+                ty,
+                T::NdArray {
+                    dtype: Dtype::BF16,
+                    ..
+                }
+            );
+            let mut cells = FixedCells::new(dt, n, limits)?;
+            for i in rows {
+                match val(i)? {
+                    M::Missing => cells.push(None)?,
+                    M::Int(x) => cells.push(Some(&x.to_le_bytes()))?,
+                    M::Float(x) => cells.push(Some(&x.to_le_bytes()))?,
+                    M::NdArray(b) if bf16 => {
+                        let wide: Vec<u8> = b
+                            .chunks_exact(2)
+                            .flat_map(|c| {
+                                (u32::from(u16::from_le_bytes(c.try_into().unwrap_or([0; 2])))
+                                    << 16)
+                                    .to_le_bytes()
+                            })
+                            .collect();
+                        cells.push(Some(&wide))?
+                    }
+                    M::NdArray(b) => cells.push(Some(&b))?,
+                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+                }
+            }
+            cells.finish(dt)
+        }
+        T::Bytes | T::Opaque { .. } | T::Json | T::TextRaw | T::TextTokenized { .. } => {
+            let mut cells = VarCells::new(n, limits);
+            for i in rows {
+                match val(i)? {
+                    M::Missing => cells.push(None)?,
+                    M::Bytes(b) | M::Opaque(b) => cells.push(Some(&b))?,
+                    M::Json(t) | M::Text(t) => cells.push(Some(t.as_bytes()))?,
+                    t @ M::Tokens { .. } => {
+                        let ids: Vec<u8> = t
+                            .token_ids()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .flat_map(i32::to_le_bytes)
+                            .collect();
+                        cells.push(Some(&ids))?
+                    }
+                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+                }
+            }
+            cells.finish(dt)
+        }
+        T::ImageRaw
+        | T::ImageJpeg { .. }
+        | T::ImagePng
+        | T::AudioWaveform { .. }
+        | T::AudioCompressed => {
+            let arrow_schema::DataType::Struct(fields) = dt else {
+                return Err(Error::invalid("image/audio type is not a struct"));
+            };
+            let mut data = VarCells::new(n, limits);
+            let mut nums: Vec<Vec<u64>> =
+                vec![Vec::with_capacity(n); fields.len().saturating_sub(1)];
+            let mut valid = Vec::with_capacity(n);
+            for i in rows {
+                let v = val(i)?;
+                let (bytes, parts): (Option<&[u8]>, Vec<u64>) = match &v {
+                    M::Missing => (None, vec![0; nums.len()]),
+                    M::Image {
+                        height,
+                        width,
+                        channels,
+                        data: d,
+                        ..
+                    } => (
+                        Some(d),
+                        vec![u64::from(*height), u64::from(*width), u64::from(*channels)],
+                    ),
+                    M::Audio {
+                        num_samples,
+                        sample_rate,
+                        num_channels,
+                        bit_depth,
+                        codec,
+                        data: d,
+                    } => (
+                        Some(d),
+                        vec![
+                            u64::from(*num_samples),
+                            u64::from(*sample_rate),
+                            u64::from(*num_channels),
+                            u64::from(*bit_depth),
+                            u64::from(*codec),
+                        ],
+                    ),
+                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+                };
+                if parts.len() != nums.len() {
+                    return Err(Error::invalid(format!("sample {i}: not a {}", ty.name())));
+                }
+                valid.push(bytes.is_some());
+                data.push(Some(bytes.unwrap_or_default()))?;
+                for (col, x) in nums.iter_mut().zip(parts) {
+                    col.push(x);
+                }
+            }
+            let mut arrays: Vec<ArrayRef> = vec![data.finish(&arrow_schema::DataType::Binary)?];
+            for (f, col) in fields.iter().skip(1).zip(nums) {
+                arrays.push(match f.data_type() {
+                    arrow_schema::DataType::UInt8 => Arc::new(PrimitiveArray::<
+                        arrow_array::types::UInt8Type,
+                    >::from_iter_values(
+                        col.into_iter().map(|x| x as u8)
+                    )),
+                    arrow_schema::DataType::UInt16 => Arc::new(PrimitiveArray::<
+                        arrow_array::types::UInt16Type,
+                    >::from_iter_values(
+                        col.into_iter().map(|x| x as u16)
+                    )),
+                    _ => Arc::new(
+                        PrimitiveArray::<arrow_array::types::UInt32Type>::from_iter_values(
+                            col.into_iter().map(|x| x as u32),
+                        ),
+                    ),
+                });
+            }
+            Ok(Arc::new(StructArray::try_new(
+                fields.clone(),
+                arrays,
+                crate::typed::nulls(&valid),
+            )?))
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The tbl2 adapter of the common view.
+
+#![allow(unused_imports)]
+
+use crate::Format;
+use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use std::path::Path;
+
+pub(crate) fn open(
+    src: crate::core::Source,
+    opts: &crate::OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    let mut ro = crate::tbl2::ReadOptions::default();
+    ro.limits = opts.limits;
+    let r = crate::tbl2::Reader::with_options(src, ro).map_err(fe(Format::Tbl2))?;
+    Ok(Box::new(Tbl2(r, schema(), opts.limits)))
+}
+
+struct Tbl2(
+    crate::tbl2::Reader,
+    arrow_schema::SchemaRef,
+    crate::core::Limits,
+);
+
+/// The fixed schema of every TBL v2 file.
+fn schema() -> arrow_schema::SchemaRef {
+    use crate::typed::field;
+    use arrow_schema::{DataType as A, Field, Schema};
+    let meta = A::Struct(
+        vec![
+            Field::new("type", A::UInt16, false),
+            Field::new("data", A::Binary, false),
+        ]
+        .into(),
+    );
+    std::sync::Arc::new(Schema::new(vec![
+        field("data", A::Binary, false, "sample"),
+        field(
+            "format",
+            A::Dictionary(Box::new(A::UInt8), Box::new(A::Utf8)),
+            false,
+            "SampleFormat",
+        ),
+        field("width", A::UInt16, false, "u16"),
+        field("height", A::UInt16, false, "u16"),
+        field("metadata", meta, true, "MetadataBlock"),
+    ]))
+}
+
+/// The names of all 256 sample format codes: the dictionary of `format`.
+fn format_names() -> arrow_array::ArrayRef {
+    std::sync::Arc::new(arrow_array::StringArray::from_iter_values(
+        (0..=255u8).map(|c| crate::tbl2::SampleFormat(c).name()),
+    ))
+}
+
+impl Dataset for Tbl2 {
+    fn format(&self) -> Format {
+        Format::Tbl2
+    }
+    fn version(&self) -> String {
+        self.0.header().version.to_string()
+    }
+    fn columns(&self) -> Vec<Column> {
+        let c = |n: &str, t: &str| Column {
+            name: n.into(),
+            ty: t.into(),
+            shape: Vec::new(),
+        };
+        vec![
+            c("data", "bytes"),
+            c("format", "text"),
+            c("width", "uint16"),
+            c("height", "uint16"),
+            c("metadata", "bytes"),
+        ]
+    }
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+        let e = fe::<crate::tbl2::Error>(Format::Tbl2);
+        let k = usize::try_from(i).unwrap_or(usize::MAX);
+        let entry = *self.0.entry(k).map_err(e)?;
+        let data = self.0.read_sample(k).map_err(e)?.into_owned();
+        let meta = self
+            .0
+            .read_metadata(k)
+            .map_err(e)?
+            .map(|(_, b)| Value::Bytes(b.into_owned()));
+        Ok(vec![
+            Value::Bytes(data),
+            Value::Text(entry.format.name()),
+            Value::UInt(u64::from(entry.width)),
+            Value::UInt(u64::from(entry.height)),
+            meta.unwrap_or(Value::Null),
+        ])
+    }
+    fn validate(&self) -> Result<(), Error> {
+        self.0.validate().map_err(fe(Format::Tbl2))
+    }
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.1.clone()
+    }
+    fn read_arrays(
+        &self,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        use arrow_array::{ArrayRef, DictionaryArray, StructArray, UInt8Array, UInt16Array};
+        use std::sync::Arc;
+        let e = fe::<crate::tbl2::Error>(Format::Tbl2);
+        let end = rows.end.min(self.len());
+        let start = rows.start.min(end);
+        let n = (end - start) as usize;
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(columns.len());
+        for &j in columns {
+            let at = |i: u64| usize::try_from(i).unwrap_or(usize::MAX);
+            let a: ArrayRef = match j {
+                0 => {
+                    let mut cells = crate::typed::VarCells::new(n, &self.2);
+                    for i in start..end {
+                        cells
+                            .push(Some(&self.0.read_sample(at(i)).map_err(e)?))
+                            .map_err(|x| {
+                                x.in_format(Format::Tbl2).context(&format!("sample {i}"))
+                            })?;
+                    }
+                    cells.finish(&arrow_schema::DataType::Binary)?
+                }
+                1 => {
+                    let mut keys = Vec::with_capacity(n);
+                    for i in start..end {
+                        keys.push(self.0.entry(at(i)).map_err(e)?.format.0);
+                    }
+                    Arc::new(DictionaryArray::try_new(
+                        UInt8Array::from(keys),
+                        format_names(),
+                    )?)
+                }
+                2 | 3 => {
+                    let mut v = Vec::with_capacity(n);
+                    for i in start..end {
+                        let x = self.0.entry(at(i)).map_err(e)?;
+                        v.push(if j == 2 { x.width } else { x.height });
+                    }
+                    Arc::new(UInt16Array::from(v))
+                }
+                4 => {
+                    let mut types = Vec::with_capacity(n);
+                    let mut data = crate::typed::VarCells::new(n, &self.2);
+                    let mut valid = Vec::with_capacity(n);
+                    for i in start..end {
+                        match self.0.read_metadata(at(i)).map_err(e)? {
+                            Some((t, b)) => {
+                                types.push(t.0);
+                                data.push(Some(&b))?;
+                                valid.push(true);
+                            }
+                            None => {
+                                types.push(0);
+                                data.push(Some(&[]))?;
+                                valid.push(false);
+                            }
+                        }
+                    }
+                    let arrow_schema::DataType::Struct(fields) =
+                        self.1.field(4).data_type().clone()
+                    else {
+                        return Err(Error::invalid("metadata is not a struct"));
+                    };
+                    Arc::new(StructArray::try_new(
+                        fields,
+                        vec![
+                            Arc::new(UInt16Array::from(types)),
+                            data.finish(&arrow_schema::DataType::Binary)?,
+                        ],
+                        crate::typed::nulls(&valid),
+                    )?)
+                }
+                _ => {
+                    return Err(err(
+                        Format::Tbl2,
+                        "invalid_argument",
+                        format!("no column {j}"),
+                    ));
+                }
+            };
+            out.push(a);
+        }
+        Ok(out)
+    }
+}

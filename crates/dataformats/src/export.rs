@@ -1,0 +1,390 @@
+//! Writers of the typed view (feature `export`): Parquet, Arrow IPC file
+//! and stream, CSV and JSON lines. Each streams batch by batch (memory
+//! does not grow with the data), and a file target appears only when the
+//! whole export succeeded.
+//!
+//! ```no_run
+//! use dataformats::export::{ExportFormat, export};
+//! let d = dataformats::open("train.idv").unwrap();
+//! let rows = export(d.as_ref(), &Default::default(), "train.parquet".as_ref(), ExportFormat::Parquet).unwrap();
+//! println!("{rows} rows");
+//! ```
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use base64::Engine as _;
+
+use crate::dataset::{BatchReader, Dataset, Error, ReadOptions};
+
+/// What to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Apache Parquet, zstd-compressed (level 3), one row group per
+    /// 1,048,576 rows at most.
+    Parquet,
+    /// The Arrow IPC file format (`.arrow`, `.feather`).
+    ArrowFile,
+    /// The Arrow IPC stream format (`.arrows`).
+    ArrowStream,
+    /// CSV with a header line; nested values, bytes and dictionaries are
+    /// written as JSON text (bytes as base64).
+    Csv,
+    /// One JSON object per record, lossless (see [`write_json_lines`]).
+    JsonLines,
+}
+
+impl ExportFormat {
+    /// The format a file name asks for by its extension.
+    pub fn from_path(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "parquet" | "pq" => ExportFormat::Parquet,
+            "arrow" | "feather" | "ipc" => ExportFormat::ArrowFile,
+            "arrows" => ExportFormat::ArrowStream,
+            "csv" => ExportFormat::Csv,
+            "jsonl" | "ndjson" => ExportFormat::JsonLines,
+            _ => return None,
+        })
+    }
+
+    /// Its usual name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Parquet => "parquet",
+            ExportFormat::ArrowFile => "arrow",
+            ExportFormat::ArrowStream => "arrows",
+            ExportFormat::Csv => "csv",
+            ExportFormat::JsonLines => "jsonl",
+        }
+    }
+}
+
+fn io(path: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// Writes the records `opts` selects of `d` to `path` as `format`; the file
+/// appears only when everything was written. Returns the records written.
+pub fn export(
+    d: &dyn Dataset,
+    opts: &ReadOptions,
+    path: &Path,
+    format: ExportFormat,
+) -> Result<u64, Error> {
+    let name = path.display().to_string();
+    let mut reader = d.reader(opts)?;
+    let mut out = crate::core::AtomicFile::create(path).map_err(io(&name))?;
+    let rows = write(&mut reader, format, &mut out, &mut |_| {})?;
+    out.finish().map_err(io(&name))?;
+    Ok(rows)
+}
+
+/// Writes every batch of `reader` to `out` as `format`, calling `progress`
+/// with the records written so far after each batch.
+pub fn write<W: Write + Send>(
+    reader: &mut BatchReader<'_>,
+    format: ExportFormat,
+    out: W,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    use arrow_array::RecordBatchReader as _;
+    let schema = reader.schema();
+    let mut rows = 0u64;
+    let io_err = |e: std::io::Error| Error::Io {
+        path: "output".into(),
+        source: e,
+    };
+    match format {
+        ExportFormat::Parquet => {
+            use parquet::arrow::ArrowWriter;
+            use parquet::basic::{Compression, ZstdLevel};
+            use parquet::file::properties::WriterProperties;
+            let props = WriterProperties::builder()
+                .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+                .set_max_row_group_row_count(Some(1 << 20))
+                .build();
+            let mut w = ArrowWriter::try_new(out, schema, Some(props))?;
+            while let Some(b) = reader.next_batch() {
+                let b = b?;
+                rows += b.num_rows() as u64;
+                w.write(&b)?;
+                // Bound the buffered row group by memory, not only by rows.
+                if w.in_progress_size() > 64 << 20 {
+                    w.flush()?;
+                }
+                progress(rows);
+            }
+            w.close()?;
+        }
+        ExportFormat::ArrowFile => {
+            let mut w = arrow_ipc::writer::FileWriter::try_new(out, &schema)?;
+            while let Some(b) = reader.next_batch() {
+                let b = b?;
+                rows += b.num_rows() as u64;
+                w.write(&b)?;
+                progress(rows);
+            }
+            w.finish()?;
+        }
+        ExportFormat::ArrowStream => {
+            let mut w = arrow_ipc::writer::StreamWriter::try_new(out, &schema)?;
+            while let Some(b) = reader.next_batch() {
+                let b = b?;
+                rows += b.num_rows() as u64;
+                w.write(&b)?;
+                progress(rows);
+            }
+            w.finish()?;
+        }
+        ExportFormat::Csv => {
+            let mut w = arrow_csv::WriterBuilder::new().with_header(true).build(out);
+            while let Some(b) = reader.next_batch() {
+                let b = flat_for_csv(&b?)?;
+                rows += b.num_rows() as u64;
+                w.write(&b)?;
+                progress(rows);
+            }
+            if rows == 0 {
+                // arrow-csv writes the header with the first batch.
+                w.write(&RecordBatch::new_empty(Arc::new(flat_schema(&schema))))?;
+            }
+            w.into_inner().flush().map_err(io_err)?;
+        }
+        ExportFormat::JsonLines => {
+            let mut out = std::io::BufWriter::new(out);
+            while let Some(b) = reader.next_batch() {
+                let b = b?;
+                rows += b.num_rows() as u64;
+                write_json_lines(&b, &mut out).map_err(io_err)?;
+                progress(rows);
+            }
+            out.flush().map_err(io_err)?;
+        }
+    }
+    Ok(rows)
+}
+
+/// Whether CSV takes the type as it is.
+fn csv_native(dt: &DataType) -> bool {
+    dt.is_primitive() || matches!(dt, DataType::Boolean | DataType::Utf8 | DataType::Null)
+}
+
+fn flat_schema(schema: &Schema) -> Schema {
+    Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                if csv_native(f.data_type()) {
+                    f.as_ref().clone()
+                } else {
+                    Field::new(f.name(), DataType::Utf8, f.is_nullable())
+                }
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The batch with every column CSV cannot hold as JSON text.
+fn flat_for_csv(b: &RecordBatch) -> Result<RecordBatch, Error> {
+    let schema = b.schema();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+    for (c, f) in b.columns().iter().zip(schema.fields()) {
+        if csv_native(f.data_type()) {
+            cols.push(c.clone());
+            continue;
+        }
+        let mut texts = Vec::with_capacity(c.len());
+        for i in 0..c.len() {
+            if c.is_null(i) {
+                texts.push(None);
+                continue;
+            }
+            let mut s = String::new();
+            json_value(c.as_ref(), i, &mut s);
+            // A dictionary of text gives its text, not a JSON string.
+            if let DataType::Dictionary(..) = f.data_type() {
+                if let Ok(serde_json::Value::String(t)) = serde_json::from_str(&s) {
+                    s = t;
+                }
+            }
+            texts.push(Some(s));
+        }
+        cols.push(Arc::new(StringArray::from(texts)));
+    }
+    Ok(RecordBatch::try_new(Arc::new(flat_schema(&schema)), cols)?)
+}
+
+/// Writes each record of `b` as one JSON object on its own line, without
+/// losing anything: integers (u64 and i64 included) are written exactly,
+/// floats in the shortest form that parses back to the same bits (NaN and
+/// infinities as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`), bytes as
+/// base64 strings, lists and tensors as arrays, structs as objects,
+/// dictionary entries as their value, timestamps and durations as their
+/// integer count of the field's unit.
+pub fn write_json_lines(b: &RecordBatch, out: &mut dyn Write) -> std::io::Result<()> {
+    let schema = b.schema();
+    let mut line = String::new();
+    for i in 0..b.num_rows() {
+        line.clear();
+        line.push('{');
+        for (k, (c, f)) in b.columns().iter().zip(schema.fields()).enumerate() {
+            if k > 0 {
+                line.push(',');
+            }
+            crate::core::text::push_json_string(&mut line, f.name());
+            line.push(':');
+            json_value(c.as_ref(), i, &mut line);
+        }
+        line.push_str("}\n");
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn push_f64(x: f64, out: &mut String) {
+    use std::fmt::Write as _;
+    if x.is_nan() {
+        out.push_str("\"NaN\"");
+    } else if x.is_infinite() {
+        out.push_str(if x > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        });
+    } else {
+        // `{:?}` prints the shortest decimal that reads back to the same bits.
+        let _ = write!(out, "{x:?}");
+    }
+}
+
+fn push_f32(x: f32, out: &mut String) {
+    use std::fmt::Write as _;
+    if x.is_finite() {
+        let _ = write!(out, "{x:?}");
+    } else {
+        push_f64(f64::from(x), out);
+    }
+}
+
+/// Value `i` of `a` as JSON text (see [`write_json_lines`]).
+pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
+    use std::fmt::Write as _;
+    if a.is_null(i) {
+        out.push_str("null");
+        return;
+    }
+    macro_rules! int {
+        ($t:ty) => {{
+            let _ = write!(out, "{}", a.as_primitive::<$t>().value(i));
+        }};
+    }
+    match a.data_type() {
+        DataType::Boolean => out.push_str(if a.as_boolean().value(i) {
+            "true"
+        } else {
+            "false"
+        }),
+        DataType::Int8 => int!(Int8Type),
+        DataType::Int16 => int!(Int16Type),
+        DataType::Int32 => int!(Int32Type),
+        DataType::Int64 => int!(Int64Type),
+        DataType::UInt8 => int!(UInt8Type),
+        DataType::UInt16 => int!(UInt16Type),
+        DataType::UInt32 => int!(UInt32Type),
+        DataType::UInt64 => int!(UInt64Type),
+        DataType::Float16 => push_f32(a.as_primitive::<Float16Type>().value(i).to_f32(), out),
+        DataType::Float32 => push_f32(a.as_primitive::<Float32Type>().value(i), out),
+        DataType::Float64 => push_f64(a.as_primitive::<Float64Type>().value(i), out),
+        DataType::Timestamp(u, _) => {
+            let v = match u {
+                arrow_schema::TimeUnit::Second => a.as_primitive::<TimestampSecondType>().value(i),
+                arrow_schema::TimeUnit::Millisecond => {
+                    a.as_primitive::<TimestampMillisecondType>().value(i)
+                }
+                arrow_schema::TimeUnit::Microsecond => {
+                    a.as_primitive::<TimestampMicrosecondType>().value(i)
+                }
+                arrow_schema::TimeUnit::Nanosecond => {
+                    a.as_primitive::<TimestampNanosecondType>().value(i)
+                }
+            };
+            let _ = write!(out, "{v}");
+        }
+        DataType::Duration(u) => {
+            let v = match u {
+                arrow_schema::TimeUnit::Second => a.as_primitive::<DurationSecondType>().value(i),
+                arrow_schema::TimeUnit::Millisecond => {
+                    a.as_primitive::<DurationMillisecondType>().value(i)
+                }
+                arrow_schema::TimeUnit::Microsecond => {
+                    a.as_primitive::<DurationMicrosecondType>().value(i)
+                }
+                arrow_schema::TimeUnit::Nanosecond => {
+                    a.as_primitive::<DurationNanosecondType>().value(i)
+                }
+            };
+            let _ = write!(out, "{v}");
+        }
+        DataType::Utf8 => crate::core::text::push_json_string(out, a.as_string::<i32>().value(i)),
+        DataType::Binary => {
+            out.push('"');
+            out.push_str(
+                &base64::engine::general_purpose::STANDARD.encode(a.as_binary::<i32>().value(i)),
+            );
+            out.push('"');
+        }
+        DataType::FixedSizeBinary(_) => {
+            out.push('"');
+            out.push_str(
+                &base64::engine::general_purpose::STANDARD
+                    .encode(a.as_fixed_size_binary().value(i)),
+            );
+            out.push('"');
+        }
+        DataType::List(_) | DataType::FixedSizeList(..) => {
+            let v = match a.data_type() {
+                DataType::List(_) => a.as_list::<i32>().value(i),
+                _ => a.as_fixed_size_list().value(i),
+            };
+            out.push('[');
+            for k in 0..v.len() {
+                if k > 0 {
+                    out.push(',');
+                }
+                json_value(v.as_ref(), k, out);
+            }
+            out.push(']');
+        }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            out.push('{');
+            for (k, (c, f)) in s.columns().iter().zip(fields).enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                crate::core::text::push_json_string(out, f.name());
+                out.push(':');
+                json_value(c.as_ref(), i, out);
+            }
+            out.push('}');
+        }
+        DataType::Dictionary(..) => {
+            let d = a.as_any_dictionary();
+            match d.normalized_keys().get(i) {
+                Some(&k) => json_value(d.values().as_ref(), k, out),
+                None => out.push_str("null"),
+            }
+        }
+        _ => out.push_str("null"),
+    }
+}

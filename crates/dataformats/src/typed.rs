@@ -1,0 +1,474 @@
+//! Building blocks of the typed Arrow view: field constructors that record
+//! the format's own type in the field metadata, and array builders that
+//! turn the little-endian bytes a format stores into Arrow arrays of a
+//! schema's exact type.
+//!
+//! Every adapter describes its columns with [`arrow_schema::Field`]s made
+//! here and fills them with the crate's array builders; the type of an
+//! array never depends on the values read, so every batch of a file has the
+//! same schema. The metadata keys and [`type_name`] are public: they are
+//! what `docs/arrow.md` documents.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, make_array};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::{DataType, Field, FieldRef};
+
+use crate::core::Limits;
+use crate::dataset::Error;
+
+/// Field metadata key: the format's own type name (`U4[0-9]`, `Single`,
+/// `NDARRAY<float32>[3,224,224]`, `<f8`, ...), so a writer can restore it.
+pub const TYPE_KEY: &str = "dataformats.type";
+/// Field metadata key: the declared dimension of a sparse column (CNTK
+/// sparse streams, IDV vectors kept sparse).
+pub const DIM_KEY: &str = "dataformats.dim";
+/// Field metadata key prefix of IDV annotations (`dataformats.annotation.SlotNames`).
+pub const ANNOTATION_PREFIX: &str = "dataformats.annotation.";
+/// Arrow's canonical extension name key.
+pub const EXTENSION_NAME: &str = "ARROW:extension:name";
+/// Arrow's canonical extension metadata key.
+pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
+
+/// A field with the format's own type name in its metadata.
+pub(crate) fn field(name: &str, dt: DataType, nullable: bool, ty: &str) -> Field {
+    Field::new(name, dt, nullable)
+        .with_metadata(HashMap::from([(TYPE_KEY.to_string(), ty.to_string())]))
+}
+
+/// The item field of lists and fixed-size lists.
+pub(crate) fn item(dt: DataType, nullable: bool) -> FieldRef {
+    Arc::new(Field::new("item", dt, nullable))
+}
+
+/// A tensor column of fixed `shape`: a scalar of `elem` for shape `[]`, a
+/// `FixedSizeList` of the element count otherwise; two or more dimensions
+/// add the `arrow.fixed_shape_tensor` extension with the shape.
+pub(crate) fn tensor_field(
+    name: &str,
+    elem: DataType,
+    shape: &[u64],
+    nullable: bool,
+    ty: &str,
+) -> Result<Field, Error> {
+    if shape.is_empty() {
+        return Ok(field(name, elem, nullable, ty));
+    }
+    let n = shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| Error::invalid(format!("{name}: shape {shape:?} is too large for Arrow")))?;
+    if shape.len() < 2 {
+        return Ok(field(
+            name,
+            DataType::FixedSizeList(item(elem, false), n),
+            nullable,
+            ty,
+        ));
+    }
+    // The canonical tensor extension's storage: a list of nullable items.
+    let f = field(
+        name,
+        DataType::FixedSizeList(item(elem, true), n),
+        nullable,
+        ty,
+    );
+    let mut md = f.metadata().clone();
+    md.insert(EXTENSION_NAME.into(), "arrow.fixed_shape_tensor".into());
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    md.insert(
+        EXTENSION_METADATA.into(),
+        format!("{{\"shape\":[{}]}}", dims.join(",")),
+    );
+    Ok(f.with_metadata(md))
+}
+
+/// Bytes per value of a fixed-width type (`None` for variable-width types).
+/// Booleans count one byte here: the builders take them as one byte each.
+pub(crate) fn fixed_width(dt: &DataType) -> Option<usize> {
+    Some(match dt {
+        DataType::Boolean | DataType::Int8 | DataType::UInt8 => 1,
+        DataType::Int16 | DataType::UInt16 | DataType::Float16 => 2,
+        DataType::Int32 | DataType::UInt32 | DataType::Float32 | DataType::Date32 => 4,
+        DataType::Int64
+        | DataType::UInt64
+        | DataType::Float64
+        | DataType::Date64
+        | DataType::Timestamp(..)
+        | DataType::Duration(_) => 8,
+        DataType::FixedSizeBinary(n) => usize::try_from(*n).ok()?,
+        DataType::FixedSizeList(f, n) => {
+            fixed_width(f.data_type())?.checked_mul(usize::try_from(*n).ok()?)?
+        }
+        _ => return None,
+    })
+}
+
+fn arrow_err(what: &str, e: arrow_schema::ArrowError) -> Error {
+    Error::invalid(format!("{what}: {e}"))
+}
+
+/// The null buffer of `valid` (`None` when every value is present).
+pub(crate) fn nulls(valid: &[bool]) -> Option<NullBuffer> {
+    if valid.iter().all(|&v| v) {
+        None
+    } else {
+        Some(NullBuffer::from(valid.to_vec()))
+    }
+}
+
+/// An array of `dt` (a fixed-width type) from `len` values stored back to
+/// back in `bytes` (little-endian, booleans one byte each; null slots hold
+/// any bytes of the right width).
+pub(crate) fn fixed_array(
+    dt: &DataType,
+    bytes: Buffer,
+    len: usize,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef, Error> {
+    let data = fixed_data(dt, bytes, len, nulls)?;
+    Ok(make_array(data))
+}
+
+fn fixed_data(
+    dt: &DataType,
+    bytes: Buffer,
+    len: usize,
+    nulls: Option<NullBuffer>,
+) -> Result<arrow_data::ArrayData, Error> {
+    let width =
+        fixed_width(dt).ok_or_else(|| Error::invalid(format!("{dt} is not a fixed-width type")))?;
+    let need = width.saturating_mul(len);
+    if bytes.len() != need {
+        return Err(Error::invalid(format!(
+            "{len} values of {dt} need {need} bytes, got {}",
+            bytes.len()
+        )));
+    }
+    let b = ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .nulls(nulls)
+        .align_buffers(true);
+    let b = match dt {
+        DataType::Boolean => {
+            let mut bits = BooleanBufferBuilder::new(len);
+            for &x in bytes.as_slice() {
+                bits.append(x != 0);
+            }
+            b.add_buffer(bits.finish().into_inner())
+        }
+        DataType::FixedSizeList(child, n) => {
+            let n = usize::try_from(*n).unwrap_or(0);
+            let child_len = n.saturating_mul(len);
+            b.child_data(vec![fixed_data(child.data_type(), bytes, child_len, None)?])
+        }
+        _ => b.add_buffer(bytes),
+    };
+    b.build().map_err(|e| arrow_err("fixed-width array", e))
+}
+
+/// Collects fixed-width cells into one buffer: `None` cells become zeros
+/// and nulls. Every present cell must be exactly `width` bytes.
+pub(crate) struct FixedCells {
+    width: usize,
+    bytes: MutableBuffer,
+    valid: Vec<bool>,
+}
+
+impl FixedCells {
+    /// Room for `rows` values of `dt` (a fixed-width type), within `limits`.
+    pub(crate) fn new(dt: &DataType, rows: usize, limits: &Limits) -> Result<Self, Error> {
+        let width = fixed_width(dt)
+            .ok_or_else(|| Error::invalid(format!("{dt} is not a fixed-width type")))?;
+        let total = (width as u64).saturating_mul(rows as u64);
+        limits
+            .check_alloc("Arrow column", total)
+            .map_err(Error::limit)?;
+        Ok(FixedCells {
+            width,
+            bytes: MutableBuffer::new(total as usize),
+            valid: Vec::with_capacity(rows),
+        })
+    }
+
+    /// Appends one value (or a null).
+    pub(crate) fn push(&mut self, cell: Option<&[u8]>) -> Result<(), Error> {
+        match cell {
+            Some(b) if b.len() == self.width => {
+                self.bytes.extend_from_slice(b);
+                self.valid.push(true);
+            }
+            Some(b) => {
+                return Err(Error::invalid(format!(
+                    "value {} has {} bytes, its type has {}",
+                    self.valid.len(),
+                    b.len(),
+                    self.width
+                )));
+            }
+            None => {
+                self.bytes.extend_zeros(self.width);
+                self.valid.push(false);
+            }
+        }
+        Ok(())
+    }
+
+    /// The finished array of `dt`.
+    pub(crate) fn finish(self, dt: &DataType) -> Result<ArrayRef, Error> {
+        let len = self.valid.len();
+        fixed_array(dt, self.bytes.into(), len, nulls(&self.valid))
+    }
+}
+
+/// Collects variable-length cells (`Binary`, `Utf8`, or a `List` of a
+/// fixed-width item whose cell is its items' bytes back to back).
+pub(crate) struct VarCells {
+    offsets: Vec<i32>,
+    bytes: Vec<u8>,
+    valid: Vec<bool>,
+    limit: u64,
+}
+
+impl VarCells {
+    /// Empty, for about `rows` values, bounded by `limits`.
+    pub(crate) fn new(rows: usize, limits: &Limits) -> Self {
+        let mut offsets = Vec::with_capacity(rows.saturating_add(1).min(1 << 20));
+        offsets.push(0);
+        VarCells {
+            offsets,
+            bytes: Vec::new(),
+            valid: Vec::new(),
+            limit: limits.max_alloc.min(i32::MAX as u64),
+        }
+    }
+
+    /// Appends one value (or a null).
+    pub(crate) fn push(&mut self, cell: Option<&[u8]>) -> Result<(), Error> {
+        if let Some(b) = cell {
+            let total = self.bytes.len() as u64 + b.len() as u64;
+            if total > self.limit {
+                return Err(Error::limit(format!(
+                    "a batch's variable-length values need {total} bytes, more than the limit of {} \
+                     (read fewer rows per batch)",
+                    self.limit
+                )));
+            }
+            self.bytes.extend_from_slice(b);
+        }
+        self.valid.push(cell.is_some());
+        self.offsets.push(self.bytes.len() as i32);
+        Ok(())
+    }
+
+    /// The finished array: `Binary`, `Utf8` (checked to be UTF-8) or a
+    /// `List` of a fixed-width item.
+    pub(crate) fn finish(self, dt: &DataType) -> Result<ArrayRef, Error> {
+        let len = self.valid.len();
+        let nulls = nulls(&self.valid);
+        match dt {
+            DataType::Binary | DataType::Utf8 => {
+                let data = ArrayDataBuilder::new(dt.clone())
+                    .align_buffers(true)
+                    .len(len)
+                    .nulls(nulls)
+                    .add_buffer(Buffer::from_vec(self.offsets))
+                    .add_buffer(Buffer::from_vec(self.bytes))
+                    .build()
+                    .map_err(|e| arrow_err("variable-length array", e))?;
+                Ok(make_array(data))
+            }
+            DataType::List(child) => {
+                let width = fixed_width(child.data_type())
+                    .ok_or_else(|| Error::invalid(format!("{dt}: the item is not fixed-width")))?;
+                let width32 = i32::try_from(width).unwrap_or(i32::MAX).max(1);
+                let mut offsets = Vec::with_capacity(self.offsets.len());
+                for &o in &self.offsets {
+                    if o % width32 != 0 {
+                        return Err(Error::invalid(format!(
+                            "a list of {} holds a partial item",
+                            child.data_type()
+                        )));
+                    }
+                    offsets.push(o / width32);
+                }
+                let n = offsets.last().copied().unwrap_or(0) as usize;
+                let child_data =
+                    fixed_data(child.data_type(), Buffer::from_vec(self.bytes), n, None)?;
+                let data = ArrayDataBuilder::new(dt.clone())
+                    .align_buffers(true)
+                    .len(len)
+                    .nulls(nulls)
+                    .add_buffer(Buffer::from_vec(offsets))
+                    .child_data(vec![child_data])
+                    .build()
+                    .map_err(|e| arrow_err("list array", e))?;
+                Ok(make_array(data))
+            }
+            other => Err(Error::invalid(format!(
+                "{other} is not a variable-length type"
+            ))),
+        }
+    }
+}
+
+/// Reverses the byte order of every `width`-byte element of `bytes` (numpy
+/// big-endian data into Arrow's little-endian buffers).
+pub(crate) fn swap_bytes(bytes: &mut [u8], width: usize) {
+    if width > 1 {
+        for c in bytes.chunks_exact_mut(width) {
+            c.reverse();
+        }
+    }
+}
+
+/// An array of `dt` from convenience-view values (numbers, text, bytes,
+/// tensors of the element type's bytes; `Null` for a missing value).
+pub(crate) fn from_values(
+    dt: &DataType,
+    values: &[crate::dataset::Value],
+    limits: &Limits,
+) -> Result<ArrayRef, Error> {
+    use crate::dataset::Value as V;
+    let n = values.len();
+    match dt {
+        DataType::Binary | DataType::Utf8 => {
+            let mut cells = VarCells::new(n, limits);
+            for v in values {
+                match v {
+                    V::Null => cells.push(None)?,
+                    V::Bytes(b) => cells.push(Some(b))?,
+                    V::Text(t) => cells.push(Some(t.as_bytes()))?,
+                    other => return Err(Error::invalid(format!("{other:?} is not {dt}"))),
+                }
+            }
+            cells.finish(dt)
+        }
+        DataType::Dictionary(_, value) if **value == DataType::Utf8 => {
+            let strings: Vec<Option<&str>> = values
+                .iter()
+                .map(|v| match v {
+                    V::Text(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let a: arrow_array::DictionaryArray<arrow_array::types::UInt8Type> =
+                strings.into_iter().collect();
+            Ok(Arc::new(a))
+        }
+        _ => {
+            let mut cells = FixedCells::new(dt, n, limits)?;
+            for v in values {
+                let bytes: Option<Vec<u8>> = match (v, dt) {
+                    (V::Null, _) => None,
+                    (V::Int(x), DataType::Int64) => Some(x.to_le_bytes().to_vec()),
+                    (V::Float(x), DataType::Float64) => Some(x.to_le_bytes().to_vec()),
+                    (V::UInt(x), DataType::UInt16) => Some(
+                        u16::try_from(*x)
+                            .map_err(|_| Error::invalid(format!("{x} is not a u16")))?
+                            .to_le_bytes()
+                            .to_vec(),
+                    ),
+                    (V::Tensor { data, .. }, _) => Some(data.clone()),
+                    (V::Bytes(b), _) => Some(b.clone()),
+                    (other, _) => return Err(Error::invalid(format!("{other:?} is not {dt}"))),
+                };
+                cells.push(bytes.as_deref())?;
+            }
+            cells.finish(dt)
+        }
+    }
+}
+
+/// The typed schema as JSON: `{"fields": [{"name", "type", "nullable",
+/// "metadata"}]}`, types spelled by [`type_name`].
+pub fn schema_json(schema: &arrow_schema::Schema) -> serde_json::Value {
+    let fields: Vec<serde_json::Value> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let md: serde_json::Map<String, serde_json::Value> = f
+                .metadata()
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            serde_json::json!({
+                "name": f.name(),
+                "type": type_name(f.data_type()),
+                "nullable": f.is_nullable(),
+                "metadata": md,
+            })
+        })
+        .collect();
+    serde_json::json!({ "fields": fields })
+}
+
+fn unit_name(u: &arrow_schema::TimeUnit) -> &'static str {
+    match u {
+        arrow_schema::TimeUnit::Second => "s",
+        arrow_schema::TimeUnit::Millisecond => "ms",
+        arrow_schema::TimeUnit::Microsecond => "us",
+        arrow_schema::TimeUnit::Nanosecond => "ns",
+    }
+}
+
+fn child_name(f: &Field) -> String {
+    format!(
+        "{}: {}{}",
+        f.name(),
+        type_name(f.data_type()),
+        if f.is_nullable() { "" } else { " not null" }
+    )
+}
+
+/// An Arrow type spelled as pyarrow prints it (`int64`, `string`,
+/// `fixed_size_list<item: float not null>[6]`, `timestamp[us, tz=UTC]`,
+/// `dictionary<values=string, indices=uint32, ordered=0>`, ...), the
+/// spelling of `dataformats schema --json`.
+pub fn type_name(dt: &DataType) -> String {
+    match dt {
+        DataType::Null => "null".into(),
+        DataType::Boolean => "bool".into(),
+        DataType::Int8 => "int8".into(),
+        DataType::Int16 => "int16".into(),
+        DataType::Int32 => "int32".into(),
+        DataType::Int64 => "int64".into(),
+        DataType::UInt8 => "uint8".into(),
+        DataType::UInt16 => "uint16".into(),
+        DataType::UInt32 => "uint32".into(),
+        DataType::UInt64 => "uint64".into(),
+        DataType::Float16 => "halffloat".into(),
+        DataType::Float32 => "float".into(),
+        DataType::Float64 => "double".into(),
+        DataType::Utf8 => "string".into(),
+        DataType::LargeUtf8 => "large_string".into(),
+        DataType::Binary => "binary".into(),
+        DataType::LargeBinary => "large_binary".into(),
+        DataType::FixedSizeBinary(n) => format!("fixed_size_binary[{n}]"),
+        DataType::Date32 => "date32[day]".into(),
+        DataType::Date64 => "date64[ms]".into(),
+        DataType::Timestamp(u, None) => format!("timestamp[{}]", unit_name(u)),
+        DataType::Timestamp(u, Some(tz)) => format!("timestamp[{}, tz={tz}]", unit_name(u)),
+        DataType::Duration(u) => format!("duration[{}]", unit_name(u)),
+        DataType::List(f) => format!("list<{}>", child_name(f)),
+        DataType::LargeList(f) => format!("large_list<{}>", child_name(f)),
+        DataType::FixedSizeList(f, n) => format!("fixed_size_list<{}>[{n}]", child_name(f)),
+        DataType::Struct(fs) => format!(
+            "struct<{}>",
+            fs.iter()
+                .map(|f| child_name(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DataType::Dictionary(k, v) => format!(
+            "dictionary<values={}, indices={}, ordered=0>",
+            type_name(v),
+            type_name(k)
+        ),
+        other => other.to_string(),
+    }
+}
