@@ -89,3 +89,85 @@ fn unknown_columns_are_refused_with_the_names_there_are() {
         return;
     }
 }
+
+#[cfg(feature = "export")]
+#[test]
+fn json_lines_export_is_lossless() {
+    use arrow_array::{BinaryArray, Float32Array, Float64Array, Int64Array, UInt64Array};
+    use std::sync::Arc;
+    let mut rng = dataformats::core::rng::SplitMix64::new(3);
+    let mut f64s = vec![
+        0.0,
+        -0.0,
+        f64::from_bits(1),
+        f64::MAX,
+        f64::MIN,
+        f64::NAN,
+        f64::INFINITY,
+    ];
+    let mut f32s = vec![
+        0.0f32,
+        -0.0,
+        f32::from_bits(1),
+        f32::MAX,
+        f32::MIN,
+        f32::NAN,
+        f32::NEG_INFINITY,
+    ];
+    let mut u64s = vec![0, u64::MAX, 1 << 53, (1 << 53) + 1, u64::MAX - 1, 1, 2];
+    let mut i64s = vec![i64::MIN, i64::MAX, -1, 0, (1 << 53) + 1, -(1 << 53) - 1, 7];
+    while f64s.len() < 100_000 {
+        let x = f64::from_bits(rng.next_u64());
+        let y = f32::from_bits(rng.next_u64() as u32);
+        if x.is_finite() && y.is_finite() {
+            f64s.push(x);
+            f32s.push(y);
+            u64s.push(rng.next_u64());
+            i64s.push(rng.next_u64() as i64);
+        }
+    }
+    let bytes: Vec<Vec<u8>> = (0..f64s.len())
+        .map(|i| (i as u32).to_le_bytes().to_vec())
+        .collect();
+    let batch = RecordBatch::try_from_iter(vec![
+        ("f", Arc::new(Float64Array::from(f64s.clone())) as _),
+        ("g", Arc::new(Float32Array::from(f32s.clone())) as _),
+        ("u", Arc::new(UInt64Array::from(u64s.clone())) as _),
+        ("i", Arc::new(Int64Array::from(i64s.clone())) as _),
+        (
+            "b",
+            Arc::new(BinaryArray::from_iter_values(bytes.iter())) as _,
+        ),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    dataformats::export::write_json_lines(&batch, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let float = |v: &serde_json::Value| match v.as_str() {
+        Some("NaN") => f64::NAN,
+        Some("Infinity") => f64::INFINITY,
+        Some("-Infinity") => f64::NEG_INFINITY,
+        _ => v.as_f64().unwrap(),
+    };
+    for (k, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let f = float(&v["f"]);
+        assert!(
+            f.to_bits() == f64s[k].to_bits() || (f.is_nan() && f64s[k].is_nan()),
+            "{line}"
+        );
+        let g = float(&v["g"]) as f32;
+        assert!(
+            g.to_bits() == f32s[k].to_bits() || (g.is_nan() && f32s[k].is_nan()),
+            "{line}"
+        );
+        assert_eq!(v["u"].as_u64(), Some(u64s[k]), "{line}");
+        assert_eq!(v["i"].as_i64(), Some(i64s[k]), "{line}");
+        use base64::Engine as _;
+        let b = base64::engine::general_purpose::STANDARD
+            .decode(v["b"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(b, bytes[k]);
+    }
+    assert_eq!(text.lines().count(), f64s.len());
+}
