@@ -70,4 +70,4 @@ pub use checksum::{ChecksumKind, Digest, Hasher};
 pub use codec::{Codec, CodecError};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
-pub use source::Source;
+pub use source::{SharedBytes, Source};

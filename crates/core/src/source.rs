@@ -37,6 +37,33 @@ enum Inner {
     File { file: Arc<File>, len: u64 },
 }
 
+/// Bytes of a [`Source`] that own a share of its map or buffer
+/// ([`Source::share`]): cheap to clone, immutable, and alive as long as any
+/// holder is.
+#[derive(Debug, Clone)]
+pub struct SharedBytes {
+    owner: Owner,
+    range: std::ops::Range<usize>,
+}
+
+#[derive(Debug, Clone)]
+enum Owner {
+    Map(Arc<memmap2::Mmap>),
+    Owned(Arc<[u8]>),
+}
+
+impl std::ops::Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        let all: &[u8] = match &self.owner {
+            Owner::Map(m) => m,
+            Owner::Owned(b) => b,
+        };
+        all.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
 impl Source {
     /// Maps the file at `path` into memory.
     ///
@@ -116,6 +143,30 @@ impl Source {
             Inner::Owned(b) => Some(b),
             Inner::File { .. } => None,
         }
+    }
+
+    /// `sub` (a slice borrowed from this source's memory, as
+    /// [`Source::bytes`] hands them out) as bytes that keep the map or
+    /// buffer alive on their own, so a consumer such as an Arrow buffer can
+    /// hold them without a copy. `None` when `sub` does not lie inside this
+    /// source's memory (or the source reads a file by positioned reads).
+    pub fn share(&self, sub: &[u8]) -> Option<SharedBytes> {
+        let all = self.as_slice()?;
+        let base = all.as_ptr() as usize;
+        let at = (sub.as_ptr() as usize).checked_sub(base)?;
+        let end = at.checked_add(sub.len())?;
+        if end > all.len() {
+            return None;
+        }
+        let owner = match &self.inner {
+            Inner::Map(m) => Owner::Map(Arc::clone(m)),
+            Inner::Owned(b) => Owner::Owned(Arc::clone(b)),
+            Inner::File { .. } => return None,
+        };
+        Some(SharedBytes {
+            owner,
+            range: at..end,
+        })
     }
 
     /// True when [`Source::bytes`] borrows instead of copying.

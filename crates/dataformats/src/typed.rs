@@ -472,3 +472,26 @@ pub fn type_name(dt: &DataType) -> String {
         other => other.to_string(),
     }
 }
+
+/// Keeps a [`SharedBytes`](crate::core::SharedBytes) alive for an Arrow
+/// buffer that borrows it.
+struct Shared {
+    _keep: crate::core::SharedBytes,
+}
+
+// The bytes are immutable and the owner is only dropped: nothing can be
+// seen half-changed after a panic.
+impl std::panic::RefUnwindSafe for Shared {}
+
+/// `sub` (borrowed from `src`'s map or buffer) as an Arrow buffer that
+/// shares the memory instead of copying it; `None` when `src` cannot share
+/// it (a file read by positioned reads, or bytes from elsewhere).
+pub(crate) fn shared_buffer(src: &crate::core::Source, sub: &[u8]) -> Option<Buffer> {
+    let bytes = src.share(sub)?;
+    let ptr = std::ptr::NonNull::new(bytes.as_ptr().cast_mut())?;
+    let len = bytes.len();
+    // SAFETY: `ptr` and `len` describe the bytes `bytes` owns (a memory map
+    // or an `Arc<[u8]>` that never changes), and the buffer keeps `bytes`
+    // alive for as long as it (or any slice of it) exists.
+    Some(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(Shared { _keep: bytes })) })
+}

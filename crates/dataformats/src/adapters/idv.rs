@@ -45,6 +45,87 @@ pub(crate) fn open(
     }))
 }
 
+/// Bytes per value of a plain numeric scalar column (stored as raw
+/// little-endian values in its blocks), else `None`.
+fn plain_width(c: Option<&crate::idv::Column>) -> Option<usize> {
+    use crate::idv::{ColumnType, ItemType as I};
+    match c?.ty()? {
+        ColumnType::Scalar(
+            t @ (I::I8
+            | I::U8
+            | I::I16
+            | I::U16
+            | I::I32
+            | I::U32
+            | I::I64
+            | I::U64
+            | I::F32
+            | I::F64),
+        ) => t.fixed_size(),
+        _ => None,
+    }
+}
+
+impl Idv {
+    /// Rows `start..end` of a plain numeric column: a batch inside one
+    /// uncompressed block shares the file's memory (no copy when the block
+    /// is aligned for the type); otherwise each block's part is copied (or
+    /// inflated) once into the array's buffer.
+    fn plain(
+        &self,
+        k: usize,
+        width: usize,
+        dt: &arrow_schema::DataType,
+        start: u64,
+        end: u64,
+    ) -> Result<arrow_array::ArrayRef, Error> {
+        let e = fe::<crate::idv::Error>(Format::Idv);
+        let n = usize::try_from(end - start).unwrap_or(usize::MAX);
+        let rpb = u64::from(self.r.columns().first().map_or(1, |c| c.rows_per_block)).max(1);
+        let total = (width as u64).saturating_mul(n as u64);
+        self.limits
+            .check_alloc("IDV column", total)
+            .map_err(|x| Error::limit(x).in_format(Format::Idv))?;
+        let part =
+            |bytes: &[u8], b: u64, from: u64, to: u64| -> Result<std::ops::Range<usize>, Error> {
+                let a = ((from - b * rpb) as usize) * width;
+                let z = ((to - b * rpb) as usize) * width;
+                if bytes.len() < z {
+                    return Err(err(
+                        Format::Idv,
+                        "truncated",
+                        format!("block {b}: {} bytes, its rows need {z}", bytes.len()),
+                    ));
+                }
+                Ok(a..z)
+            };
+        if n > 0 && start / rpb == (end - 1) / rpb {
+            let b = start / rpb;
+            let bytes = self.r.block_bytes(k, b).map_err(e)?;
+            let range = part(&bytes, b, start, end)?;
+            if let std::borrow::Cow::Borrowed(s) = &bytes {
+                if let Some(buf) = s
+                    .get(range.clone())
+                    .and_then(|sub| crate::typed::shared_buffer(self.r.source(), sub))
+                {
+                    return crate::typed::fixed_array(dt, buf, n, None);
+                }
+            }
+        }
+        let mut out = arrow_buffer::MutableBuffer::new(total as usize);
+        let mut row = start;
+        while row < end {
+            let b = row / rpb;
+            let to = end.min((b + 1) * rpb);
+            let bytes = self.r.block_bytes(k, b).map_err(e)?;
+            let range = part(&bytes, b, row, to)?;
+            out.extend_from_slice(bytes.get(range).unwrap_or_default());
+            row = to;
+        }
+        crate::typed::fixed_array(dt, out.into(), n, None)
+    }
+}
+
 struct Idv {
     r: crate::idv::Reader,
     /// The reader's index of each live (not dead) column, in schema order.
@@ -226,6 +307,13 @@ impl Dataset for Idv {
                     format!("no column {j}"),
                 ));
             };
+            if let Some(width) = plain_width(self.r.columns().get(k)) {
+                out.push(
+                    self.plain(k, width, f.data_type(), start, end)
+                        .map_err(|e| e.context(&format!("column {:?}", f.name())))?,
+                );
+                continue;
+            }
             let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
             let a = typed::array(kind, f.data_type(), &v, start, &self.limits).map_err(|e| {
                 e.in_format(Format::Idv)

@@ -234,6 +234,31 @@ fn column(
         .map_err(Error::limit)?;
     let val = |i: u64| r.value(i, j).map_err(fe(Format::Mldf));
     match ty {
+        T::NdArray { dtype, .. } if *dtype != Dtype::BF16 => {
+            // Values stored back to back, uncompressed, in the file's memory
+            // become one buffer that shares it; anything else is copied.
+            let mut vals = Vec::with_capacity(n);
+            for i in rows {
+                match val(i)? {
+                    M::Missing => vals.push(None),
+                    M::NdArray(b) => vals.push(Some(b)),
+                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+                }
+            }
+            let shared = r
+                .source()
+                .as_slice()
+                .and_then(|all| contiguous(all, &vals))
+                .and_then(|s| crate::typed::shared_buffer(r.source(), s));
+            if let Some(buf) = shared {
+                return crate::typed::fixed_array(dt, buf, n, None);
+            }
+            let mut cells = FixedCells::new(dt, n, limits)?;
+            for v in &vals {
+                cells.push(v.as_deref())?;
+            }
+            cells.finish(dt)
+        }
         T::Int | T::Float | T::NdArray { .. } => {
             let bf16 = matches!(
                 ty,
@@ -367,4 +392,26 @@ fn column(
             )?))
         }
     }
+}
+
+/// The span of `all` (the file's memory) that `vals` (all present, all
+/// borrowed from `all`) cover back to back, if they do.
+fn contiguous<'a>(all: &'a [u8], vals: &[Option<std::borrow::Cow<'_, [u8]>>]) -> Option<&'a [u8]> {
+    use std::borrow::Cow;
+    let base = all.as_ptr() as usize;
+    let mut start: Option<usize> = None;
+    let mut end = 0usize;
+    for v in vals {
+        let Some(Cow::Borrowed(b)) = v else {
+            return None;
+        };
+        let at = (b.as_ptr() as usize).checked_sub(base)?;
+        match start {
+            None => start = Some(at),
+            Some(_) if at != end => return None,
+            Some(_) => {}
+        }
+        end = at.checked_add(b.len())?;
+    }
+    all.get(start?..end)
 }
