@@ -127,6 +127,16 @@ fn bench(args: &[String]) -> Result<bool, String> {
     };
     match what.as_str() {
         "idv" => return run_example("dataformats-idv", &["rayon"], "bench_idv", &[]),
+        "arrow" => {
+            let mb: Vec<&str> = rest.iter().map(String::as_str).collect();
+            return Ok(run_example("dataformats", &[], "bench_arrow", &mb)?
+                && run_example(
+                    "dataformats",
+                    &[],
+                    "bench_arrow",
+                    &[&["--export-memory"][..], &mb[..]].concat(),
+                )?);
+        }
         "mldf" => {
             return Ok(run_example("dataformats-mldf", &[], "bench_mldf", &[])?
                 && run_example("dataformats-mldf", &[], "bench_mldf", &["--write-memory"])?);
@@ -152,7 +162,7 @@ fn bench(args: &[String]) -> Result<bool, String> {
         "bloscpack" => {}
         _ => {
             return Err(format!(
-                "no bench for `{what}` (have: bloscpack, tbl2, cntk)"
+                "no bench for `{what}` (have: bloscpack, tbl2, cntk, idv, mldf, arrow)"
             ));
         }
     }

@@ -56,6 +56,8 @@ pub mod codec;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod image;
+pub mod json;
 pub mod limits;
 pub mod parse;
 pub mod plain;

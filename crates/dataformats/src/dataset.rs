@@ -586,7 +586,7 @@ fn from_source(
         Format::Idv => adapters::idv::open(src, opts),
         #[cfg(feature = "mldf")]
         Format::Mldf => adapters::mldf::open(src, opts),
-        #[cfg(feature = "mldf")]
+        #[cfg(feature = "ffcv")]
         Format::Ffcv => adapters::ffcv::open(src, opts),
         #[cfg(feature = "cntk")]
         Format::Cntk => adapters::cntk::open(src, opts),

@@ -123,7 +123,8 @@ impl Format {
             Format::Tbl2 => cfg!(feature = "tbl2"),
             Format::Cntk => cfg!(feature = "cntk"),
             Format::Idv => cfg!(feature = "idv"),
-            Format::Mldf | Format::Ffcv => cfg!(feature = "mldf"),
+            Format::Mldf => cfg!(feature = "mldf"),
+            Format::Ffcv => cfg!(feature = "ffcv"),
             // CTF is text without stream definitions: the cntk crate
             // converts it to CBF (`dataformats convert x.ctf y.bin`).
             Format::Ctf => cfg!(feature = "cntk"),

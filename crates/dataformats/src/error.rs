@@ -16,8 +16,8 @@ pub enum Error {
     #[cfg(feature = "mldf")]
     Mldf(crate::mldf::Error),
     /// The FFCV reader refused the file.
-    #[cfg(feature = "mldf")]
-    Ffcv(crate::mldf::Error),
+    #[cfg(feature = "ffcv")]
+    Ffcv(crate::ffcv::Error),
     /// The CNTK reader refused the file.
     #[cfg(feature = "cntk")]
     Cntk(crate::cntk::Error),
@@ -86,7 +86,7 @@ impl Error {
             Error::Idv(_) => Some(Format::Idv),
             #[cfg(feature = "mldf")]
             Error::Mldf(_) => Some(Format::Mldf),
-            #[cfg(feature = "mldf")]
+            #[cfg(feature = "ffcv")]
             Error::Ffcv(_) => Some(Format::Ffcv),
             #[cfg(feature = "cntk")]
             Error::Cntk(_) => Some(Format::Cntk),
@@ -113,7 +113,9 @@ impl Error {
             #[cfg(feature = "idv")]
             Error::Idv(e) => e.kind().as_str(),
             #[cfg(feature = "mldf")]
-            Error::Mldf(e) | Error::Ffcv(e) => e.kind().as_str(),
+            Error::Mldf(e) => e.kind().as_str(),
+            #[cfg(feature = "ffcv")]
+            Error::Ffcv(e) => e.kind().as_str(),
             #[cfg(feature = "cntk")]
             Error::Cntk(e) => e.kind().as_str(),
             #[cfg(feature = "tbl2")]
@@ -205,7 +207,9 @@ impl std::fmt::Display for Error {
             #[cfg(feature = "idv")]
             Error::Idv(e) => e.fmt(f),
             #[cfg(feature = "mldf")]
-            Error::Mldf(e) | Error::Ffcv(e) => e.fmt(f),
+            Error::Mldf(e) => e.fmt(f),
+            #[cfg(feature = "ffcv")]
+            Error::Ffcv(e) => e.fmt(f),
             #[cfg(feature = "cntk")]
             Error::Cntk(e) => e.fmt(f),
             #[cfg(feature = "tbl2")]
@@ -233,7 +237,9 @@ impl std::error::Error for Error {
             #[cfg(feature = "idv")]
             Error::Idv(e) => Some(e),
             #[cfg(feature = "mldf")]
-            Error::Mldf(e) | Error::Ffcv(e) => Some(e),
+            Error::Mldf(e) => Some(e),
+            #[cfg(feature = "ffcv")]
+            Error::Ffcv(e) => Some(e),
             #[cfg(feature = "cntk")]
             Error::Cntk(e) => Some(e),
             #[cfg(feature = "tbl2")]
@@ -278,12 +284,15 @@ impl FormatError for crate::idv::Error {
 
 #[cfg(feature = "mldf")]
 impl FormatError for crate::mldf::Error {
-    fn into_facade(self, format: Format) -> Error {
-        if format == Format::Ffcv {
-            Error::Ffcv(self)
-        } else {
-            Error::Mldf(self)
-        }
+    fn into_facade(self, _: Format) -> Error {
+        Error::Mldf(self)
+    }
+}
+
+#[cfg(feature = "ffcv")]
+impl FormatError for crate::ffcv::Error {
+    fn into_facade(self, _: Format) -> Error {
+        Error::Ffcv(self)
     }
 }
 

@@ -66,6 +66,9 @@ pub use dataformats_bloscpack as bloscpack;
 #[cfg(feature = "cntk")]
 pub use dataformats_cntk as cntk;
 pub use dataformats_core::{Error, ErrorKind, Result};
+/// FFCV `.beton` files, read only ([`dataformats_ffcv`]).
+#[cfg(feature = "ffcv")]
+pub use dataformats_ffcv as ffcv;
 /// ML.NET binary dataview ([`dataformats_idv`]).
 #[cfg(feature = "idv")]
 pub use dataformats_idv as idv;

@@ -65,7 +65,9 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
         );
         let mut w = Writer::create(&path, vec![f], WriterOptions::default()).unwrap();
         for i in 0..n {
-            let v: Vec<u8> = (0..dim).flat_map(|k| ((i * dim + k) as f32).to_le_bytes()).collect();
+            let v: Vec<u8> = (0..dim)
+                .flat_map(|k| ((i * dim + k) as f32).to_le_bytes())
+                .collect();
             w.add_sample(&[FieldValue::NdArray(&v)]).unwrap();
         }
         w.finish().unwrap();
@@ -74,8 +76,15 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
     let cols = ["x".to_string()];
     let (b, bytes) = allocated(|| d.read_batch(Some(&cols), 0..n as u64).unwrap());
     let data = n * dim * 4;
-    assert!(bytes < data / 16, "MLDF: {bytes} bytes allocated for {data} bytes of data");
-    let list = b.column(0).as_any().downcast_ref::<arrow_array::FixedSizeListArray>().unwrap();
+    assert!(
+        bytes < data / 16,
+        "MLDF: {bytes} bytes allocated for {data} bytes of data"
+    );
+    let list = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::FixedSizeListArray>()
+        .unwrap();
     let values = list.values().to_data();
     let floats = values.buffers()[0].typed_data::<f32>();
     assert_eq!(floats.len(), n * dim);
@@ -85,7 +94,9 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
     let path = dir.join("t.idv");
     let rows = 1 << 20;
     {
-        use dataformats::idv::{ColumnSpec, ColumnType, Compression, ItemType, Values, Writer, WriterOptions};
+        use dataformats::idv::{
+            ColumnSpec, ColumnType, Compression, ItemType, Values, Writer, WriterOptions,
+        };
         let opts = WriterOptions {
             compression: Compression::None,
             rows_per_block: Some(rows as u32),
@@ -98,21 +109,36 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
         let mut w = Writer::create(&path, cols, opts).unwrap();
         let bytes: Vec<u8> = (0..rows).map(|i| (i % 251) as u8).collect();
         let floats: Vec<f32> = (0..rows).map(|i| i as f32).collect();
-        w.write_batch(&[Values::U8(bytes), Values::F32(floats)]).unwrap();
+        w.write_batch(&[Values::U8(bytes), Values::F32(floats)])
+            .unwrap();
         w.finish().unwrap();
     }
     let d = dataformats::open(&path).unwrap();
     let cols = ["b".to_string()];
     let (b, bytes) = allocated(|| d.read_batch(Some(&cols), 0..rows as u64).unwrap());
-    assert!(bytes < rows / 16, "IDV Byte column: {bytes} bytes allocated for {rows} rows");
-    let a = b.column(0).as_any().downcast_ref::<arrow_array::UInt8Array>().unwrap();
+    assert!(
+        bytes < rows / 16,
+        "IDV Byte column: {bytes} bytes allocated for {rows} rows"
+    );
+    let a = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::UInt8Array>()
+        .unwrap();
     assert_eq!(a.value(1000), (1000 % 251) as u8);
     // Single: shared when its block is 4-aligned in the file, else one copy.
     let cols = ["f".to_string()];
     let (b, bytes) = allocated(|| d.read_batch(Some(&cols), 10..rows as u64).unwrap());
-    let a = b.column(0).as_any().downcast_ref::<arrow_array::Float32Array>().unwrap();
+    let a = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<arrow_array::Float32Array>()
+        .unwrap();
     assert_eq!(a.value(0), 10.0);
     assert_eq!(a.len(), rows - 10);
-    assert!(bytes <= 4 * rows + 4096, "IDV Single column: at most one copy ({bytes} bytes)");
+    assert!(
+        bytes <= 4 * rows + 4096,
+        "IDV Single column: at most one copy ({bytes} bytes)"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,12 +22,13 @@
 
 pub mod diff;
 mod error;
-pub mod ffcv;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod image;
-pub mod json;
+/// Image header checks (shared with FFCV, in the core).
+pub use dataformats_core::image;
+/// Strict JSON verdicts (shared with FFCV, in the core).
+pub use dataformats_core::json;
 pub mod loader;
 mod read;
 pub mod render;

@@ -16,8 +16,3 @@ fn mldf_descriptors_regressions() {
 fn mldf_tables_regressions() {
     replay_regressions("mldf_tables", dataformats_mldf::fuzzing::tables);
 }
-
-#[test]
-fn ffcv_regressions() {
-    replay_regressions("ffcv", dataformats_mldf::fuzzing::ffcv);
-}

@@ -1,8 +1,8 @@
 //! The FFCV checker: `ffcv-beton.md` sidecars (summary with layout, every
-//! value) against `dataformats_mldf::ffcv`.
+//! value) against `dataformats_ffcv`.
 
 use dataformats::core::ChecksumKind;
-use dataformats::mldf::ffcv::{FieldType, ImageMode, Reader, Value as F};
+use dataformats::ffcv::{FieldType, ImageMode, Reader, Value as F};
 use serde_json::{Map, Value, json};
 
 use super::{Checker, Outcome, Vector, compare, rejection};

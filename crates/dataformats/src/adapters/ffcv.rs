@@ -10,7 +10,7 @@ pub(crate) fn open(
     src: crate::core::Source,
     opts: &crate::OpenOptions,
 ) -> Result<Box<dyn Dataset>, Error> {
-    let r = crate::mldf::ffcv::Reader::with_limits(src, opts.limits).map_err(fe(Format::Ffcv))?;
+    let r = crate::ffcv::Reader::with_limits(src, opts.limits).map_err(fe(Format::Ffcv))?;
     let schema = schema(&r).map_err(|e| e.in_format(Format::Ffcv))?;
     Ok(Box::new(Ffcv(r, schema, opts.limits)))
 }
@@ -38,8 +38,8 @@ fn elem_type(dtype: &str, itemsize: u64) -> arrow_schema::DataType {
 
 /// Every built-in FFCV field type as Arrow; an RGB image field gives four
 /// columns (bytes, `.mode`, `.width`, `.height`), as the common view does.
-fn schema(r: &crate::mldf::ffcv::Reader) -> Result<arrow_schema::SchemaRef, Error> {
-    use crate::mldf::ffcv::FieldType as T;
+fn schema(r: &crate::ffcv::Reader) -> Result<arrow_schema::SchemaRef, Error> {
+    use crate::ffcv::FieldType as T;
     use crate::typed::{EXTENSION_NAME, field, tensor_field};
     use arrow_schema::DataType as A;
     let mut out = Vec::new();
@@ -94,7 +94,7 @@ fn schema(r: &crate::mldf::ffcv::Reader) -> Result<arrow_schema::SchemaRef, Erro
 /// the stored bytes, `<name>.mode` (`raw` or `jpg`), `<name>.width` and
 /// `<name>.height`, so nothing of the file is lost.
 struct Ffcv(
-    crate::mldf::ffcv::Reader,
+    crate::ffcv::Reader,
     arrow_schema::SchemaRef,
     crate::core::Limits,
 );
@@ -107,7 +107,7 @@ impl Dataset for Ffcv {
         self.0.layout().version.to_string()
     }
     fn columns(&self) -> Vec<Column> {
-        use crate::mldf::ffcv::FieldType as T;
+        use crate::ffcv::FieldType as T;
         let mut out = Vec::new();
         for f in self.0.fields() {
             let shape = match &f.ty {
@@ -135,7 +135,7 @@ impl Dataset for Ffcv {
         self.0.num_samples()
     }
     fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        use crate::mldf::ffcv::{ImageMode, Value as F};
+        use crate::ffcv::{ImageMode, Value as F};
         let mut out = Vec::new();
         for (j, f) in self.0.fields().iter().enumerate() {
             let v = self.0.value(i, j).map_err(fe(Format::Ffcv))?;

@@ -7,7 +7,7 @@ pub(crate) mod bloscpack;
 pub(crate) mod blz;
 #[cfg(feature = "cntk")]
 pub(crate) mod cntk;
-#[cfg(feature = "mldf")]
+#[cfg(feature = "ffcv")]
 pub(crate) mod ffcv;
 #[cfg(feature = "idv")]
 pub(crate) mod idv;

@@ -1,5 +1,6 @@
 //! Image header checks (`mldf.md` §5.6, R26): the PNG IHDR chunk and the
-//! first JPEG SOFn segment against the record's dimensions.
+//! first JPEG SOFn segment against a record's dimensions; shared by the
+//! MLDF and FFCV readers.
 
 fn be16(b: &[u8], o: usize) -> Option<u16> {
     Some(u16::from_be_bytes(b.get(o..o + 2)?.try_into().ok()?))

@@ -1,6 +1,6 @@
-//! The JSON verdicts of `mldf.md` §5.5 (RFC 8259 plus R25: no duplicate
+//! Strict JSON verdicts (RFC 8259 plus `mldf.md` R25: no duplicate
 //! member names, depth at most 64, no lone surrogate escapes, no numbers
-//! that overflow f64).
+//! that overflow f64), shared by the MLDF and FFCV readers.
 
 use std::collections::HashSet;
 

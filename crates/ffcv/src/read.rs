@@ -1,28 +1,5 @@
-//! Reading FFCV `.beton` files (FFCV 1.0.x, file version 2), the format
-//! MLDF is modelled on.
-//!
-//! FFCV files have no magic number, no checksum and a writer that trusts
-//! every number; this reader checks each count, offset and size against the
-//! file before it uses it, and reports damage with the kinds of
-//! [`ErrorKind`] (the MLDF vocabulary). It reads; it does not write (write
-//! MLDF instead, or convert with `dataformats convert x.beton x.mldf`).
-//!
-//! ```no_run
-//! use dataformats_mldf::ffcv::{Reader, Value};
-//! let r = Reader::open("data.beton").unwrap();
-//! for f in r.fields() {
-//!     println!("{}: {}", f.name, f.ty.name());
-//! }
-//! if let Value::Int(label) = r.value(0, 0).unwrap() {
-//!     println!("first label {label}");
-//! }
-//! r.validate().unwrap();
-//! ```
-//!
-//! Layout (all little-endian): a 24-byte header, 1041-byte field
-//! descriptors, a metadata table of fixed-size rows (numpy's aligned struct
-//! layout), page-aligned data pages, and an allocation table of
-//! `{sample_id, ptr, size}` entries that runs to the end of the file.
+//! The FFCV reader: header, descriptors, metadata rows, allocation table,
+//! values and validation.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -862,7 +839,7 @@ impl Reader {
                 let (k, a) = need(ptr, size, "image")?;
                 let data = self.bytes_at(a).map_err(ctx)?;
                 if mode == ImageMode::Jpeg {
-                    crate::image::check_jpeg(&data, height, width, 3)
+                    dataformats_core::image::check_jpeg(&data, height, width, 3)
                         .map_err(|m| ctx(err(ErrorKind::BadValue, m)))?;
                 }
                 (
@@ -888,7 +865,7 @@ impl Reader {
             for f in &self.fields {
                 let (v, k) = self.value_at(i, f)?;
                 if let Value::Json(t) = &v {
-                    crate::json::check(t.as_bytes()).map_err(|m| {
+                    dataformats_core::json::check(t.as_bytes()).map_err(|m| {
                         err(ErrorKind::BadValue, format!("JSON value: {m}")).in_value(i, &f.name)
                     })?;
                 }

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use dataformats_core::testing::vectors_dir;
-use dataformats_mldf::ErrorKind;
-use dataformats_mldf::ffcv::{ImageMode, Reader, Value};
+use dataformats_ffcv::ErrorKind;
+use dataformats_ffcv::{ImageMode, Reader, Value};
 
 const PAGE: u64 = 1 << 21;
 
