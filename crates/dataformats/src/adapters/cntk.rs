@@ -171,6 +171,76 @@ enum Builder {
     Sparse(Sparse),
 }
 
+impl Cntk {
+    /// Records `start..end` of dense streams (and `_sequence`) when they
+    /// all lie in one sequence where every asked stream has them: each
+    /// stream's samples are stored back to back there, so its array shares
+    /// the file's memory instead of copying it.
+    fn within_one_sequence(
+        &self,
+        columns: &[usize],
+        start: u64,
+        end: u64,
+    ) -> Result<Option<Vec<ArrayRef>>, Error> {
+        use crate::cntk::RecordView;
+        if start >= end || self.sample_starts.is_empty() {
+            return Ok(None);
+        }
+        let c = self.sample_starts.partition_point(|&s| s <= start) - 1;
+        let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
+        let mut at = self.sample_starts.get(c).copied().unwrap_or(0);
+        let mut found = None;
+        for (q, &len) in view.sequence_lengths().iter().enumerate() {
+            let len = u64::from(len);
+            if start < at + len {
+                found = Some((q, at, len));
+                break;
+            }
+            at += len;
+        }
+        let Some((q, first, len)) = found else {
+            return Ok(None);
+        };
+        let (k0, k1) = (start - first, end - first);
+        if k1 > len {
+            return Ok(None);
+        }
+        let seq = self.seq_starts.get(c).copied().unwrap_or(0) + q as u64;
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(columns.len());
+        for &j in columns {
+            if j == 0 {
+                out.push(Arc::new(UInt64Array::from(vec![
+                    seq;
+                    (end - start) as usize
+                ])));
+                continue;
+            }
+            let Some(RecordView::Dense(d)) = view.record(j - 1, q) else {
+                return Ok(None);
+            };
+            if k1 > u64::from(d.samples) {
+                return Ok(None);
+            }
+            let per = u64::from(d.dim) * d.elem.size();
+            let raw = d.raw();
+            let Some(sub) = raw.get((k0 * per) as usize..(k1 * per) as usize) else {
+                return Ok(None);
+            };
+            let Some(buf) = crate::typed::shared_buffer(self.r.source(), sub) else {
+                return Ok(None);
+            };
+            let dt = self.schema.field(j).data_type();
+            out.push(crate::typed::fixed_array(
+                dt,
+                buf,
+                (end - start) as usize,
+                None,
+            )?);
+        }
+        Ok(Some(out))
+    }
+}
+
 impl Dataset for Cntk {
     fn format(&self) -> Format {
         Format::Cntk
@@ -253,6 +323,9 @@ impl Dataset for Cntk {
         self.limits
             .check_count("CNTK samples", n as u64)
             .map_err(|e| Error::limit(e).in_format(Format::Cntk))?;
+        if let Some(arrays) = self.within_one_sequence(columns, start, end)? {
+            return Ok(arrays);
+        }
         let mut builders = Vec::with_capacity(columns.len());
         for &j in columns {
             let f =
