@@ -42,6 +42,7 @@ pub(crate) fn open(
         kinds,
         schema,
         limits: opts.limits,
+        last_block: std::sync::Mutex::new(None),
     }))
 }
 
@@ -101,14 +102,37 @@ impl Idv {
             };
         if n > 0 && start / rpb == (end - 1) / rpb {
             let b = start / rpb;
+            let cached = self.last_block.lock().ok().and_then(|last| {
+                last.as_ref()
+                    .filter(|l| l.0 == k && l.1 == b)
+                    .map(|l| l.2.clone())
+            });
+            if let Some(buf) = cached {
+                let range = part(buf.as_slice(), b, start, end)?;
+                let slice = buf.slice_with_length(range.start, range.end - range.start);
+                return crate::typed::fixed_array(dt, slice, n, None);
+            }
             let bytes = self.r.block_bytes(k, b).map_err(e)?;
             let range = part(&bytes, b, start, end)?;
-            if let std::borrow::Cow::Borrowed(s) = &bytes {
-                if let Some(buf) = s
-                    .get(range.clone())
-                    .and_then(|sub| crate::typed::shared_buffer(self.r.source(), sub))
-                {
-                    return crate::typed::fixed_array(dt, buf, n, None);
+            match bytes {
+                std::borrow::Cow::Borrowed(s) => {
+                    if let Some(buf) = s
+                        .get(range.clone())
+                        .and_then(|sub| crate::typed::shared_buffer(self.r.source(), sub))
+                    {
+                        return crate::typed::fixed_array(dt, buf, n, None);
+                    }
+                }
+                std::borrow::Cow::Owned(v) => {
+                    // An inflated block: its buffer becomes the array's,
+                    // and later batches of the same block slice it (the
+                    // block is inflated once, and never copied).
+                    let buf = arrow_buffer::Buffer::from_vec(v);
+                    let slice = buf.slice_with_length(range.start, range.end - range.start);
+                    if let Ok(mut last) = self.last_block.lock() {
+                        *last = Some((k, b, buf));
+                    }
+                    return crate::typed::fixed_array(dt, slice, n, None);
                 }
             }
         }
@@ -133,6 +157,9 @@ struct Idv {
     kinds: Vec<typed::Kind>,
     schema: arrow_schema::SchemaRef,
     limits: crate::core::Limits,
+    /// The last inflated block of a plain column `(column, block, bytes)`:
+    /// batches smaller than a block slice it instead of inflating again.
+    last_block: std::sync::Mutex<Option<(usize, u64, arrow_buffer::Buffer)>>,
 }
 
 /// Refuses vectors whose dense form (every slot, as the convenience view
