@@ -22,6 +22,22 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// `dataformats convert SRC M --schema DIR/schema.json`.
+fn to_mldf(
+    src: &std::path::Path,
+    m: &std::path::Path,
+    dir: &std::path::Path,
+) -> std::process::Output {
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    dataformats(&[
+        "convert",
+        &s(src),
+        &s(m),
+        "--schema",
+        &s(&dir.join("schema.json")),
+    ])
+}
+
 const SCHEMA: &str = r#"{"fields": [
     {"name": "x", "type": "FLOAT"},
     {"name": "n", "type": "NDARRAY", "dtype": "uint64", "shape": [1]},
@@ -74,13 +90,7 @@ fn a_million_doubles_and_every_u64_come_back_exactly() {
     std::fs::write(&src, &text).unwrap();
     let (m, back) = (dir.join("x.mldf"), dir.join("back.jsonl"));
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let out = dataformats(&[
-        "convert",
-        &s(&src),
-        &s(&m),
-        "--schema",
-        &s(&dir.join("schema.json")),
-    ]);
+    let out = to_mldf(&src, &m, &dir);
     assert!(
         out.status.success(),
         "{}",
@@ -124,15 +134,8 @@ fn an_integer_beyond_u64_is_refused_with_its_line() {
         ),
     )
     .unwrap();
-    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let m = dir.join("x.mldf");
-    let out = dataformats(&[
-        "convert",
-        &s(&src),
-        &s(&m),
-        "--schema",
-        &s(&dir.join("schema.json")),
-    ]);
+    let out = to_mldf(&src, &m, &dir);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2"), "{err}");
@@ -143,13 +146,7 @@ fn an_integer_beyond_u64_is_refused_with_its_line() {
         "{\"x\": 1.5, \"n\": [1], \"i\": 9223372036854775808}\n",
     )
     .unwrap();
-    let out = dataformats(&[
-        "convert",
-        &s(&src),
-        &s(&m),
-        "--schema",
-        &s(&dir.join("schema.json")),
-    ]);
+    let out = to_mldf(&src, &m, &dir);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
     let _ = std::fs::remove_dir_all(&dir);

@@ -628,12 +628,7 @@ pub fn value_at(array: &dyn arrow_array::Array, field: &arrow_schema::Field, i: 
         A::Float32 => p!(Float32Type, Float),
         A::Float64 => p!(Float64Type, Float),
         A::Timestamp(..) | A::Duration(_) | A::Date64 => {
-            Value::Int(array.to_data().buffers().first().map_or(0, |b| {
-                b.typed_data::<i64>()
-                    .get(array.offset() + i)
-                    .copied()
-                    .unwrap_or(0)
-            }))
+            Value::Int(crate::typed::time_count(array, i).unwrap_or_default())
         }
         A::Utf8 => Value::Text(array.as_string::<i32>().value(i).to_string()),
         A::Binary => Value::Bytes(array.as_binary::<i32>().value(i).to_vec()),

@@ -125,25 +125,25 @@ pub fn write<W: Write + Send>(
             }
             w.close()?;
         }
-        ExportFormat::ArrowFile => {
-            let mut w = arrow_ipc::writer::FileWriter::try_new(out, &schema)?;
-            while let Some(b) = reader.next_batch() {
-                let b = b?;
-                rows += b.num_rows() as u64;
-                w.write(&b)?;
-                progress(rows);
+        ExportFormat::ArrowFile | ExportFormat::ArrowStream => {
+            // The IPC file and stream writers share their calls, not a trait.
+            macro_rules! ipc {
+                ($w:ty) => {{
+                    let mut w = <$w>::try_new(out, &schema)?;
+                    while let Some(b) = reader.next_batch() {
+                        let b = b?;
+                        rows += b.num_rows() as u64;
+                        w.write(&b)?;
+                        progress(rows);
+                    }
+                    w.finish()?;
+                }};
             }
-            w.finish()?;
-        }
-        ExportFormat::ArrowStream => {
-            let mut w = arrow_ipc::writer::StreamWriter::try_new(out, &schema)?;
-            while let Some(b) = reader.next_batch() {
-                let b = b?;
-                rows += b.num_rows() as u64;
-                w.write(&b)?;
-                progress(rows);
+            if format == ExportFormat::ArrowFile {
+                ipc!(arrow_ipc::writer::FileWriter<W>)
+            } else {
+                ipc!(arrow_ipc::writer::StreamWriter<W>)
             }
-            w.finish()?;
         }
         ExportFormat::Csv => {
             let mut w = arrow_csv::WriterBuilder::new().with_header(true).build(out);
@@ -305,35 +305,12 @@ pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
         DataType::Float16 => push_f32(a.as_primitive::<Float16Type>().value(i).to_f32(), out),
         DataType::Float32 => push_f32(a.as_primitive::<Float32Type>().value(i), out),
         DataType::Float64 => push_f64(a.as_primitive::<Float64Type>().value(i), out),
-        DataType::Timestamp(u, _) => {
-            let v = match u {
-                arrow_schema::TimeUnit::Second => a.as_primitive::<TimestampSecondType>().value(i),
-                arrow_schema::TimeUnit::Millisecond => {
-                    a.as_primitive::<TimestampMillisecondType>().value(i)
-                }
-                arrow_schema::TimeUnit::Microsecond => {
-                    a.as_primitive::<TimestampMicrosecondType>().value(i)
-                }
-                arrow_schema::TimeUnit::Nanosecond => {
-                    a.as_primitive::<TimestampNanosecondType>().value(i)
-                }
-            };
-            let _ = write!(out, "{v}");
-        }
-        DataType::Duration(u) => {
-            let v = match u {
-                arrow_schema::TimeUnit::Second => a.as_primitive::<DurationSecondType>().value(i),
-                arrow_schema::TimeUnit::Millisecond => {
-                    a.as_primitive::<DurationMillisecondType>().value(i)
-                }
-                arrow_schema::TimeUnit::Microsecond => {
-                    a.as_primitive::<DurationMicrosecondType>().value(i)
-                }
-                arrow_schema::TimeUnit::Nanosecond => {
-                    a.as_primitive::<DurationNanosecondType>().value(i)
-                }
-            };
-            let _ = write!(out, "{v}");
+        DataType::Timestamp(..) | DataType::Duration(_) | DataType::Date64 => {
+            let _ = write!(
+                out,
+                "{}",
+                crate::typed::time_count(a, i).unwrap_or_default()
+            );
         }
         DataType::Utf8 => crate::core::text::push_json_string(out, a.as_string::<i32>().value(i)),
         DataType::Binary => {

@@ -495,3 +495,29 @@ pub(crate) fn shared_buffer(src: &crate::core::Source, sub: &[u8]) -> Option<Buf
     // alive for as long as it (or any slice of it) exists.
     Some(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(Shared { _keep: bytes })) })
 }
+
+/// Value `i` of a timestamp, duration or date64 array as its integer count
+/// of the type's unit (`None` for other types).
+pub(crate) fn time_count(a: &dyn arrow_array::Array, i: usize) -> Option<i64> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::TimeUnit as U;
+    Some(match a.data_type() {
+        DataType::Timestamp(U::Second, _) => a.as_primitive::<TimestampSecondType>().value(i),
+        DataType::Timestamp(U::Millisecond, _) => {
+            a.as_primitive::<TimestampMillisecondType>().value(i)
+        }
+        DataType::Timestamp(U::Microsecond, _) => {
+            a.as_primitive::<TimestampMicrosecondType>().value(i)
+        }
+        DataType::Timestamp(U::Nanosecond, _) => {
+            a.as_primitive::<TimestampNanosecondType>().value(i)
+        }
+        DataType::Duration(U::Second) => a.as_primitive::<DurationSecondType>().value(i),
+        DataType::Duration(U::Millisecond) => a.as_primitive::<DurationMillisecondType>().value(i),
+        DataType::Duration(U::Microsecond) => a.as_primitive::<DurationMicrosecondType>().value(i),
+        DataType::Duration(U::Nanosecond) => a.as_primitive::<DurationNanosecondType>().value(i),
+        DataType::Date64 => a.as_primitive::<Date64Type>().value(i),
+        _ => return None,
+    })
+}

@@ -115,6 +115,9 @@ struct Sparse {
     val_off: Vec<i32>,
     valid: Vec<bool>,
     width: usize,
+    /// The CSC column starts of the sequence read last `(chunk, sequence,
+    /// starts)`: computed once per sequence, not once per sample.
+    starts: Option<(usize, usize, Vec<u32>)>,
 }
 
 impl Sparse {
@@ -343,6 +346,7 @@ impl Dataset for Cntk {
                     vals: Vec::new(),
                     val_off: vec![0],
                     valid: Vec::with_capacity(n),
+                    starts: None,
                     width: match fs.get(1).map(|f| f.data_type()) {
                         Some(DataType::List(c)) if *c.data_type() == DataType::Float32 => 4,
                         _ => 8,
@@ -382,7 +386,14 @@ impl Dataset for Cntk {
                                 let s = j - 1;
                                 match view.record(s, q) {
                                     Some(RecordView::Sparse(v)) if k < u64::from(v.samples) => {
-                                        let starts = v.column_starts();
+                                        if sp.starts.as_ref().is_none_or(|x| (x.0, x.1) != (c, q)) {
+                                            sp.starts = Some((c, q, v.column_starts()));
+                                        }
+                                        let starts = sp
+                                            .starts
+                                            .as_ref()
+                                            .map(|x| x.2.as_slice())
+                                            .unwrap_or_default();
                                         let (a, z) = (
                                             starts.get(k as usize).copied().unwrap_or(0) as usize,
                                             starts.get(k as usize + 1).copied().unwrap_or(0)
