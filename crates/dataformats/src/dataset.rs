@@ -422,6 +422,25 @@ impl BatchReader<'_> {
     }
 }
 
+/// A stream of record batches of one schema: a dataset's
+/// [`BatchReader`] or an import (Parquet, Arrow IPC, CSV, JSON lines) in
+/// [`crate::convert`].
+pub trait BatchStream {
+    /// The schema of every batch.
+    fn schema(&self) -> arrow_schema::SchemaRef;
+    /// The next batch; `None` at the end or after an error.
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
+}
+
+impl BatchStream for BatchReader<'_> {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        BatchReader::next_batch(self)
+    }
+}
+
 impl Iterator for BatchReader<'_> {
     type Item = Result<RecordBatch, arrow_schema::ArrowError>;
 

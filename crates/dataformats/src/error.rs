@@ -71,6 +71,12 @@ pub enum Error {
         /// What and where.
         message: String,
     },
+    /// A conversion would change a value its target cannot hold, and
+    /// lossy conversion was not asked for.
+    Lossy {
+        /// The first change, with its record and field.
+        message: String,
+    },
     /// Arrow refused a batch.
     Arrow(arrow_schema::ArrowError),
     /// The Parquet writer failed.
@@ -107,7 +113,7 @@ impl Error {
     /// A short word for the kind of error: the format crate's own error
     /// kind (`truncated`, `bad_magic`, ...) for a file it refused, else
     /// `io`, `unrecognized`, `unsupported`, `limit_exceeded`,
-    /// `invalid_argument`, `data`, `arrow` or `parquet`.
+    /// `invalid_argument`, `data`, `lossy`, `arrow` or `parquet`.
     pub fn kind(&self) -> &'static str {
         match self {
             #[cfg(feature = "idv")]
@@ -128,6 +134,7 @@ impl Error {
             Error::Limit { .. } => "limit_exceeded",
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::Data { .. } => "data",
+            Error::Lossy { .. } => "lossy",
             Error::Arrow(_) => "arrow",
             #[cfg(feature = "export")]
             Error::Parquet(_) => "parquet",
@@ -222,7 +229,8 @@ impl std::fmt::Display for Error {
             }
             Error::Unsupported { message, .. }
             | Error::InvalidArgument { message, .. }
-            | Error::Data { message, .. } => f.write_str(message),
+            | Error::Data { message, .. }
+            | Error::Lossy { message } => f.write_str(message),
             Error::Limit { source, .. } => source.fmt(f),
             Error::Arrow(e) => write!(f, "arrow: {e}"),
             #[cfg(feature = "export")]

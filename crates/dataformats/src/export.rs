@@ -20,7 +20,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use base64::Engine as _;
 
-use crate::dataset::{BatchReader, Dataset, Error, ReadOptions};
+use crate::dataset::{BatchStream, Dataset, Error, ReadOptions};
 
 /// What to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,12 +91,11 @@ pub fn export(
 /// Writes every batch of `reader` to `out` as `format`, calling `progress`
 /// with the records written so far after each batch.
 pub fn write<W: Write + Send>(
-    reader: &mut BatchReader<'_>,
+    reader: &mut dyn BatchStream,
     format: ExportFormat,
     out: W,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    use arrow_array::RecordBatchReader as _;
     let schema = reader.schema();
     let mut rows = 0u64;
     let io_err = |e: std::io::Error| Error::Io {
@@ -251,9 +250,11 @@ pub fn write_json_lines(b: &RecordBatch, out: &mut dyn Write) -> std::io::Result
     Ok(())
 }
 
-fn push_f64(x: f64, out: &mut String) {
+fn push_f64(x: f64, out: &mut String, exact_nan: bool) {
     use std::fmt::Write as _;
-    if x.is_nan() {
+    if x.is_nan() && exact_nan && x.to_bits() != f64::NAN.to_bits() {
+        let _ = write!(out, "\"NaN:0x{:016x}\"", x.to_bits());
+    } else if x.is_nan() {
         out.push_str("\"NaN\"");
     } else if x.is_infinite() {
         out.push_str(if x > 0.0 {
@@ -267,17 +268,30 @@ fn push_f64(x: f64, out: &mut String) {
     }
 }
 
-fn push_f32(x: f32, out: &mut String) {
+fn push_f32(x: f32, out: &mut String, exact_nan: bool) {
     use std::fmt::Write as _;
     if x.is_finite() {
         let _ = write!(out, "{x:?}");
+    } else if x.is_nan() && exact_nan && x.to_bits() != f32::NAN.to_bits() {
+        let _ = write!(out, "\"NaN:0x{:08x}\"", x.to_bits());
     } else {
-        push_f64(f64::from(x), out);
+        push_f64(f64::from(x), out, false);
     }
 }
 
 /// Value `i` of `a` as JSON text (see [`write_json_lines`]).
 pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
+    json_value_with(a, i, out, false)
+}
+
+/// [`json_value`], with each NaN that is not the canonical one written as
+/// `"NaN:0x<its bits in hex>"` (8 hex digits for float32, 16 for
+/// float64) so that it reads back to the same bits.
+pub fn json_value_exact(a: &dyn Array, i: usize, out: &mut String) {
+    json_value_with(a, i, out, true)
+}
+
+fn json_value_with(a: &dyn Array, i: usize, out: &mut String, exact: bool) {
     use std::fmt::Write as _;
     if a.is_null(i) {
         out.push_str("null");
@@ -302,9 +316,13 @@ pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
         DataType::UInt16 => int!(UInt16Type),
         DataType::UInt32 => int!(UInt32Type),
         DataType::UInt64 => int!(UInt64Type),
-        DataType::Float16 => push_f32(a.as_primitive::<Float16Type>().value(i).to_f32(), out),
-        DataType::Float32 => push_f32(a.as_primitive::<Float32Type>().value(i), out),
-        DataType::Float64 => push_f64(a.as_primitive::<Float64Type>().value(i), out),
+        DataType::Float16 => push_f32(
+            a.as_primitive::<Float16Type>().value(i).to_f32(),
+            out,
+            false,
+        ),
+        DataType::Float32 => push_f32(a.as_primitive::<Float32Type>().value(i), out, exact),
+        DataType::Float64 => push_f64(a.as_primitive::<Float64Type>().value(i), out, exact),
         DataType::Timestamp(..) | DataType::Duration(_) | DataType::Date64 => {
             let _ = write!(
                 out,
@@ -338,7 +356,7 @@ pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
                 if k > 0 {
                     out.push(',');
                 }
-                json_value(v.as_ref(), k, out);
+                json_value_with(v.as_ref(), k, out, exact);
             }
             out.push(']');
         }
@@ -351,14 +369,14 @@ pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
                 }
                 crate::core::text::push_json_string(out, f.name());
                 out.push(':');
-                json_value(c.as_ref(), i, out);
+                json_value_with(c.as_ref(), i, out, exact);
             }
             out.push('}');
         }
         DataType::Dictionary(..) => {
             let d = a.as_any_dictionary();
             match d.normalized_keys().get(i) {
-                Some(&k) => json_value(d.values().as_ref(), k, out),
+                Some(&k) => json_value_with(d.values().as_ref(), k, out, exact),
                 None => out.push_str("null"),
             }
         }

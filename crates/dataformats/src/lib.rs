@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 mod adapters;
+pub mod convert;
 pub mod dataset;
 mod detect;
 pub mod error;
@@ -53,8 +54,8 @@ pub mod typed;
 
 pub use dataformats_core as core;
 pub use dataset::{
-    BatchReader, Dataset, OpenOptions, ReadOptions, open, open_as, open_as_with, open_bytes,
-    open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
+    BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, open, open_as, open_as_with,
+    open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
 };
 pub use error::Error as DatasetError;
 

@@ -286,6 +286,10 @@ impl Writer {
     /// Appends one sample: one value per field, in field order. A refused
     /// sample writes nothing.
     pub fn add_sample(&mut self, values: &[FieldValue<'_>]) -> Result<()> {
+        if self.fields.is_empty() {
+            // Readers refuse samples without fields (§9.1).
+            return Err(arg("a file without fields cannot hold samples"));
+        }
         if values.len() != self.fields.len() {
             return Err(arg(format!(
                 "{} value(s) for {} field(s)",

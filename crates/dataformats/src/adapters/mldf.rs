@@ -70,7 +70,7 @@ fn elem_type(d: crate::mldf::Dtype) -> arrow_schema::DataType {
     }
 }
 
-fn image_type() -> arrow_schema::DataType {
+pub(crate) fn image_type() -> arrow_schema::DataType {
     use arrow_schema::{DataType as A, Field};
     A::Struct(
         vec![
@@ -83,7 +83,7 @@ fn image_type() -> arrow_schema::DataType {
     )
 }
 
-fn audio_type() -> arrow_schema::DataType {
+pub(crate) fn audio_type() -> arrow_schema::DataType {
     use arrow_schema::{DataType as A, Field};
     A::Struct(
         vec![
@@ -99,7 +99,7 @@ fn audio_type() -> arrow_schema::DataType {
 }
 
 /// The Arrow field of an MLDF field (`docs/arrow.md`).
-fn arrow_field(f: &crate::mldf::Field) -> Result<arrow_schema::Field, Error> {
+pub(crate) fn arrow_field(f: &crate::mldf::Field) -> Result<arrow_schema::Field, Error> {
     use crate::mldf::FieldType as T;
     use crate::typed::{field, item, tensor_field};
     use arrow_schema::DataType as A;

@@ -1,0 +1,836 @@
+//! Typed batches into MLDF, and MLDF files made by it back into the typed
+//! schema they came from.
+//!
+//! Each Arrow field becomes the MLDF field that holds it exactly (see
+//! `docs/conversions.md`): Int64 → INT, Float64 → FLOAT, other numbers and
+//! booleans → a scalar NDARRAY, fixed-size lists of numbers → NDARRAY of
+//! their shape, text → TEXT_RAW (JSON text → JSON), bytes → BYTES,
+//! dictionaries → TEXT_RAW of the entry, times → INT of their unit, lists
+//! of numbers → BYTES of their little-endian items, anything else → JSON
+//! text (lossless, [`crate::export::json_value`]). When the MLDF types alone
+//! would not give the source schema back, the source's Arrow schema travels
+//! in one more field, [`SCHEMA_FIELD`] (JSON, NULLABLE, set in record 0
+//! only), and conversions out of the file restore it.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::{Change, ChangeKind, Report};
+use crate::dataset::{BatchStream, Error};
+use crate::mldf::{Dtype, Field as MField, FieldType as T, FieldValue, Writer, WriterOptions};
+
+/// The MLDF field that carries the source's Arrow schema.
+pub const SCHEMA_FIELD: &str = "dataformats.schema";
+
+/// MLDF target settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MldfOptions {
+    /// The MLDF writer's settings (layout, compression, checksum, pages).
+    pub writer: WriterOptions,
+    /// Add [`SCHEMA_FIELD`] when the MLDF types alone would not give the
+    /// source schema back (default on).
+    pub carry_schema: bool,
+}
+
+impl Default for MldfOptions {
+    fn default() -> Self {
+        MldfOptions {
+            writer: WriterOptions::default(),
+            carry_schema: true,
+        }
+    }
+}
+
+/// How one Arrow field is stored in MLDF.
+#[derive(Debug, Clone, PartialEq)]
+enum Enc {
+    Int,
+    Float,
+    /// A number or boolean: NDARRAY of shape [].
+    Scalar(Dtype),
+    /// A fixed-size list of numbers with non-null items: NDARRAY of `shape`.
+    Tensor(Dtype, Vec<u64>),
+    /// NDARRAY<bfloat16>: Float32 values narrowed exactly.
+    Bf16(Vec<u64>),
+    /// FixedSizeBinary(n): NDARRAY<uint8>[n].
+    FixedBytes(i32),
+    Text,
+    Json,
+    Bytes,
+    /// Timestamp, Duration, Date64: INT of the unit.
+    Time,
+    /// Dictionary of text: TEXT_RAW of the entry.
+    DictText,
+    /// List of numbers with non-null items: BYTES of their little-endian items.
+    ListRaw(usize),
+    Image(T),
+    Audio(T),
+    Tokens(u32),
+    /// Anything else: lossless JSON text.
+    Nested,
+}
+
+fn dtype_of(dt: &DataType) -> Option<Dtype> {
+    Some(match dt {
+        DataType::Boolean => Dtype::Bool,
+        DataType::UInt8 => Dtype::U8,
+        DataType::Int8 => Dtype::I8,
+        DataType::UInt16 => Dtype::U16,
+        DataType::Int16 => Dtype::I16,
+        DataType::UInt32 => Dtype::U32,
+        DataType::Int32 => Dtype::I32,
+        DataType::UInt64 => Dtype::U64,
+        DataType::Int64 => Dtype::I64,
+        DataType::Float16 => Dtype::F16,
+        DataType::Float32 => Dtype::F32,
+        DataType::Float64 => Dtype::F64,
+        _ => return None,
+    })
+}
+
+/// The shape of a fixed-size list field: the tensor extension's, else `[n]`.
+fn shape_of(f: &Field, n: i32) -> Option<Vec<u64>> {
+    let n = u64::try_from(n).ok()?;
+    let md = f.metadata();
+    if md.get(crate::typed::EXTENSION_NAME).map(String::as_str) == Some("arrow.fixed_shape_tensor")
+    {
+        let v: serde_json::Value =
+            serde_json::from_str(md.get(crate::typed::EXTENSION_METADATA)?).ok()?;
+        let shape: Vec<u64> = v
+            .get("shape")?
+            .as_array()?
+            .iter()
+            .map(serde_json::Value::as_u64)
+            .collect::<Option<_>>()?;
+        let prod = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+        return (prod == n && shape.len() <= 15).then_some(shape);
+    }
+    Some(vec![n])
+}
+
+fn mldf_type_name(f: &Field) -> Option<&str> {
+    f.metadata().get(crate::typed::TYPE_KEY).map(String::as_str)
+}
+
+fn plan(f: &Field) -> Enc {
+    let dt = f.data_type();
+    let own = mldf_type_name(f).unwrap_or("");
+    // MLDF's own types, as the MLDF view gives them.
+    match dt {
+        DataType::Struct(_) if own.starts_with("IMAGE_") => {
+            let t = match own {
+                "IMAGE_RAW" => Some(T::ImageRaw),
+                "IMAGE_PNG" => Some(T::ImagePng),
+                _ => own
+                    .strip_prefix("IMAGE_JPEG<quality=")
+                    .and_then(|q| q.strip_suffix('>'))
+                    .and_then(|q| q.parse().ok())
+                    .map(|quality| T::ImageJpeg { quality }),
+            };
+            if let Some(t) = t.filter(|_| dt == &crate::adapters::mldf::image_type()) {
+                return Enc::Image(t);
+            }
+        }
+        DataType::Struct(_) if own.starts_with("AUDIO_") => {
+            let t = match own {
+                "AUDIO_COMPRESSED" => Some(T::AudioCompressed),
+                "AUDIO_WAVEFORM<float>" => Some(T::AudioWaveform { float: true }),
+                "AUDIO_WAVEFORM<int>" => Some(T::AudioWaveform { float: false }),
+                _ => None,
+            };
+            if let Some(t) = t.filter(|_| dt == &crate::adapters::mldf::audio_type()) {
+                return Enc::Audio(t);
+            }
+        }
+        DataType::List(item) if *item.data_type() == DataType::Int32 && !item.is_nullable() => {
+            if let Some(v) = own
+                .strip_prefix("TEXT_TOKENIZED<vocab=")
+                .and_then(|q| q.strip_suffix('>'))
+                .and_then(|q| q.parse().ok())
+            {
+                return Enc::Tokens(v);
+            }
+        }
+        _ => {}
+    }
+    match dt {
+        DataType::Int64 => Enc::Int,
+        DataType::Float64 => Enc::Float,
+        DataType::Float32 if own == "NDARRAY<bfloat16>[]" => Enc::Bf16(vec![]),
+        d if dtype_of(d).is_some() => Enc::Scalar(dtype_of(d).unwrap_or(Dtype::U8)),
+        DataType::FixedSizeList(item, n) if !item.is_nullable() || *n > 0 => {
+            match (dtype_of(item.data_type()), shape_of(f, *n)) {
+                (Some(Dtype::F32), Some(shape)) if own.starts_with("NDARRAY<bfloat16>") => {
+                    Enc::Bf16(shape)
+                }
+                (Some(d), Some(shape)) => Enc::Tensor(d, shape),
+                _ => Enc::Nested,
+            }
+        }
+        DataType::FixedSizeBinary(n) if *n >= 0 => Enc::FixedBytes(*n),
+        DataType::Utf8 => {
+            let json = f
+                .metadata()
+                .get(crate::typed::EXTENSION_NAME)
+                .map(String::as_str)
+                == Some("arrow.json");
+            if json { Enc::Json } else { Enc::Text }
+        }
+        DataType::Binary => Enc::Bytes,
+        DataType::Timestamp(..) | DataType::Duration(_) | DataType::Date64 => Enc::Time,
+        DataType::Dictionary(k, v) if k.is_dictionary_key_type() && **v == DataType::Utf8 => {
+            Enc::DictText
+        }
+        DataType::List(item) if !item.is_nullable() => match dtype_of(item.data_type()) {
+            Some(d) if d != Dtype::Bool => Enc::ListRaw(d.size() as usize),
+            _ => Enc::Nested,
+        },
+        _ => Enc::Nested,
+    }
+}
+
+impl Enc {
+    fn field_type(&self) -> T {
+        match self {
+            Enc::Int | Enc::Time => T::Int,
+            Enc::Float => T::Float,
+            Enc::Scalar(d) => T::NdArray {
+                dtype: *d,
+                shape: vec![],
+            },
+            Enc::Tensor(d, s) => T::NdArray {
+                dtype: *d,
+                shape: s.clone(),
+            },
+            Enc::Bf16(s) => T::NdArray {
+                dtype: Dtype::BF16,
+                shape: s.clone(),
+            },
+            Enc::FixedBytes(n) => T::NdArray {
+                dtype: Dtype::U8,
+                shape: vec![u64::try_from(*n).unwrap_or(0)],
+            },
+            Enc::Text | Enc::DictText => T::TextRaw,
+            Enc::Json | Enc::Nested => T::Json,
+            Enc::Bytes | Enc::ListRaw(_) => T::Bytes,
+            Enc::Image(t) | Enc::Audio(t) => t.clone(),
+            Enc::Tokens(v) => T::TextTokenized { vocab_size: *v },
+        }
+    }
+}
+
+/// The carried schema's JSON: `{"arrow_schema": <arrow-rs serde form>,
+/// "dictionaries": {field: [entries]}}`.
+fn carrier_json(schema: &Schema, dicts: &[(String, Vec<String>)]) -> Result<String, Error> {
+    let s = serde_json::to_value(schema).map_err(|e| Error::invalid(format!("schema: {e}")))?;
+    let d: serde_json::Map<String, serde_json::Value> = dicts
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+        .collect();
+    Ok(
+        serde_json::json!({"dataformats_schema": 1, "arrow_schema": s, "dictionaries": d})
+            .to_string(),
+    )
+}
+
+/// The entries of the first dictionary inside `a` (top level or in lists).
+fn dictionary_entries(a: &dyn Array) -> Option<Vec<String>> {
+    match a.data_type() {
+        DataType::Dictionary(..) => {
+            let v = a.as_any_dictionary().values().clone();
+            let s = v.as_string_opt::<i32>()?;
+            Some((0..s.len()).map(|i| s.value(i).to_string()).collect())
+        }
+        DataType::List(_) => dictionary_entries(a.as_list::<i32>().values().as_ref()),
+        DataType::FixedSizeList(..) => dictionary_entries(a.as_fixed_size_list().values().as_ref()),
+        _ => None,
+    }
+}
+
+fn has_dictionary(dt: &DataType) -> bool {
+    match dt {
+        DataType::Dictionary(..) => true,
+        DataType::List(f) | DataType::FixedSizeList(f, _) => has_dictionary(f.data_type()),
+        _ => false,
+    }
+}
+
+/// Writes every batch of `input` to the MLDF file `output`.
+pub(crate) fn write(
+    input: &mut dyn BatchStream,
+    output: &std::path::Path,
+    opts: &MldfOptions,
+    lossy: bool,
+    report: &mut Report,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Error> {
+    let schema = input.schema();
+    let mut plans = Vec::with_capacity(schema.fields().len());
+    let mut fields = Vec::with_capacity(schema.fields().len() + 1);
+    let mut same = schema.metadata().is_empty();
+    for f in schema.fields() {
+        if f.name().is_empty() || f.name().len() > 63 || f.name() == SCHEMA_FIELD {
+            return Err(Error::invalid(format!(
+                "field {:?}: MLDF names are 1 to 63 bytes (and {SCHEMA_FIELD:?} is reserved)",
+                f.name()
+            )));
+        }
+        let enc = plan(f);
+        let mf = MField::new(f.name().clone(), enc.field_type(), f.is_nullable());
+        // Does the MLDF view of this field give the source field back?
+        same &= crate::adapters::mldf::arrow_field(&mf)
+            .map(|back| back == **f)
+            .unwrap_or(false);
+        plans.push(enc);
+        fields.push(mf);
+    }
+    // Records without fields: the carrier is the one field that holds them.
+    let carry = opts.carry_schema && (!same || schema.fields().is_empty());
+    if carry {
+        fields.push(MField::new(SCHEMA_FIELD, T::Json, true));
+    }
+    let mut w = Writer::create(output, fields, opts.writer).map_err(Error::Mldf)?;
+    let mut written = 0u64;
+    let mut text = String::new();
+    let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
+    let mut jsons: Vec<String> = vec![String::new(); plans.len()];
+    while let Some(b) = input.next_batch() {
+        let b = b?;
+        if carry && written == 0 {
+            let mut dicts = Vec::new();
+            for (f, c) in schema.fields().iter().zip(b.columns()) {
+                if has_dictionary(f.data_type()) {
+                    if let Some(d) = dictionary_entries(c.as_ref()) {
+                        dicts.push((f.name().clone(), d));
+                    }
+                }
+            }
+            text = carrier_json(&schema, &dicts)?;
+        }
+        for i in 0..b.num_rows() {
+            let record = written + i as u64;
+            let mut vals: Vec<FieldValue<'_>> = Vec::with_capacity(plans.len() + 1);
+            // First pass: owned bytes and texts this record needs.
+            let cells = plans
+                .iter()
+                .zip(b.columns())
+                .zip(schema.fields())
+                .zip(scratch.iter_mut().zip(jsons.iter_mut()));
+            for (((enc, c), f), (bytes, json)) in cells {
+                if c.is_null(i) {
+                    if !f.is_nullable() {
+                        return Err(Error::Data {
+                            format: None,
+                            message: format!(
+                                "record {record}, field {:?}: a null in a field that is not nullable",
+                                f.name()
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                let cell = Cell {
+                    name: f.name(),
+                    record,
+                    lossy,
+                };
+                stage(enc, c.as_ref(), i, bytes, json, report, &cell)?;
+            }
+            let cells = plans
+                .iter()
+                .zip(b.columns())
+                .zip(scratch.iter().zip(jsons.iter()));
+            for ((enc, c), (bytes, json)) in cells {
+                vals.push(if c.is_null(i) {
+                    FieldValue::Missing
+                } else {
+                    value(enc, c.as_ref(), i, bytes, json)
+                });
+            }
+            if carry {
+                vals.push(if record == 0 {
+                    FieldValue::Json(&text)
+                } else {
+                    FieldValue::Missing
+                });
+            }
+            w.add_sample(&vals).map_err(|e| Error::Data {
+                format: Some(crate::Format::Mldf),
+                message: format!("record {record}: {e}"),
+            })?;
+        }
+        written += b.num_rows() as u64;
+        progress(written);
+    }
+    if carry && written == 0 {
+        report.note(Change {
+            kind: ChangeKind::SchemaNotCarried,
+            field: String::new(),
+            first_record: 0,
+            count: 0,
+            detail: "the source has no records, and MLDF can carry the source schema only in a \
+                     record: the fields keep MLDF's own types"
+                .into(),
+        });
+        report.check(lossy)?;
+    }
+    w.finish().map_err(Error::Mldf)?;
+    report.records = written;
+    Ok(())
+}
+
+/// Where a value is: its field, its record, and whether changes are allowed.
+struct Cell<'a> {
+    name: &'a str,
+    record: u64,
+    lossy: bool,
+}
+
+/// Prepares the owned bytes or text that value `i` of `c` needs.
+fn stage(
+    enc: &Enc,
+    c: &dyn Array,
+    i: usize,
+    bytes: &mut Vec<u8>,
+    json: &mut String,
+    report: &mut Report,
+    cell: &Cell<'_>,
+) -> Result<(), Error> {
+    let (name, record, lossy) = (cell.name, cell.record, cell.lossy);
+    bytes.clear();
+    json.clear();
+    match enc {
+        Enc::Scalar(Dtype::Bool) => bytes.push(u8::from(c.as_boolean().value(i))),
+        Enc::Scalar(_) => bytes.extend_from_slice(value_bytes(c, i)),
+        Enc::Tensor(..) | Enc::Bf16(_) => {
+            let l = c.as_fixed_size_list();
+            let v = l.value(i);
+            if v.null_count() > 0 {
+                return Err(Error::Data {
+                    format: None,
+                    message: format!(
+                        "record {record}, field {name:?}: a null inside a tensor (NDARRAY has none)"
+                    ),
+                });
+            }
+            match (enc, v.data_type()) {
+                (Enc::Bf16(_), _) => {
+                    for x in v.as_primitive::<arrow_array::types::Float32Type>().values() {
+                        let b = x.to_bits();
+                        let r = half::bf16::from_f32(*x);
+                        if r.to_f32().to_bits() != b && !x.is_nan() {
+                            report.change(
+                                ChangeKind::Rounded,
+                                name,
+                                record,
+                                "float32 rounded to bfloat16 (nearest, ties to even)",
+                            );
+                            report.check(lossy)?;
+                        }
+                        bytes.extend_from_slice(&r.to_bits().to_le_bytes());
+                    }
+                }
+                (_, DataType::Boolean) => {
+                    bytes.extend(v.as_boolean().iter().map(|b| u8::from(b.unwrap_or(false))))
+                }
+                _ => bytes.extend_from_slice(all_bytes(v.as_ref())),
+            }
+        }
+        Enc::ListRaw(_) => {
+            let v = c.as_list::<i32>().value(i);
+            bytes.extend_from_slice(all_bytes(v.as_ref()));
+        }
+        Enc::Time => {
+            let x = crate::typed::time_count(c, i).unwrap_or_default();
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        Enc::DictText => {
+            let d = c.as_any_dictionary();
+            if let Some(&k) = d.normalized_keys().get(i) {
+                let s = d.values().as_string_opt::<i32>();
+                if let Some(s) = s.filter(|s| k < s.len()) {
+                    json.push_str(s.value(k));
+                }
+            }
+        }
+        Enc::Nested => crate::export::json_value_exact(c, i, json),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The values of a fixed-width primitive array as little-endian bytes,
+/// from its first element (borrowed from its buffer).
+fn raw(a: &dyn Array) -> &[u8] {
+    use arrow_array::types::*;
+    macro_rules! raw {
+        ($t:ty) => {
+            a.as_primitive::<$t>().values().inner().as_slice()
+        };
+    }
+    match a.data_type() {
+        DataType::Int8 => raw!(Int8Type),
+        DataType::UInt8 => raw!(UInt8Type),
+        DataType::Int16 => raw!(Int16Type),
+        DataType::UInt16 => raw!(UInt16Type),
+        DataType::Float16 => raw!(Float16Type),
+        DataType::Int32 => raw!(Int32Type),
+        DataType::UInt32 => raw!(UInt32Type),
+        DataType::Float32 => raw!(Float32Type),
+        DataType::Int64 => raw!(Int64Type),
+        DataType::UInt64 => raw!(UInt64Type),
+        DataType::Float64 => raw!(Float64Type),
+        _ => &[],
+    }
+}
+
+/// The bytes of value `i` of a fixed-width primitive array.
+fn value_bytes(a: &dyn Array, i: usize) -> &[u8] {
+    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
+    raw(a).get(i * w..(i + 1) * w).unwrap_or_default()
+}
+
+/// Every value of a primitive array, as little-endian bytes.
+fn all_bytes(a: &dyn Array) -> &[u8] {
+    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
+    raw(a).get(..a.len() * w).unwrap_or_default()
+}
+
+/// The value to write for record `i` of `c` (not null).
+fn value<'a>(
+    enc: &Enc,
+    c: &'a dyn Array,
+    i: usize,
+    bytes: &'a [u8],
+    json: &'a str,
+) -> FieldValue<'a> {
+    match enc {
+        Enc::Int => FieldValue::Int(c.as_primitive::<arrow_array::types::Int64Type>().value(i)),
+        Enc::Float => {
+            FieldValue::Float(c.as_primitive::<arrow_array::types::Float64Type>().value(i))
+        }
+        Enc::Time => FieldValue::Int(i64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]))),
+        Enc::Scalar(_) | Enc::Tensor(..) | Enc::Bf16(_) => FieldValue::NdArray(bytes),
+        Enc::FixedBytes(_) => FieldValue::NdArray(c.as_fixed_size_binary().value(i)),
+        Enc::Text => FieldValue::Text(c.as_string::<i32>().value(i)),
+        Enc::Json => FieldValue::Json(c.as_string::<i32>().value(i)),
+        Enc::DictText => FieldValue::Text(json),
+        Enc::Nested => FieldValue::Json(json),
+        Enc::Bytes => FieldValue::Bytes(c.as_binary::<i32>().value(i)),
+        Enc::ListRaw(_) => FieldValue::Bytes(bytes),
+        Enc::Image(_) => {
+            let s = c.as_struct();
+            FieldValue::Image {
+                data: s.column(0).as_binary::<i32>().value(i),
+                height: s
+                    .column(1)
+                    .as_primitive::<arrow_array::types::UInt16Type>()
+                    .value(i),
+                width: s
+                    .column(2)
+                    .as_primitive::<arrow_array::types::UInt16Type>()
+                    .value(i),
+                channels: s
+                    .column(3)
+                    .as_primitive::<arrow_array::types::UInt8Type>()
+                    .value(i),
+            }
+        }
+        Enc::Audio(_) => {
+            use arrow_array::types::*;
+            let s = c.as_struct();
+            FieldValue::Audio {
+                data: s.column(0).as_binary::<i32>().value(i),
+                num_samples: s.column(1).as_primitive::<UInt32Type>().value(i),
+                sample_rate: s.column(2).as_primitive::<UInt32Type>().value(i),
+                num_channels: s.column(3).as_primitive::<UInt16Type>().value(i),
+                bit_depth: s.column(4).as_primitive::<UInt8Type>().value(i),
+                codec: s.column(5).as_primitive::<UInt8Type>().value(i),
+            }
+        }
+        Enc::Tokens(_) => FieldValue::Tokens {
+            encoding: 1,
+            ids: tokens_of(c, i).unwrap_or_default(),
+        },
+    }
+}
+
+/// The ids of list `i` of a List(Int32) array, borrowed from its buffer.
+fn tokens_of(c: &dyn Array, i: usize) -> Option<&[i32]> {
+    let l = c.as_list::<i32>();
+    let offs = l.value_offsets();
+    let (a, b) = (*offs.get(i)?, *offs.get(i + 1)?);
+    let ids = l
+        .values()
+        .as_primitive::<arrow_array::types::Int32Type>()
+        .values();
+    ids.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?)
+}
+
+/// Batches of an MLDF dataset that carries a schema, restored to it.
+pub(crate) struct Restore<S> {
+    inner: S,
+    schema: SchemaRef,
+    plans: Vec<Enc>,
+    dicts: Vec<Option<StringArray>>,
+}
+
+/// The carried schema of an MLDF dataset, when it has one: the schema, and
+/// each field's dictionary entries.
+/// The entries of each field's dictionary, by field name.
+pub(crate) type Dictionaries = serde_json::Map<String, serde_json::Value>;
+
+pub(crate) fn carried(d: &dyn crate::Dataset) -> Result<Option<(Schema, Dictionaries)>, Error> {
+    let schema = d.schema();
+    let Some((k, f)) = schema.column_with_name(SCHEMA_FIELD) else {
+        return Ok(None);
+    };
+    if k + 1 != schema.fields().len() || f.data_type() != &DataType::Utf8 || d.is_empty() {
+        return Ok(None);
+    }
+    let a = d.read_arrays(&[k], 0..1)?;
+    let Some(s) = a
+        .first()
+        .and_then(|a| a.as_string_opt::<i32>())
+        .filter(|s| s.is_valid(0))
+    else {
+        return Ok(None);
+    };
+    let bad = |m: String| Error::Data {
+        format: Some(crate::Format::Mldf),
+        message: format!("record 0, field {SCHEMA_FIELD:?}: {m}"),
+    };
+    let v: serde_json::Value = serde_json::from_str(s.value(0)).map_err(|e| bad(e.to_string()))?;
+    let schema: Schema = serde_json::from_value(v.get("arrow_schema").cloned().unwrap_or_default())
+        .map_err(|e| bad(format!("not an Arrow schema: {e}")))?;
+    let dicts = v
+        .get("dictionaries")
+        .and_then(|d| d.as_object())
+        .cloned()
+        .unwrap_or_default();
+    Ok(Some((schema, dicts)))
+}
+
+impl<S: BatchStream> Restore<S> {
+    /// Wraps `inner` (the MLDF view of `columns`, the carrier left out) so
+    /// that its batches have the carried `schema` projected to `columns`.
+    pub(crate) fn new(
+        inner: S,
+        mldf: &Schema,
+        carried: &Schema,
+        dicts: &serde_json::Map<String, serde_json::Value>,
+        columns: &[usize],
+    ) -> Result<Self, Error> {
+        let bad = |m: String| Error::Data {
+            format: Some(crate::Format::Mldf),
+            message: format!("field {SCHEMA_FIELD:?}: {m}"),
+        };
+        if carried.fields().len() + 1 != mldf.fields().len() {
+            return Err(bad(format!(
+                "the carried schema has {} fields, the file {}",
+                carried.fields().len(),
+                mldf.fields().len() - 1
+            )));
+        }
+        let mut plans = Vec::new();
+        let mut out = Vec::new();
+        let mut dd = Vec::new();
+        for &k in columns {
+            let (f, m) = (carried.field(k), mldf.field(k));
+            if !super::json::supported(f.data_type())
+                && !matches!(plan(f), Enc::Image(_) | Enc::Audio(_))
+            {
+                return Err(bad(format!(
+                    "{:?}: type {} is not restorable",
+                    f.name(),
+                    f.data_type()
+                )));
+            }
+            let enc = plan(f);
+            let expect = crate::adapters::mldf::arrow_field(&MField::new(
+                f.name().clone(),
+                enc.field_type(),
+                f.is_nullable(),
+            ))?;
+            if f.name() != m.name()
+                || expect.data_type() != m.data_type()
+                || expect.is_nullable() != m.is_nullable()
+            {
+                return Err(bad(format!(
+                    "{:?} ({}) does not match the file's field {:?} ({})",
+                    f.name(),
+                    f.data_type(),
+                    m.name(),
+                    m.data_type()
+                )));
+            }
+            dd.push(dicts.get(f.name()).and_then(|v| v.as_array()).map(|v| {
+                StringArray::from(
+                    v.iter()
+                        .map(|x| x.as_str().unwrap_or(""))
+                        .collect::<Vec<_>>(),
+                )
+            }));
+            plans.push(enc);
+            out.push(f.clone());
+        }
+        Ok(Restore {
+            inner,
+            schema: Arc::new(Schema::new_with_metadata(out, carried.metadata().clone())),
+            plans,
+            dicts: dd,
+        })
+    }
+
+    fn restore(&self, b: RecordBatch) -> Result<RecordBatch, Error> {
+        let mut cols = Vec::with_capacity(b.num_columns());
+        let parts = b
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .zip(self.plans.iter().zip(&self.dicts));
+        for ((c, f), (plan, dict)) in parts {
+            let bad = |m: String| Error::Data {
+                format: Some(crate::Format::Mldf),
+                message: format!("field {:?}: {m}", f.name()),
+            };
+            cols.push(restore_column(plan, f, c, dict.as_ref()).map_err(bad)?);
+        }
+        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &opts,
+        )?)
+    }
+}
+
+fn retype(c: &ArrayRef, dt: &DataType) -> Result<ArrayRef, String> {
+    if c.data_type() == dt {
+        return Ok(c.clone());
+    }
+    c.to_data()
+        .into_builder()
+        .data_type(dt.clone())
+        .build()
+        .map(arrow_array::make_array)
+        .map_err(|e| e.to_string())
+}
+
+fn restore_column(
+    enc: &Enc,
+    f: &Field,
+    c: &ArrayRef,
+    dict: Option<&StringArray>,
+) -> Result<ArrayRef, String> {
+    let dt = f.data_type();
+    match enc {
+        Enc::Int | Enc::Float | Enc::Scalar(_) | Enc::Tensor(..) | Enc::Bf16(_) | Enc::Time => {
+            let c = match (enc, dt) {
+                // A tensor's items: the view's item field may differ in name
+                // or nullability only.
+                (Enc::Tensor(..) | Enc::Bf16(_), DataType::FixedSizeList(item, n)) => {
+                    let l = c.as_fixed_size_list();
+                    Arc::new(
+                        arrow_array::FixedSizeListArray::try_new(
+                            item.clone(),
+                            *n,
+                            l.values().clone(),
+                            l.nulls().cloned(),
+                        )
+                        .map_err(|e| e.to_string())?,
+                    ) as ArrayRef
+                }
+                _ => c.clone(),
+            };
+            retype(&c, dt)
+        }
+        Enc::FixedBytes(n) => {
+            let l = c.as_fixed_size_list();
+            let v = l.values().as_primitive::<arrow_array::types::UInt8Type>();
+            let bytes = v.values().inner().clone();
+            Ok(Arc::new(
+                arrow_array::FixedSizeBinaryArray::try_new(*n, bytes, l.nulls().cloned())
+                    .map_err(|e| e.to_string())?,
+            ))
+        }
+        Enc::Text | Enc::Json | Enc::Bytes | Enc::Image(_) | Enc::Audio(_) | Enc::Tokens(_) => {
+            retype(c, dt)
+        }
+        Enc::DictText => {
+            let s = c.as_string::<i32>();
+            let texts: Vec<Option<&str>> = s.iter().collect();
+            let DataType::Dictionary(k, _) = dt else {
+                return Err("not a dictionary".into());
+            };
+            super::json::dictionary(k, &texts, dict)
+                .map_err(|e| format!("record {}: {}", e.at, e.message))
+        }
+        Enc::ListRaw(w) => {
+            let DataType::List(item) = dt else {
+                return Err("not a list".into());
+            };
+            let b = c.as_binary::<i32>();
+            let w = *w;
+            let mut offsets = Vec::with_capacity(b.len() + 1);
+            offsets.push(0i32);
+            let mut at = 0usize;
+            for i in 0..b.len() {
+                let n = b.value_length(i) as usize;
+                if n % w != 0 {
+                    return Err(format!("record {i}: {n} bytes are not items of {w} bytes"));
+                }
+                at += n / w;
+                offsets.push(i32::try_from(at).map_err(|_| "list too long".to_string())?);
+            }
+            let start = *b.value_offsets().first().unwrap_or(&0) as usize;
+            let end = *b.value_offsets().last().unwrap_or(&0) as usize;
+            let raw = b.values().slice_with_length(start, end - start);
+            // Copy into an aligned buffer of the item type.
+            let values = arrow_buffer::Buffer::from_slice_ref(raw.as_slice());
+            let child = arrow_data::ArrayData::builder(item.data_type().clone())
+                .len(at)
+                .add_buffer(values)
+                .build()
+                .map_err(|e| e.to_string())?;
+            Ok(Arc::new(
+                arrow_array::ListArray::try_new(
+                    item.clone(),
+                    arrow_buffer::OffsetBuffer::new(offsets.into()),
+                    arrow_array::make_array(child),
+                    b.nulls().cloned(),
+                )
+                .map_err(|e| e.to_string())?,
+            ))
+        }
+        Enc::Nested => {
+            let s = c.as_string::<i32>();
+            let mut parsed = Vec::with_capacity(s.len());
+            for (i, t) in s.iter().enumerate() {
+                parsed.push(match t {
+                    Some(t) => Some(
+                        serde_json::from_str::<serde_json::Value>(t)
+                            .map_err(|e| format!("record {i}: {e}"))?,
+                    ),
+                    None => None,
+                });
+            }
+            let refs: Vec<Option<&serde_json::Value>> = parsed.iter().map(Option::as_ref).collect();
+            super::json::decode(dt, &refs, dict)
+                .map_err(|e| format!("record {}: {}", e.at, e.message))
+        }
+    }
+}
+
+impl<S: BatchStream> BatchStream for Restore<S> {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        let b = self.inner.next_batch()?;
+        Some(b.and_then(|b| self.restore(b)))
+    }
+}

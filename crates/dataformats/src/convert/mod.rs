@@ -1,0 +1,446 @@
+//! Conversions between formats, as a library: [`convert`] reads any input
+//! the facade opens (or a Parquet, Arrow IPC, CSV or JSON lines import),
+//! turns it into typed Arrow batches and hands them to the writer of the
+//! target. What a target cannot hold exactly is refused, naming the record
+//! and the field, or with [`ConvertOptions::lossy`] changed and counted in
+//! the [`Report`].
+//!
+//! ```no_run
+//! use dataformats::convert::{ConvertOptions, convert};
+//! let report = convert("train.idv".as_ref(), "train.mldf".as_ref(), &ConvertOptions::default())?;
+//! println!("{} records, {} changes", report.records, report.changes.len());
+//! # Ok::<(), dataformats::DatasetError>(())
+//! ```
+
+pub mod json;
+#[cfg(feature = "mldf")]
+pub mod mldf;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::Format;
+use crate::dataset::{BatchStream, Dataset, Error, OpenOptions};
+
+/// What [`convert`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Target {
+    /// MLDF 1.0 (`.mldf`).
+    Mldf,
+    /// Apache Parquet (`.parquet`).
+    Parquet,
+    /// Arrow IPC file (`.arrow`, `.feather`).
+    ArrowFile,
+    /// Arrow IPC stream (`.arrows`).
+    ArrowStream,
+    /// CSV with a header line (`.csv`).
+    Csv,
+    /// Lossless JSON lines (`.jsonl`).
+    JsonLines,
+}
+
+impl Target {
+    /// Every target, in the order the CLI lists them.
+    pub const ALL: &'static [Target] = &[
+        Target::Mldf,
+        Target::Parquet,
+        Target::ArrowFile,
+        Target::ArrowStream,
+        Target::Csv,
+        Target::JsonLines,
+    ];
+
+    /// The target an output path names by its extension.
+    pub fn from_path(path: &Path) -> Option<Target> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "mldf" => Target::Mldf,
+            "parquet" | "pq" => Target::Parquet,
+            "arrow" | "feather" | "ipc" => Target::ArrowFile,
+            "arrows" => Target::ArrowStream,
+            "csv" => Target::Csv,
+            "jsonl" | "ndjson" => Target::JsonLines,
+            _ => return None,
+        })
+    }
+
+    /// Its short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Mldf => "mldf",
+            Target::Parquet => "parquet",
+            Target::ArrowFile => "arrow",
+            Target::ArrowStream => "arrows",
+            Target::Csv => "csv",
+            Target::JsonLines => "jsonl",
+        }
+    }
+
+    #[cfg(feature = "export")]
+    fn export(self) -> Option<crate::export::ExportFormat> {
+        use crate::export::ExportFormat as E;
+        Some(match self {
+            Target::Parquet => E::Parquet,
+            Target::ArrowFile => E::ArrowFile,
+            Target::ArrowStream => E::ArrowStream,
+            Target::Csv => E::Csv,
+            Target::JsonLines => E::JsonLines,
+            Target::Mldf => return None,
+        })
+    }
+}
+
+/// What a conversion reads and how it writes.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// The target format (`None`: from the output's extension).
+    pub to: Option<Target>,
+    /// Only these columns, in this order (`None`: all).
+    pub columns: Option<Vec<String>>,
+    /// Only these records (clamped to the records there are).
+    pub rows: Option<std::ops::Range<u64>>,
+    /// At most this many records.
+    pub limit: Option<u64>,
+    /// Change what the target cannot hold (and report it) instead of
+    /// refusing.
+    pub lossy: bool,
+    /// Records per batch.
+    pub batch_size: usize,
+    /// How the input is opened (limits).
+    pub open: OpenOptions,
+    /// MLDF target settings.
+    #[cfg(feature = "mldf")]
+    pub mldf: mldf::MldfOptions,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            to: None,
+            columns: None,
+            rows: None,
+            limit: None,
+            lossy: false,
+            batch_size: 4096,
+            open: OpenOptions::default(),
+            #[cfg(feature = "mldf")]
+            mldf: mldf::MldfOptions::default(),
+        }
+    }
+}
+
+/// The kinds of change a lossy conversion makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// The source schema could not travel with the data (MLDF without
+    /// records); the target keeps its own types.
+    SchemaNotCarried,
+    /// A float NaN with a payload became the plain NaN.
+    NanPayload,
+    /// A float was rounded to a narrower type.
+    Rounded,
+}
+
+impl ChangeKind {
+    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ChangeKind::SchemaNotCarried => "schema_not_carried",
+            ChangeKind::NanPayload => "nan_payload",
+            ChangeKind::Rounded => "rounded",
+        }
+    }
+}
+
+/// One kind of change to one field, counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// What changed.
+    pub kind: ChangeKind,
+    /// The field (empty: the whole dataset).
+    pub field: String,
+    /// The first record changed.
+    pub first_record: u64,
+    /// How many values changed.
+    pub count: u64,
+    /// In words.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.kind.name(), self.detail)
+        } else {
+            write!(
+                f,
+                "{} in field {:?}: {} ({} value(s), first in record {})",
+                self.kind.name(),
+                self.field,
+                self.detail,
+                self.count,
+                self.first_record
+            )
+        }
+    }
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Records written.
+    pub records: u64,
+    /// The input's format (`idv`, `parquet`, ...).
+    pub from: String,
+    /// The target's name.
+    pub to: String,
+    /// Every kind of change made, per field.
+    pub changes: Vec<Change>,
+}
+
+impl Report {
+    /// Counts a change of `kind` to `field` in `record`.
+    pub(crate) fn change(&mut self, kind: ChangeKind, field: &str, record: u64, detail: &str) {
+        if let Some(c) = self
+            .changes
+            .iter_mut()
+            .find(|c| c.kind == kind && c.field == field)
+        {
+            c.count += 1;
+            return;
+        }
+        self.changes.push(Change {
+            kind,
+            field: field.to_string(),
+            first_record: record,
+            count: 1,
+            detail: detail.to_string(),
+        });
+    }
+
+    pub(crate) fn note(&mut self, c: Change) {
+        self.changes.push(c);
+    }
+
+    /// Without `lossy`, the first change is an error.
+    pub(crate) fn check(&self, lossy: bool) -> Result<(), Error> {
+        match self.changes.first() {
+            Some(c) if !lossy => Err(Error::Lossy {
+                message: format!("{c}; pass --lossy (ConvertOptions::lossy) to convert anyway"),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The batches of an opened dataset (it owns the dataset).
+struct Owned {
+    d: Box<dyn Dataset>,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    next: u64,
+    end: u64,
+    batch: u64,
+    failed: bool,
+}
+
+impl BatchStream for Owned {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let end = self.end.min(self.next.saturating_add(self.batch));
+        let r = self
+            .d
+            .read_arrays(&self.columns, self.next..end)
+            .and_then(|arrays| {
+                let opts = arrow_array::RecordBatchOptions::new()
+                    .with_row_count(Some(usize::try_from(end - self.next).unwrap_or(usize::MAX)));
+                Ok(RecordBatch::try_new_with_options(
+                    self.schema.clone(),
+                    arrays,
+                    &opts,
+                )?)
+            });
+        self.failed = r.is_err();
+        self.next = end;
+        Some(r)
+    }
+}
+
+/// An input as a stream of typed batches: its format's name, the records
+/// it will give, and the stream.
+pub struct Input {
+    /// The format's short name.
+    pub from: String,
+    /// The records the stream gives.
+    pub records: u64,
+    /// The batches.
+    pub stream: Box<dyn BatchStream>,
+}
+
+/// Opens `input` (any format the facade reads) as typed batches, with the
+/// columns and records `opts` selects. An MLDF file written by a
+/// conversion gives back the schema it came from.
+pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
+    let d = crate::open_with(input, &opts.open)?;
+    from_dataset(d, opts)
+}
+
+fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Error> {
+    let from = d.format().name().to_string();
+    let len = d.len();
+    let rows = opts.rows.clone().unwrap_or(0..len);
+    let end = rows.end.min(len);
+    let start = rows.start.min(end);
+    let end = match opts.limit {
+        Some(n) => end.min(start.saturating_add(n)),
+        None => end,
+    };
+    let batch = opts.batch_size.max(1) as u64;
+    #[cfg(feature = "mldf")]
+    if d.format() == Format::Mldf {
+        if let Some((carried, dicts)) = mldf::carried(d.as_ref())? {
+            let names: Vec<usize> = match &opts.columns {
+                Some(c) => c
+                    .iter()
+                    .map(|n| {
+                        carried.index_of(n).map_err(|_| {
+                            Error::invalid(format!(
+                                "no column {n:?} (the columns are {:?})",
+                                names(&carried)
+                            ))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                None => (0..carried.fields().len()).collect(),
+            };
+            let mldf_schema = d.schema();
+            let schema = Arc::new(mldf_schema.project(&names)?);
+            let inner = Owned {
+                d,
+                columns: names.clone(),
+                schema,
+                next: start,
+                end,
+                batch,
+                failed: false,
+            };
+            let r = mldf::Restore::new(inner, &mldf_schema, &carried, &dicts, &names)?;
+            return Ok(Input {
+                from,
+                records: end - start,
+                stream: Box::new(r),
+            });
+        }
+    }
+    let columns = d.column_indices(opts.columns.as_deref())?;
+    let schema = Arc::new(d.schema().project(&columns)?);
+    Ok(Input {
+        from,
+        records: end - start,
+        stream: Box::new(Owned {
+            d,
+            columns,
+            schema,
+            next: start,
+            end,
+            batch,
+            failed: false,
+        }),
+    })
+}
+
+fn names(s: &arrow_schema::Schema) -> Vec<&str> {
+    s.fields().iter().map(|f| f.name().as_str()).collect()
+}
+
+/// Converts `input` to `output` (the target from `opts.to` or the output's
+/// extension). The output appears only when the conversion succeeded.
+pub fn convert(input: &Path, output: &Path, opts: &ConvertOptions) -> Result<Report, Error> {
+    convert_with_progress(input, output, opts, &mut |_, _| {})
+}
+
+/// [`convert`], calling `progress(done, total)` with records written after
+/// each batch.
+pub fn convert_with_progress(
+    input: &Path,
+    output: &Path,
+    opts: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report, Error> {
+    let target = match opts.to {
+        Some(t) => t,
+        None => Target::from_path(output).ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: no target format for this extension (targets: {})",
+                output.display(),
+                Target::ALL
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?,
+    };
+    let mut inp = open_input(input, opts)?;
+    let total = inp.records;
+    let mut report = Report {
+        from: inp.from.clone(),
+        to: target.name().to_string(),
+        ..Report::default()
+    };
+    let mut tick = |n: u64| progress(n, total);
+    write(
+        target,
+        inp.stream.as_mut(),
+        output,
+        opts,
+        &mut report,
+        &mut tick,
+    )?;
+    Ok(report)
+}
+
+/// Writes every batch of `stream` to `output` as `target`.
+pub fn write(
+    target: Target,
+    stream: &mut dyn BatchStream,
+    output: &Path,
+    opts: &ConvertOptions,
+    report: &mut Report,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Error> {
+    match target {
+        #[cfg(feature = "mldf")]
+        Target::Mldf => mldf::write(stream, output, &opts.mldf, opts.lossy, report, progress),
+        #[cfg(feature = "export")]
+        t if t.export().is_some() => {
+            let format = t
+                .export()
+                .ok_or_else(|| Error::invalid("no export format"))?;
+            let name = output.display().to_string();
+            let io = |source| Error::Io {
+                path: name.clone(),
+                source,
+            };
+            let mut out = crate::core::AtomicFile::create(output).map_err(io)?;
+            report.records = crate::export::write(stream, format, &mut out, progress)?;
+            out.finish().map_err(io)?;
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
+        t => Err(Error::Unsupported {
+            format: None,
+            message: format!("this build cannot write {}", t.name()),
+        }),
+    }
+}

@@ -1,0 +1,64 @@
+//! Conversions as a library: every valid shared vector through MLDF (and
+//! the typed exports) gives back its schema and values.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use arrow_array::RecordBatch;
+use dataformats::convert::{ChangeKind, ConvertOptions, Target, convert, open_input};
+
+fn read_all(path: &std::path::Path) -> RecordBatch {
+    let mut inp = open_input(path, &ConvertOptions::default()).unwrap();
+    let schema = inp.stream.schema();
+    let mut batches = Vec::new();
+    while let Some(b) = inp.stream.next_batch() {
+        batches.push(b.unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+    }
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+}
+
+#[test]
+fn every_vector_through_mldf_keeps_schema_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let original = read_all(&p);
+        let out = dir.path().join(format!("{seen}.mldf"));
+        match convert(&p, &out, &ConvertOptions::default()) {
+            Ok(r) => assert_eq!(r.records, original.num_rows() as u64, "{}", p.display()),
+            Err(e) => {
+                // Only a file without records may fail to carry its schema,
+                // and then only without --lossy.
+                assert_eq!(original.num_rows(), 0, "{format} {}: {e}", p.display());
+                assert_eq!(e.kind(), "lossy", "{}: {e}", p.display());
+                let opts = ConvertOptions {
+                    lossy: true,
+                    ..Default::default()
+                };
+                let r = convert(&p, &out, &opts).unwrap();
+                assert_eq!(r.changes[0].kind, ChangeKind::SchemaNotCarried);
+                seen += 1;
+                continue;
+            }
+        }
+        let back = read_all(&out);
+        assert_eq!(back.schema(), original.schema(), "{format} {}", p.display());
+        assert_eq!(back, original, "{format} {}", p.display());
+        seen += 1;
+    }
+    if std::env::var_os("CI").is_some() {
+        assert!(seen > 150, "only {seen} vectors");
+    }
+}
+
+#[test]
+fn exports_name_their_target() {
+    assert_eq!(
+        Target::from_path("x.parquet".as_ref()),
+        Some(Target::Parquet)
+    );
+    assert_eq!(Target::from_path("x.MLDF".as_ref()), Some(Target::Mldf));
+    assert_eq!(Target::from_path("x.unknown".as_ref()), None);
+}
