@@ -22,6 +22,10 @@ use base64::Engine as _;
 
 use crate::dataset::{BatchStream, Dataset, Error, ReadOptions};
 
+/// The Parquet key of the record count of a table without columns (which
+/// Parquet itself does not keep).
+pub const NUM_ROWS_KEY: &str = "dataformats.num_rows";
+
 /// What to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -111,7 +115,7 @@ pub fn write<W: Write + Send>(
                 .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
                 .set_max_row_group_row_count(Some(1 << 20))
                 .build();
-            let mut w = ArrowWriter::try_new(out, schema, Some(props))?;
+            let mut w = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
             while let Some(b) = reader.next_batch() {
                 let b = b?;
                 rows += b.num_rows() as u64;
@@ -121,6 +125,13 @@ pub fn write<W: Write + Send>(
                     w.flush()?;
                 }
                 progress(rows);
+            }
+            if schema.fields().is_empty() {
+                // Parquet keeps no rows without columns: say how many there were.
+                w.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+                    NUM_ROWS_KEY.to_string(),
+                    rows.to_string(),
+                ));
             }
             w.close()?;
         }

@@ -54,6 +54,36 @@ fn every_vector_through_mldf_keeps_schema_and_values() {
 }
 
 #[test]
+fn every_vector_through_parquet_and_arrow_keeps_schema_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let original = read_all(&p);
+        for ext in ["parquet", "arrow", "arrows"] {
+            let out = dir.path().join(format!("{seen}.{ext}"));
+            let r = convert(&p, &out, &ConvertOptions::default())
+                .unwrap_or_else(|e| panic!("{format} {} -> {ext}: {e}", p.display()));
+            assert_eq!(r.records, original.num_rows() as u64);
+            let back = read_all(&out);
+            assert_eq!(
+                back.schema(),
+                original.schema(),
+                "{format} {} via {ext}",
+                p.display()
+            );
+            assert_eq!(back, original, "{format} {} via {ext}", p.display());
+        }
+        seen += 1;
+    }
+    if std::env::var_os("CI").is_some() {
+        assert!(seen > 150, "only {seen} vectors");
+    }
+}
+
+#[test]
 fn exports_name_their_target() {
     assert_eq!(
         Target::from_path("x.parquet".as_ref()),

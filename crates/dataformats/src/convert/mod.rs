@@ -12,6 +12,8 @@
 //! # Ok::<(), dataformats::DatasetError>(())
 //! ```
 
+#[cfg(feature = "export")]
+mod import;
 pub mod json;
 #[cfg(feature = "mldf")]
 pub mod mldf;
@@ -287,10 +289,17 @@ pub struct Input {
     pub stream: Box<dyn BatchStream>,
 }
 
-/// Opens `input` (any format the facade reads) as typed batches, with the
+/// Opens `input` (any format the facade reads, or a Parquet, Arrow IPC or
+/// CSV table) as typed batches, with the
 /// columns and records `opts` selects. An MLDF file written by a
 /// conversion gives back the schema it came from.
 pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
+    #[cfg(feature = "export")]
+    if let Some(kind) = import::Table::from_path(input) {
+        if matches!(crate::detect(input), Ok(None)) {
+            return import::open(input, kind, opts);
+        }
+    }
     let d = crate::open_with(input, &opts.open)?;
     from_dataset(d, opts)
 }
