@@ -83,6 +83,56 @@ fn every_vector_through_parquet_and_arrow_keeps_schema_and_values() {
     }
 }
 
+/// The target that writes a vector folder's format back.
+fn own_target(format: &str) -> Option<Target> {
+    Some(match format {
+        "mldf" => Target::Mldf,
+        "tbl2" => Target::Tbl2,
+        _ => return None,
+    })
+}
+
+#[test]
+fn every_vector_back_to_its_format_through_mldf_and_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        let Some(target) = own_target(format).filter(|_| valid) else {
+            continue;
+        };
+        let original = read_all(&p);
+        for hub in ["mldf", "parquet"] {
+            let mid = dir.path().join(format!("{seen}.{hub}"));
+            // A file without records carries no schema through MLDF (the
+            // first test checks that this is reported).
+            if original.num_rows() == 0 && hub == "mldf" {
+                continue;
+            }
+            convert(&p, &mid, &ConvertOptions::default())
+                .unwrap_or_else(|e| panic!("{} -> {hub}: {e}", p.display()));
+            let out = dir.path().join(format!("{seen}.{hub}.back"));
+            let opts = ConvertOptions {
+                to: Some(target),
+                ..Default::default()
+            };
+            convert(&mid, &out, &opts)
+                .unwrap_or_else(|e| panic!("{} -> {hub} -> {format}: {e}", p.display()));
+            let back = read_all(&out);
+            assert_eq!(
+                back.schema(),
+                original.schema(),
+                "{} via {hub}",
+                p.display()
+            );
+            assert_eq!(back, original, "{} via {hub}", p.display());
+        }
+        seen += 1;
+    }
+    if std::env::var_os("CI").is_some() {
+        assert!(seen > 20, "only {seen} vectors");
+    }
+}
+
 #[test]
 fn exports_name_their_target() {
     assert_eq!(

@@ -17,6 +17,8 @@ mod import;
 pub mod json;
 #[cfg(feature = "mldf")]
 pub mod mldf;
+#[cfg(feature = "tbl2")]
+pub mod tbl2;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,6 +35,8 @@ use crate::dataset::{BatchStream, Dataset, Error, OpenOptions};
 pub enum Target {
     /// MLDF 1.0 (`.mldf`).
     Mldf,
+    /// TurboLoader TBL v2 (`.tbl`).
+    Tbl2,
     /// Apache Parquet (`.parquet`).
     Parquet,
     /// Arrow IPC file (`.arrow`, `.feather`).
@@ -49,6 +53,7 @@ impl Target {
     /// Every target, in the order the CLI lists them.
     pub const ALL: &'static [Target] = &[
         Target::Mldf,
+        Target::Tbl2,
         Target::Parquet,
         Target::ArrowFile,
         Target::ArrowStream,
@@ -61,6 +66,7 @@ impl Target {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "mldf" => Target::Mldf,
+            "tbl" => Target::Tbl2,
             "parquet" | "pq" => Target::Parquet,
             "arrow" | "feather" | "ipc" => Target::ArrowFile,
             "arrows" => Target::ArrowStream,
@@ -74,6 +80,7 @@ impl Target {
     pub fn name(self) -> &'static str {
         match self {
             Target::Mldf => "mldf",
+            Target::Tbl2 => "tbl",
             Target::Parquet => "parquet",
             Target::ArrowFile => "arrow",
             Target::ArrowStream => "arrows",
@@ -91,7 +98,7 @@ impl Target {
             Target::ArrowStream => E::ArrowStream,
             Target::Csv => E::Csv,
             Target::JsonLines => E::JsonLines,
-            Target::Mldf => return None,
+            Target::Mldf | Target::Tbl2 => return None,
         })
     }
 }
@@ -117,6 +124,9 @@ pub struct ConvertOptions {
     /// MLDF target settings.
     #[cfg(feature = "mldf")]
     pub mldf: mldf::MldfOptions,
+    /// TBL v2 target settings.
+    #[cfg(feature = "tbl2")]
+    pub tbl2: tbl2::Tbl2Options,
 }
 
 impl Default for ConvertOptions {
@@ -131,6 +141,8 @@ impl Default for ConvertOptions {
             open: OpenOptions::default(),
             #[cfg(feature = "mldf")]
             mldf: mldf::MldfOptions::default(),
+            #[cfg(feature = "tbl2")]
+            tbl2: tbl2::Tbl2Options::default(),
         }
     }
 }
@@ -146,15 +158,18 @@ pub enum ChangeKind {
     NanPayload,
     /// A float was rounded to a narrower type.
     Rounded,
+    /// A column the target has no place for was left out.
+    Dropped,
 }
 
 impl ChangeKind {
-    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`).
+    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`, `dropped`).
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::SchemaNotCarried => "schema_not_carried",
             ChangeKind::NanPayload => "nan_payload",
             ChangeKind::Rounded => "rounded",
+            ChangeKind::Dropped => "dropped",
         }
     }
 }
@@ -431,6 +446,8 @@ pub fn write(
     match target {
         #[cfg(feature = "mldf")]
         Target::Mldf => mldf::write(stream, output, &opts.mldf, opts.lossy, report, progress),
+        #[cfg(feature = "tbl2")]
+        Target::Tbl2 => tbl2::write(stream, output, &opts.tbl2, opts.lossy, report, progress),
         #[cfg(feature = "export")]
         t if t.export().is_some() => {
             let format = t
