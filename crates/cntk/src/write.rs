@@ -42,6 +42,63 @@ pub enum RecordData<'a> {
     },
     /// Sparse samples: per sample, its (index, value) entries.
     Sparse(&'a [Vec<(u32, f64)>]),
+    /// Sparse samples with each value as the stream element's own bit
+    /// pattern (an `f32`'s bits in the low half for float32 streams), written
+    /// as it is: NaN payloads included.
+    SparseBits(&'a [Vec<(u32, u64)>]),
+}
+
+/// Checks a sparse record's counts and indices.
+fn check_sparse<T>(s: &StreamDesc, samples: &[Vec<(u32, T)>], signed: bool) -> Result<()> {
+    let nnz: usize = samples.iter().map(Vec::len).sum();
+    if u32::try_from(samples.len()).is_err() || i32::try_from(nnz).is_err() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("stream {:?}: too many samples or entries", s.name),
+        ));
+    }
+    let bad = |i: u32| {
+        if signed {
+            i64::from(i as i32) >= i64::from(s.dim)
+        } else {
+            i >= s.dim
+        }
+    };
+    if let Some((i, _)) = samples.iter().flatten().find(|(i, _)| bad(*i)) {
+        return Err(Error::new(
+            ErrorKind::IndexOutOfRange,
+            format!("stream {:?}: index {i} outside 0..{}", s.name, s.dim),
+        ));
+    }
+    Ok(())
+}
+
+/// Appends a sparse record (counts, values, indices, per-sample counts)
+/// and returns (samples, estimated bytes).
+fn put_sparse<T: Copy>(
+    buf: &mut Vec<u8>,
+    samples: &[Vec<(u32, T)>],
+    elem_size: u64,
+    put: impl Fn(&mut Vec<u8>, T),
+) -> (u32, u64) {
+    let k = samples.len() as u32;
+    let nnz = samples.iter().map(Vec::len).sum::<usize>() as i32;
+    buf.extend_from_slice(&k.to_le_bytes());
+    buf.extend_from_slice(&nnz.to_le_bytes());
+    for (_, v) in samples.iter().flatten() {
+        put(buf, *v);
+    }
+    for (i, _) in samples.iter().flatten() {
+        buf.extend_from_slice(&i.to_le_bytes());
+    }
+    for smp in samples {
+        buf.extend_from_slice(&(smp.len() as u32).to_le_bytes());
+    }
+    let estimate = samples
+        .iter()
+        .map(|smp| smp.len() as u64 * (4 + elem_size) + 4)
+        .sum();
+    (k, estimate)
 }
 
 /// A streaming CBF writer.
@@ -168,27 +225,10 @@ impl Writer {
                     }
                 }
                 (StreamKind::Sparse, RecordData::Sparse(samples)) => {
-                    let nnz: usize = samples.iter().map(Vec::len).sum();
-                    if u32::try_from(samples.len()).is_err() || i32::try_from(nnz).is_err() {
-                        return Err(Error::new(
-                            ErrorKind::InvalidArgument,
-                            format!("stream {:?}: too many samples or entries", s.name),
-                        ));
-                    }
-                    let signed = self.signed_indices;
-                    let bad = |i: u32| {
-                        if signed {
-                            i64::from(i as i32) >= i64::from(s.dim)
-                        } else {
-                            i >= s.dim
-                        }
-                    };
-                    if let Some((i, _)) = samples.iter().flatten().find(|(i, _)| bad(*i)) {
-                        return Err(Error::new(
-                            ErrorKind::IndexOutOfRange,
-                            format!("stream {:?}: index {i} outside 0..{}", s.name, s.dim),
-                        ));
-                    }
+                    check_sparse(s, samples, self.signed_indices)?
+                }
+                (StreamKind::Sparse, RecordData::SparseBits(samples)) => {
+                    check_sparse(s, samples, self.signed_indices)?
                 }
                 _ => {
                     return Err(Error::new(
@@ -218,23 +258,19 @@ impl Writer {
                     estimate += bytes.len() as u64;
                 }
                 (StreamKind::Sparse, RecordData::Sparse(samples)) => {
-                    let k = samples.len() as u32;
-                    let nnz = samples.iter().map(Vec::len).sum::<usize>() as i32;
-                    buf.extend_from_slice(&k.to_le_bytes());
-                    buf.extend_from_slice(&nnz.to_le_bytes());
-                    for (_, v) in samples.iter().flatten() {
-                        put_value(buf, s.elem, *v);
-                    }
-                    for (i, _) in samples.iter().flatten() {
-                        buf.extend_from_slice(&i.to_le_bytes());
-                    }
-                    for smp in *samples {
-                        buf.extend_from_slice(&(smp.len() as u32).to_le_bytes());
-                    }
+                    let elem = s.elem;
+                    let (k, est) = put_sparse(buf, samples, e, |b, v| put_value(b, elem, v));
                     len = len.max(k);
-                    for smp in *samples {
-                        estimate += smp.len() as u64 * (4 + e) + 4;
-                    }
+                    estimate += est;
+                }
+                (StreamKind::Sparse, RecordData::SparseBits(samples)) => {
+                    let elem = s.elem;
+                    let (k, est) = put_sparse(buf, samples, e, |b, v| match elem {
+                        ElemType::F32 => b.extend_from_slice(&(v as u32).to_le_bytes()),
+                        ElemType::F64 => b.extend_from_slice(&v.to_le_bytes()),
+                    });
+                    len = len.max(k);
+                    estimate += est;
                 }
                 _ => {}
             }

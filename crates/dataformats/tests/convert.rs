@@ -88,6 +88,7 @@ fn own_target(format: &str) -> Option<Target> {
     Some(match format {
         "mldf" => Target::Mldf,
         "tbl2" => Target::Tbl2,
+        "cntk" => Target::Cntk,
         _ => return None,
     })
 }

@@ -18,7 +18,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{Change, ChangeKind, Report};
+use super::{Change, ChangeKind, Report, all_bytes, value_bytes};
 use crate::dataset::{BatchStream, Error};
 use crate::mldf::{Dtype, Field as MField, FieldType as T, FieldValue, Writer, WriterOptions};
 
@@ -460,43 +460,6 @@ fn stage(
         _ => {}
     }
     Ok(())
-}
-
-/// The values of a fixed-width primitive array as little-endian bytes,
-/// from its first element (borrowed from its buffer).
-fn raw(a: &dyn Array) -> &[u8] {
-    use arrow_array::types::*;
-    macro_rules! raw {
-        ($t:ty) => {
-            a.as_primitive::<$t>().values().inner().as_slice()
-        };
-    }
-    match a.data_type() {
-        DataType::Int8 => raw!(Int8Type),
-        DataType::UInt8 => raw!(UInt8Type),
-        DataType::Int16 => raw!(Int16Type),
-        DataType::UInt16 => raw!(UInt16Type),
-        DataType::Float16 => raw!(Float16Type),
-        DataType::Int32 => raw!(Int32Type),
-        DataType::UInt32 => raw!(UInt32Type),
-        DataType::Float32 => raw!(Float32Type),
-        DataType::Int64 => raw!(Int64Type),
-        DataType::UInt64 => raw!(UInt64Type),
-        DataType::Float64 => raw!(Float64Type),
-        _ => &[],
-    }
-}
-
-/// The bytes of value `i` of a fixed-width primitive array.
-fn value_bytes(a: &dyn Array, i: usize) -> &[u8] {
-    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
-    raw(a).get(i * w..(i + 1) * w).unwrap_or_default()
-}
-
-/// Every value of a primitive array, as little-endian bytes.
-fn all_bytes(a: &dyn Array) -> &[u8] {
-    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
-    raw(a).get(..a.len() * w).unwrap_or_default()
 }
 
 /// The value to write for record `i` of `c` (not null).

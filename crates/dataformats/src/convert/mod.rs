@@ -12,6 +12,8 @@
 //! # Ok::<(), dataformats::DatasetError>(())
 //! ```
 
+#[cfg(feature = "cntk")]
+pub mod cntk;
 #[cfg(feature = "export")]
 mod import;
 pub mod json;
@@ -37,6 +39,8 @@ pub enum Target {
     Mldf,
     /// TurboLoader TBL v2 (`.tbl`).
     Tbl2,
+    /// CNTK binary format (`.bin`, `.cbf`).
+    Cntk,
     /// Apache Parquet (`.parquet`).
     Parquet,
     /// Arrow IPC file (`.arrow`, `.feather`).
@@ -54,6 +58,7 @@ impl Target {
     pub const ALL: &'static [Target] = &[
         Target::Mldf,
         Target::Tbl2,
+        Target::Cntk,
         Target::Parquet,
         Target::ArrowFile,
         Target::ArrowStream,
@@ -67,6 +72,7 @@ impl Target {
         Some(match ext.as_str() {
             "mldf" => Target::Mldf,
             "tbl" => Target::Tbl2,
+            "bin" | "cbf" => Target::Cntk,
             "parquet" | "pq" => Target::Parquet,
             "arrow" | "feather" | "ipc" => Target::ArrowFile,
             "arrows" => Target::ArrowStream,
@@ -81,6 +87,7 @@ impl Target {
         match self {
             Target::Mldf => "mldf",
             Target::Tbl2 => "tbl",
+            Target::Cntk => "cntk",
             Target::Parquet => "parquet",
             Target::ArrowFile => "arrow",
             Target::ArrowStream => "arrows",
@@ -98,7 +105,7 @@ impl Target {
             Target::ArrowStream => E::ArrowStream,
             Target::Csv => E::Csv,
             Target::JsonLines => E::JsonLines,
-            Target::Mldf | Target::Tbl2 => return None,
+            Target::Mldf | Target::Tbl2 | Target::Cntk => return None,
         })
     }
 }
@@ -127,6 +134,9 @@ pub struct ConvertOptions {
     /// TBL v2 target settings.
     #[cfg(feature = "tbl2")]
     pub tbl2: tbl2::Tbl2Options,
+    /// CNTK target settings.
+    #[cfg(feature = "cntk")]
+    pub cntk: cntk::CntkOptions,
 }
 
 impl Default for ConvertOptions {
@@ -143,6 +153,8 @@ impl Default for ConvertOptions {
             mldf: mldf::MldfOptions::default(),
             #[cfg(feature = "tbl2")]
             tbl2: tbl2::Tbl2Options::default(),
+            #[cfg(feature = "cntk")]
+            cntk: cntk::CntkOptions::default(),
         }
     }
 }
@@ -448,6 +460,8 @@ pub fn write(
         Target::Mldf => mldf::write(stream, output, &opts.mldf, opts.lossy, report, progress),
         #[cfg(feature = "tbl2")]
         Target::Tbl2 => tbl2::write(stream, output, &opts.tbl2, opts.lossy, report, progress),
+        #[cfg(feature = "cntk")]
+        Target::Cntk => cntk::write(stream, output, &opts.cntk, opts.lossy, report, progress),
         #[cfg(feature = "export")]
         t if t.export().is_some() => {
             let format = t
@@ -469,4 +483,43 @@ pub fn write(
             message: format!("this build cannot write {}", t.name()),
         }),
     }
+}
+
+/// The values of a fixed-width primitive array as little-endian bytes,
+/// from its first element (borrowed from its buffer).
+fn raw(a: &dyn arrow_array::Array) -> &[u8] {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType;
+    macro_rules! raw {
+        ($t:ty) => {
+            a.as_primitive::<$t>().values().inner().as_slice()
+        };
+    }
+    match a.data_type() {
+        DataType::Int8 => raw!(Int8Type),
+        DataType::UInt8 => raw!(UInt8Type),
+        DataType::Int16 => raw!(Int16Type),
+        DataType::UInt16 => raw!(UInt16Type),
+        DataType::Float16 => raw!(Float16Type),
+        DataType::Int32 => raw!(Int32Type),
+        DataType::UInt32 => raw!(UInt32Type),
+        DataType::Float32 => raw!(Float32Type),
+        DataType::Int64 => raw!(Int64Type),
+        DataType::UInt64 => raw!(UInt64Type),
+        DataType::Float64 => raw!(Float64Type),
+        _ => &[],
+    }
+}
+
+/// The bytes of value `i` of a fixed-width primitive array.
+pub(crate) fn value_bytes(a: &dyn arrow_array::Array, i: usize) -> &[u8] {
+    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
+    raw(a).get(i * w..(i + 1) * w).unwrap_or_default()
+}
+
+/// Every value of a primitive array, as little-endian bytes.
+pub(crate) fn all_bytes(a: &dyn arrow_array::Array) -> &[u8] {
+    let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
+    raw(a).get(..a.len() * w).unwrap_or_default()
 }
