@@ -21,6 +21,7 @@ pub(crate) fn fail(path: &Path, e: &dataformats::dataset::Error) -> Failure {
         E::Unrecognized { .. } => (3, "unrecognized"),
         E::InvalidArgument { .. } => (2, "usage"),
         E::Io { .. } => (1, "io"),
+        E::Lossy { .. } => (1, "lossy"),
         _ => (1, "invalid"),
     };
     Failure::new(code, kind, Some(path), e.to_string())

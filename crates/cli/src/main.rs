@@ -324,6 +324,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .ok_or_else(|| Failure::new(2, "usage", Some(&output), "unknown output type"))?;
             typed::convert(&input, &output, format, range, &select, cli.json)
         }
+        // Tables (Parquet, Arrow IPC, CSV) into dataset formats, and pairs
+        // only the library converts.
+        Command::Convert {
+            input,
+            output,
+            range,
+            select,
+            lossy,
+            ..
+        } if library_pair(&input, &output) => {
+            typed::library(&input, &output, lossy, range, &select, cli.json)
+        }
         Command::Convert {
             input,
             output,
@@ -420,6 +432,31 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Demo { dir } => demo::run(dir, cli.json),
+    }
+}
+
+/// Whether `convert` goes through `dataformats::convert` for this pair:
+/// a table input (Parquet, Arrow IPC; CSV except to IDV, which has its own
+/// typed CSV reader) or an input the dataset-specific conversions below
+/// do not take to this target.
+fn library_pair(input: &Path, output: &Path) -> bool {
+    use dataformats::convert::Target;
+    let Some(target) = Target::from_path(output) else {
+        return false;
+    };
+    let ext = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    let detected = detect(input).ok().flatten();
+    match (detected, ext(input).as_str(), target) {
+        (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
+        (None, "csv", t) => t != Target::JsonLines,
+        (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
+        (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
+        _ => false,
     }
 }
 

@@ -152,3 +152,52 @@ pub(crate) fn convert(
     }
     Ok(())
 }
+
+/// `convert IN OUT` through the library ([`dataformats::convert`]): any
+/// input the facade reads (and Parquet, Arrow IPC, CSV tables) to any of
+/// its targets; the changes a `--lossy` conversion made are printed as notes.
+pub(crate) fn library(
+    input: &Path,
+    output: &Path,
+    lossy: bool,
+    range: Option<(u64, u64)>,
+    select: &Select,
+    json: bool,
+) -> Result<(), Failure> {
+    use dataformats::convert::{ConvertOptions, convert_with_progress};
+    let opts = ConvertOptions {
+        columns: select.columns.clone(),
+        rows: range.map(|(a, b)| a..b),
+        limit: select.limit,
+        lossy,
+        ..Default::default()
+    };
+    let bar = crate::progress::bytes(0, "records", json);
+    let report = convert_with_progress(input, output, &opts, &mut |n, total| {
+        bar.set_length(total);
+        bar.set_position(n);
+    })
+    .map_err(|e| fail(input, &e))?;
+    bar.finish_and_clear();
+    let changes: Vec<String> = report.changes.iter().map(ToString::to_string).collect();
+    if json {
+        say!(
+            "{}",
+            serde_json::json!({"input": input, "output": output, "from": report.from,
+                "format": report.to, "records": report.records, "changes": changes})
+        );
+    } else {
+        for c in &changes {
+            eprintln!("note: {c}");
+        }
+        say!(
+            "{} -> {} ({}): {} records from {}",
+            input.display(),
+            output.display(),
+            report.to,
+            report.records,
+            report.from
+        );
+    }
+    Ok(())
+}

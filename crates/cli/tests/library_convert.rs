@@ -1,0 +1,84 @@
+//! `dataformats convert` through `dataformats::convert`: tables (Parquet,
+//! Arrow IPC) into dataset formats, with the same records as the source.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dataformats::core::testing::vectors_dir;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dataformats"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("df-lc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn parquet_and_arrow_tables_become_cntk_and_tbl_files() {
+    let dir = scratch("tables");
+    let mut done = 0;
+    for (src, ext) in [
+        ("cntk/cntkrepo_empty_samples.bin", "bin"),
+        ("cntk/hand_nan_payloads_f32.bin", "bin"),
+        ("tbl2/api_edges_lz4.tbl", "tbl"),
+    ] {
+        let (format, file) = src.split_once('/').unwrap();
+        let Some(v) = vectors_dir(format).map(|d| d.join(file)) else {
+            continue;
+        };
+        let want = stdout(&["head", &s(&v), "-n", "1000000"]);
+        for table in ["parquet", "arrow"] {
+            let t = dir.join(format!("t.{table}"));
+            stdout(&["convert", &s(&v), &s(&t)]);
+            let back = dir.join(format!("back.{ext}"));
+            let said = stdout(&["convert", &s(&t), &s(&back)]);
+            assert!(said.contains(&format!("from {table}")), "{said}");
+            assert_eq!(
+                stdout(&["head", &s(&back), "-n", "1000000"]),
+                want,
+                "{src} via {table}"
+            );
+            stdout(&["validate", &s(&back)]);
+            done += 1;
+        }
+    }
+    if std::env::var_os("CI").is_some() {
+        assert_eq!(done, 6);
+    }
+}
+
+#[test]
+fn a_table_that_does_not_fit_is_refused_with_the_reason() {
+    let dir = scratch("refused");
+    let Some(v) = vectors_dir("idv").map(|d| d.join("mlnet15_keys_annotations.idv")) else {
+        return;
+    };
+    let out = run(&["convert", &s(&v), &s(&dir.join("x.tbl"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TBL v2 needs the sample bytes"), "{err}");
+    assert!(!dir.join("x.tbl").exists());
+}
