@@ -453,9 +453,10 @@ fn library_pair(input: &Path, output: &Path) -> bool {
     let detected = detect(input).ok().flatten();
     match (detected, ext(input).as_str(), target) {
         (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
-        (None, "csv", t) => t != Target::JsonLines,
+        (None, "csv", t) => !matches!(t, Target::JsonLines | Target::Idv),
         (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
         (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
+        (Some(_), _, Target::Idv) => true,
         _ => false,
     }
 }

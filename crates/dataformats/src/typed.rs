@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, make_array};
+use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::{DataType, Field, FieldRef};
@@ -26,8 +26,14 @@ pub const TYPE_KEY: &str = "dataformats.type";
 /// Field metadata key: the declared dimension of a sparse column (CNTK
 /// sparse streams, IDV vectors kept sparse).
 pub const DIM_KEY: &str = "dataformats.dim";
+/// Field metadata key of a column's original name, when the typed view had
+/// to rename it (a repeated IDV column name).
+pub const NAME_KEY: &str = "dataformats.name";
 /// Field metadata key prefix of IDV annotations (`dataformats.annotation.SlotNames`).
 pub const ANNOTATION_PREFIX: &str = "dataformats.annotation.";
+/// Prefix of the field metadata keys that give an annotation's own type
+/// (IDV: `Vector<String, 3>`, `Boolean`, ...).
+pub const ANNOTATION_TYPE_PREFIX: &str = "dataformats.annotation_type.";
 /// Arrow's canonical extension name key.
 pub const EXTENSION_NAME: &str = "ARROW:extension:name";
 /// Arrow's canonical extension metadata key.
@@ -520,4 +526,143 @@ pub(crate) fn time_count(a: &dyn arrow_array::Array, i: usize) -> Option<i64> {
         DataType::Date64 => a.as_primitive::<Date64Type>().value(i),
         _ => return None,
     })
+}
+
+fn push_f64(x: f64, out: &mut String, exact_nan: bool) {
+    use std::fmt::Write as _;
+    if x.is_nan() && exact_nan && x.to_bits() != f64::NAN.to_bits() {
+        let _ = write!(out, "\"NaN:0x{:016x}\"", x.to_bits());
+    } else if x.is_nan() {
+        out.push_str("\"NaN\"");
+    } else if x.is_infinite() {
+        out.push_str(if x > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        });
+    } else {
+        // `{:?}` prints the shortest decimal that reads back to the same bits.
+        let _ = write!(out, "{x:?}");
+    }
+}
+
+fn push_f32(x: f32, out: &mut String, exact_nan: bool) {
+    use std::fmt::Write as _;
+    if x.is_finite() {
+        let _ = write!(out, "{x:?}");
+    } else if x.is_nan() && exact_nan && x.to_bits() != f32::NAN.to_bits() {
+        let _ = write!(out, "\"NaN:0x{:08x}\"", x.to_bits());
+    } else {
+        push_f64(f64::from(x), out, false);
+    }
+}
+
+/// Value `i` of `a` as JSON text (see
+/// [`write_json_lines`](crate::export::write_json_lines)): lossless for
+/// integers, floats, bytes (base64), lists, structs and times.
+pub fn json_value(a: &dyn Array, i: usize, out: &mut String) {
+    json_value_with(a, i, out, false)
+}
+
+/// [`json_value`], with each NaN that is not the canonical one written as
+/// `"NaN:0x<its bits in hex>"` (8 hex digits for float32, 16 for
+/// float64) so that it reads back to the same bits.
+pub fn json_value_exact(a: &dyn Array, i: usize, out: &mut String) {
+    json_value_with(a, i, out, true)
+}
+
+fn json_value_with(a: &dyn Array, i: usize, out: &mut String, exact: bool) {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use base64::Engine as _;
+    use std::fmt::Write as _;
+    if a.is_null(i) {
+        out.push_str("null");
+        return;
+    }
+    macro_rules! int {
+        ($t:ty) => {{
+            let _ = write!(out, "{}", a.as_primitive::<$t>().value(i));
+        }};
+    }
+    match a.data_type() {
+        DataType::Boolean => out.push_str(if a.as_boolean().value(i) {
+            "true"
+        } else {
+            "false"
+        }),
+        DataType::Int8 => int!(Int8Type),
+        DataType::Int16 => int!(Int16Type),
+        DataType::Int32 => int!(Int32Type),
+        DataType::Int64 => int!(Int64Type),
+        DataType::UInt8 => int!(UInt8Type),
+        DataType::UInt16 => int!(UInt16Type),
+        DataType::UInt32 => int!(UInt32Type),
+        DataType::UInt64 => int!(UInt64Type),
+        DataType::Float16 => push_f32(
+            a.as_primitive::<Float16Type>().value(i).to_f32(),
+            out,
+            false,
+        ),
+        DataType::Float32 => push_f32(a.as_primitive::<Float32Type>().value(i), out, exact),
+        DataType::Float64 => push_f64(a.as_primitive::<Float64Type>().value(i), out, exact),
+        DataType::Timestamp(..) | DataType::Duration(_) | DataType::Date64 => {
+            let _ = write!(
+                out,
+                "{}",
+                crate::typed::time_count(a, i).unwrap_or_default()
+            );
+        }
+        DataType::Utf8 => crate::core::text::push_json_string(out, a.as_string::<i32>().value(i)),
+        DataType::Binary => {
+            out.push('"');
+            out.push_str(
+                &base64::engine::general_purpose::STANDARD.encode(a.as_binary::<i32>().value(i)),
+            );
+            out.push('"');
+        }
+        DataType::FixedSizeBinary(_) => {
+            out.push('"');
+            out.push_str(
+                &base64::engine::general_purpose::STANDARD
+                    .encode(a.as_fixed_size_binary().value(i)),
+            );
+            out.push('"');
+        }
+        DataType::List(_) | DataType::FixedSizeList(..) => {
+            let v = match a.data_type() {
+                DataType::List(_) => a.as_list::<i32>().value(i),
+                _ => a.as_fixed_size_list().value(i),
+            };
+            out.push('[');
+            for k in 0..v.len() {
+                if k > 0 {
+                    out.push(',');
+                }
+                json_value_with(v.as_ref(), k, out, exact);
+            }
+            out.push(']');
+        }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            out.push('{');
+            for (k, (c, f)) in s.columns().iter().zip(fields).enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                crate::core::text::push_json_string(out, f.name());
+                out.push(':');
+                json_value_with(c.as_ref(), i, out, exact);
+            }
+            out.push('}');
+        }
+        DataType::Dictionary(..) => {
+            let d = a.as_any_dictionary();
+            match d.normalized_keys().get(i) {
+                Some(&k) => json_value_with(d.values().as_ref(), k, out, exact),
+                None => out.push_str("null"),
+            }
+        }
+        _ => out.push_str("null"),
+    }
 }

@@ -6,6 +6,31 @@
 use arrow_array::RecordBatch;
 use dataformats::convert::{ChangeKind, ConvertOptions, Target, convert, open_input};
 
+/// The first field or column where two batches differ.
+fn first_difference(a: &RecordBatch, b: &RecordBatch) -> String {
+    let (sa, sb) = (a.schema(), b.schema());
+    for (k, (fa, fb)) in sa.fields().iter().zip(sb.fields()).enumerate() {
+        if fa != fb {
+            return format!("field {k}: {fa:?} != {fb:?}");
+        }
+        if a.column(k) != b.column(k) {
+            return format!(
+                "column {:?}: {:?} != {:?}",
+                fa.name(),
+                a.column(k),
+                b.column(k)
+            );
+        }
+    }
+    format!(
+        "{} vs {} rows, {} vs {} fields",
+        a.num_rows(),
+        b.num_rows(),
+        sa.fields().len(),
+        sb.fields().len()
+    )
+}
+
 fn read_all(path: &std::path::Path) -> RecordBatch {
     let mut inp = open_input(path, &ConvertOptions::default()).unwrap();
     let schema = inp.stream.schema();
@@ -89,6 +114,7 @@ fn own_target(format: &str) -> Option<Target> {
         "mldf" => Target::Mldf,
         "tbl2" => Target::Tbl2,
         "cntk" => Target::Cntk,
+        "idv" => Target::Idv,
         _ => return None,
     })
 }
@@ -119,13 +145,12 @@ fn every_vector_back_to_its_format_through_mldf_and_parquet() {
             convert(&mid, &out, &opts)
                 .unwrap_or_else(|e| panic!("{} -> {hub} -> {format}: {e}", p.display()));
             let back = read_all(&out);
-            assert_eq!(
-                back.schema(),
-                original.schema(),
-                "{} via {hub}",
-                p.display()
+            assert!(
+                back == original,
+                "{} via {hub}: {}",
+                p.display(),
+                first_difference(&back, &original)
             );
-            assert_eq!(back, original, "{} via {hub}", p.display());
         }
         seen += 1;
     }

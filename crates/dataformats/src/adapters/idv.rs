@@ -29,7 +29,7 @@ pub(crate) fn open(
         while fields.iter().any(|g| g.name() == f.name()) {
             n += 1;
             let mut md = f.metadata().clone();
-            md.insert("dataformats.name".into(), base.clone());
+            md.insert(crate::typed::NAME_KEY.into(), base.clone());
             f = f.with_name(format!("{base}.{n}")).with_metadata(md);
         }
         fields.push(f);
@@ -353,7 +353,7 @@ impl Dataset for Idv {
 }
 
 /// IDV columns as Arrow: the mapping of `docs/arrow.md`.
-mod typed {
+pub(crate) mod typed {
     use std::collections::HashMap;
     use std::sync::Arc;
 
@@ -367,7 +367,10 @@ mod typed {
 
     use crate::dataset::Error;
     use crate::idv::{Column, ColumnType, ItemType, KeyWidth, Values};
-    use crate::typed::{ANNOTATION_PREFIX, DIM_KEY, EXTENSION_METADATA, EXTENSION_NAME, TYPE_KEY};
+    use crate::typed::{
+        ANNOTATION_PREFIX, ANNOTATION_TYPE_PREFIX, DIM_KEY, EXTENSION_METADATA, EXTENSION_NAME,
+        TYPE_KEY,
+    };
 
     /// Fixed-size vectors longer than this stay sparse (indices + values):
     /// ML.NET's hashed n-gram features declare 2^28 slots and store a few.
@@ -460,18 +463,46 @@ mod typed {
         let ty = c
             .ty()
             .ok_or_else(|| Error::invalid(format!("column {:?} has no type", c.name)))?;
+        let (f, kind) = type_field(&c.name, ty, key_values(c))?;
+        let mut md = f.metadata().clone();
+        for a in &c.annotations {
+            let (Some(v), Some(aty)) = (&a.value, a.codec.ty.as_ref()) else {
+                continue;
+            };
+            md.insert(
+                format!("{ANNOTATION_PREFIX}{}", a.kind),
+                annotation_json(aty, v)?,
+            );
+            md.insert(
+                format!("{ANNOTATION_TYPE_PREFIX}{}", a.kind),
+                aty.to_string(),
+            );
+        }
+        Ok((f.with_metadata(md), kind))
+    }
+
+    /// An annotation's value (one row of its type) as the lossless JSON of
+    /// its typed view.
+    fn annotation_json(ty: &ColumnType, v: &Values) -> Result<String, Error> {
+        let (f, kind) = type_field("annotation", ty, None)?;
+        let a = array(&kind, f.data_type(), v, 0, &crate::core::Limits::default())?;
+        let mut out = String::new();
+        if !a.is_empty() {
+            crate::typed::json_value_exact(a.as_ref(), 0, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// The Arrow field of a column of type `ty` (keys with `kv` as
+    /// dictionary), and how to fill it.
+    pub(crate) fn type_field(
+        name: &str,
+        ty: &ColumnType,
+        kv: Option<Arc<StringArray>>,
+    ) -> Result<(Field, Kind), Error> {
         let item = ty.item();
-        let kv = key_values(c);
         let it = item_type(item, kv.is_some());
         let mut md = HashMap::from([(TYPE_KEY.to_string(), ty.to_string())]);
-        for a in &c.annotations {
-            if let Some(v) = &a.value {
-                md.insert(
-                    format!("{ANNOTATION_PREFIX}{}", a.kind),
-                    crate::idv::render::json_value(v, 0),
-                );
-            }
-        }
         let (dt, kind, nullable) = match ty {
             ColumnType::Scalar(_) => (it, Kind::Scalar(kv), item_nullable(item)),
             ColumnType::Vector { dims, .. } => match ty.vector_size().unwrap_or(0) {
@@ -528,7 +559,7 @@ mod typed {
                 }
             },
         };
-        Ok((Field::new(&c.name, dt, nullable).with_metadata(md), kind))
+        Ok((Field::new(name, dt, nullable).with_metadata(md), kind))
     }
 
     fn floor_div(a: i64, b: i64) -> i64 {

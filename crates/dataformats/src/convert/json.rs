@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(a.data_type(), &dt);
         for (i, t) in texts.iter().enumerate() {
             let mut s = String::new();
-            crate::export::json_value(a.as_ref(), i, &mut s);
+            crate::typed::json_value(a.as_ref(), i, &mut s);
             assert_eq!(&s, t, "value {i} of {dt}");
         }
     }
@@ -494,11 +494,11 @@ mod tests {
             .collect();
         let a = decode(&DataType::Float32, &[Some(&v[0])], None).unwrap();
         let mut s = String::new();
-        crate::export::json_value_exact(a.as_ref(), 0, &mut s);
+        crate::typed::json_value_exact(a.as_ref(), 0, &mut s);
         assert_eq!(s, "\"NaN:0x7fc00001\"");
         let a = decode(&DataType::Float64, &[Some(&v[1])], None).unwrap();
         s.clear();
-        crate::export::json_value_exact(a.as_ref(), 0, &mut s);
+        crate::typed::json_value_exact(a.as_ref(), 0, &mut s);
         assert_eq!(s, "\"NaN:0xfff0000000000001\"");
         round(DataType::Binary, &["\"AAEC\"", "\"\""]);
         let item = Arc::new(Field::new("item", DataType::Float32, false));

@@ -456,7 +456,7 @@ fn stage(
                 }
             }
         }
-        Enc::Nested => crate::export::json_value_exact(c, i, json),
+        Enc::Nested => crate::typed::json_value_exact(c, i, json),
         _ => {}
     }
     Ok(())

@@ -12,8 +12,21 @@
 //! # Ok::<(), dataformats::DatasetError>(())
 //! ```
 
+// Builds without some targets leave some helpers unused.
+#![cfg_attr(
+    not(all(
+        feature = "mldf",
+        feature = "tbl2",
+        feature = "cntk",
+        feature = "export"
+    )),
+    allow(dead_code)
+)]
+
 #[cfg(feature = "cntk")]
 pub mod cntk;
+#[cfg(feature = "idv")]
+pub mod idv;
 #[cfg(feature = "export")]
 mod import;
 pub mod json;
@@ -28,7 +41,6 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use crate::Format;
 use crate::dataset::{BatchStream, Dataset, Error, OpenOptions};
 
 /// What [`convert`] writes.
@@ -41,6 +53,8 @@ pub enum Target {
     Tbl2,
     /// CNTK binary format (`.bin`, `.cbf`).
     Cntk,
+    /// ML.NET binary dataview (`.idv`).
+    Idv,
     /// Apache Parquet (`.parquet`).
     Parquet,
     /// Arrow IPC file (`.arrow`, `.feather`).
@@ -59,6 +73,7 @@ impl Target {
         Target::Mldf,
         Target::Tbl2,
         Target::Cntk,
+        Target::Idv,
         Target::Parquet,
         Target::ArrowFile,
         Target::ArrowStream,
@@ -73,6 +88,7 @@ impl Target {
             "mldf" => Target::Mldf,
             "tbl" => Target::Tbl2,
             "bin" | "cbf" => Target::Cntk,
+            "idv" => Target::Idv,
             "parquet" | "pq" => Target::Parquet,
             "arrow" | "feather" | "ipc" => Target::ArrowFile,
             "arrows" => Target::ArrowStream,
@@ -88,6 +104,7 @@ impl Target {
             Target::Mldf => "mldf",
             Target::Tbl2 => "tbl",
             Target::Cntk => "cntk",
+            Target::Idv => "idv",
             Target::Parquet => "parquet",
             Target::ArrowFile => "arrow",
             Target::ArrowStream => "arrows",
@@ -105,7 +122,7 @@ impl Target {
             Target::ArrowStream => E::ArrowStream,
             Target::Csv => E::Csv,
             Target::JsonLines => E::JsonLines,
-            Target::Mldf | Target::Tbl2 | Target::Cntk => return None,
+            Target::Mldf | Target::Tbl2 | Target::Cntk | Target::Idv => return None,
         })
     }
 }
@@ -137,6 +154,9 @@ pub struct ConvertOptions {
     /// CNTK target settings.
     #[cfg(feature = "cntk")]
     pub cntk: cntk::CntkOptions,
+    /// IDV target settings.
+    #[cfg(feature = "idv")]
+    pub idv: idv::IdvOptions,
 }
 
 impl Default for ConvertOptions {
@@ -155,6 +175,8 @@ impl Default for ConvertOptions {
             tbl2: tbl2::Tbl2Options::default(),
             #[cfg(feature = "cntk")]
             cntk: cntk::CntkOptions::default(),
+            #[cfg(feature = "idv")]
+            idv: idv::IdvOptions::default(),
         }
     }
 }
@@ -172,16 +194,20 @@ pub enum ChangeKind {
     Rounded,
     /// A column the target has no place for was left out.
     Dropped,
+    /// A missing value the target cannot hold was written as the type's
+    /// default.
+    NullFilled,
 }
 
 impl ChangeKind {
-    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`, `dropped`).
+    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`, `dropped`, `null_filled`).
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::SchemaNotCarried => "schema_not_carried",
             ChangeKind::NanPayload => "nan_payload",
             ChangeKind::Rounded => "rounded",
             ChangeKind::Dropped => "dropped",
+            ChangeKind::NullFilled => "null_filled",
         }
     }
 }
@@ -343,7 +369,7 @@ fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Err
     };
     let batch = opts.batch_size.max(1) as u64;
     #[cfg(feature = "mldf")]
-    if d.format() == Format::Mldf {
+    if d.format() == crate::Format::Mldf {
         if let Some((carried, dicts)) = mldf::carried(d.as_ref())? {
             let names: Vec<usize> = match &opts.columns {
                 Some(c) => c
@@ -462,6 +488,8 @@ pub fn write(
         Target::Tbl2 => tbl2::write(stream, output, &opts.tbl2, opts.lossy, report, progress),
         #[cfg(feature = "cntk")]
         Target::Cntk => cntk::write(stream, output, &opts.cntk, opts.lossy, report, progress),
+        #[cfg(feature = "idv")]
+        Target::Idv => idv::write(stream, output, &opts.idv, opts.lossy, report, progress),
         #[cfg(feature = "export")]
         t if t.export().is_some() => {
             let format = t
@@ -478,10 +506,13 @@ pub fn write(
             Ok(())
         }
         #[allow(unreachable_patterns)]
-        t => Err(Error::Unsupported {
-            format: None,
-            message: format!("this build cannot write {}", t.name()),
-        }),
+        t => {
+            let _ = (stream, output, opts, report, progress);
+            Err(Error::Unsupported {
+                format: None,
+                message: format!("this build cannot write {}", t.name()),
+            })
+        }
     }
 }
 
