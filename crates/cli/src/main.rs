@@ -457,6 +457,7 @@ fn library_pair(input: &Path, output: &Path) -> bool {
         (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
         (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
         (Some(_), _, Target::Idv) => true,
+        (Some(f), _, Target::Bloscpack) => !matches!(f, Format::Mldf | Format::Bloscpack),
         _ => false,
     }
 }

@@ -115,6 +115,7 @@ fn own_target(format: &str) -> Option<Target> {
         "tbl2" => Target::Tbl2,
         "cntk" => Target::Cntk,
         "idv" => Target::Idv,
+        "bloscpack" => Target::Bloscpack,
         _ => return None,
     })
 }

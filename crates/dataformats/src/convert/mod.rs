@@ -23,6 +23,8 @@
     allow(dead_code)
 )]
 
+#[cfg(feature = "bloscpack")]
+pub mod bloscpack;
 #[cfg(feature = "cntk")]
 pub mod cntk;
 #[cfg(feature = "idv")]
@@ -55,6 +57,8 @@ pub enum Target {
     Cntk,
     /// ML.NET binary dataview (`.idv`).
     Idv,
+    /// A Bloscpack file holding a numpy array (`.blp`).
+    Bloscpack,
     /// Apache Parquet (`.parquet`).
     Parquet,
     /// Arrow IPC file (`.arrow`, `.feather`).
@@ -74,6 +78,7 @@ impl Target {
         Target::Tbl2,
         Target::Cntk,
         Target::Idv,
+        Target::Bloscpack,
         Target::Parquet,
         Target::ArrowFile,
         Target::ArrowStream,
@@ -89,6 +94,7 @@ impl Target {
             "tbl" => Target::Tbl2,
             "bin" | "cbf" => Target::Cntk,
             "idv" => Target::Idv,
+            "blp" => Target::Bloscpack,
             "parquet" | "pq" => Target::Parquet,
             "arrow" | "feather" | "ipc" => Target::ArrowFile,
             "arrows" => Target::ArrowStream,
@@ -105,6 +111,7 @@ impl Target {
             Target::Tbl2 => "tbl",
             Target::Cntk => "cntk",
             Target::Idv => "idv",
+            Target::Bloscpack => "blp",
             Target::Parquet => "parquet",
             Target::ArrowFile => "arrow",
             Target::ArrowStream => "arrows",
@@ -122,7 +129,9 @@ impl Target {
             Target::ArrowStream => E::ArrowStream,
             Target::Csv => E::Csv,
             Target::JsonLines => E::JsonLines,
-            Target::Mldf | Target::Tbl2 | Target::Cntk | Target::Idv => return None,
+            Target::Mldf | Target::Tbl2 | Target::Cntk | Target::Idv | Target::Bloscpack => {
+                return None;
+            }
         })
     }
 }
@@ -157,6 +166,9 @@ pub struct ConvertOptions {
     /// IDV target settings.
     #[cfg(feature = "idv")]
     pub idv: idv::IdvOptions,
+    /// Bloscpack target settings.
+    #[cfg(feature = "bloscpack")]
+    pub bloscpack: bloscpack::BloscpackOptions,
 }
 
 impl Default for ConvertOptions {
@@ -177,6 +189,8 @@ impl Default for ConvertOptions {
             cntk: cntk::CntkOptions::default(),
             #[cfg(feature = "idv")]
             idv: idv::IdvOptions::default(),
+            #[cfg(feature = "bloscpack")]
+            bloscpack: bloscpack::BloscpackOptions::default(),
         }
     }
 }
@@ -490,6 +504,15 @@ pub fn write(
         Target::Cntk => cntk::write(stream, output, &opts.cntk, opts.lossy, report, progress),
         #[cfg(feature = "idv")]
         Target::Idv => idv::write(stream, output, &opts.idv, opts.lossy, report, progress),
+        #[cfg(feature = "bloscpack")]
+        Target::Bloscpack => bloscpack::write(
+            stream,
+            output,
+            &opts.bloscpack,
+            opts.lossy,
+            report,
+            progress,
+        ),
         #[cfg(feature = "export")]
         t if t.export().is_some() => {
             let format = t

@@ -1,0 +1,425 @@
+//! Typed batches into a Bloscpack file holding a numpy array.
+//!
+//! One column gives an array of shape `[records, ...]` of its element
+//! type; several give a 1-d array of records (a numpy structured dtype,
+//! one named field per column). A field whose `dataformats.type` is a numpy
+//! dtype string (`<f8`, `>i4`, `|S10`, `<U5`, `<M8[us]`, ...) and whose
+//! Arrow type is the one the Bloscpack view gives it is written as that
+//! dtype (big-endian stays big-endian); other fields take the dtype of
+//! their Arrow type (numbers, booleans, timestamps and durations, fixed-size
+//! lists of those as subarrays, FixedSizeBinary as `V<n>`). A raw file's
+//! view (one `chunk` of bytes per record) gives the same payload back.
+//! numpy has no missing values: a null (other than NaT in a datetime
+//! column) is refused, or with `lossy` written as zero and reported.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{DataType, Field, TimeUnit};
+
+use super::{ChangeKind, Report, all_bytes};
+use crate::bloscpack::dtype::{ByteOrder, Dtype, Field as NpField, Scalar};
+use crate::bloscpack::{NumpyMeta, Order, WriteOptions, Writer};
+use crate::dataset::{BatchStream, Error};
+
+/// Bloscpack target settings: the writer's (codec, level, shuffle, chunk
+/// size, checksum, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BloscpackOptions {
+    /// The Bloscpack writer's settings.
+    pub write: WriteOptions,
+}
+
+fn data_err(message: String) -> Error {
+    Error::Data {
+        format: Some(crate::Format::Bloscpack),
+        message,
+    }
+}
+
+fn unit_str(u: &TimeUnit) -> &'static str {
+    match u {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    }
+}
+
+/// numpy's typestr of an Arrow element type.
+fn typestr(dt: &DataType) -> Option<String> {
+    Some(match dt {
+        DataType::Boolean => "|b1".into(),
+        DataType::Int8 => "|i1".into(),
+        DataType::UInt8 => "|u1".into(),
+        DataType::Int16 => "<i2".into(),
+        DataType::UInt16 => "<u2".into(),
+        DataType::Int32 => "<i4".into(),
+        DataType::UInt32 => "<u4".into(),
+        DataType::Int64 => "<i8".into(),
+        DataType::UInt64 => "<u8".into(),
+        DataType::Float16 => "<f2".into(),
+        DataType::Float32 => "<f4".into(),
+        DataType::Float64 => "<f8".into(),
+        DataType::Timestamp(u, None) => format!("<M8[{}]", unit_str(u)),
+        DataType::Duration(u) => format!("<m8[{}]", unit_str(u)),
+        DataType::FixedSizeBinary(n) if *n > 0 => format!("|V{n}"),
+        _ => return None,
+    })
+}
+
+/// One column as a numpy field: its dtype and the shape of one value.
+#[derive(Debug, Clone)]
+struct Col {
+    name: String,
+    dtype: Dtype,
+    shape: Vec<u64>,
+}
+
+impl Col {
+    fn scalar(&self) -> Option<&Scalar> {
+        self.dtype.as_scalar()
+    }
+    /// Elements per value.
+    fn count(&self) -> usize {
+        self.shape.iter().product::<u64>() as usize
+    }
+}
+
+/// The tensor shape of a field (fixed-size lists), `[]` for a scalar.
+fn shape_of(f: &Field) -> Option<(Vec<u64>, DataType)> {
+    match f.data_type() {
+        DataType::FixedSizeList(item, n) => {
+            let ext = f
+                .metadata()
+                .get(crate::typed::EXTENSION_METADATA)
+                .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+                .and_then(|v| {
+                    v.get("shape")?
+                        .as_array()?
+                        .iter()
+                        .map(serde_json::Value::as_u64)
+                        .collect::<Option<Vec<u64>>>()
+                })
+                .filter(|s| s.iter().product::<u64>() == *n as u64);
+            Some((
+                ext.unwrap_or_else(|| vec![*n as u64]),
+                item.data_type().clone(),
+            ))
+        }
+        dt => Some((vec![], dt.clone())),
+    }
+}
+
+fn plan(f: &Field) -> Option<Col> {
+    let (shape, elem) = shape_of(f)?;
+    // The field's own numpy type, when the view of it is this Arrow type.
+    if let Some(ts) = f.metadata().get(crate::typed::TYPE_KEY) {
+        let dtype = if ts.starts_with('[') || ts.starts_with('\'') {
+            Dtype::parse_python_literal(ts).ok()
+        } else {
+            Scalar::parse_typestr(ts).ok().map(Dtype::Scalar)
+        };
+        if let Some(dtype) = dtype {
+            // A complex scalar is itself a fixed-size list of two floats.
+            for shape in [shape.clone(), vec![]] {
+                let Ok(cols) = crate::adapters::numpy::columns(&dtype, &shape, f.name()) else {
+                    continue;
+                };
+                if let [c] = cols.as_slice() {
+                    if crate::adapters::numpy::field(c)
+                        .ok()
+                        .as_ref()
+                        .map(Field::data_type)
+                        == Some(f.data_type())
+                    {
+                        return Some(Col {
+                            name: f.name().clone(),
+                            dtype,
+                            shape,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let ts = typestr(&elem)?;
+    Some(Col {
+        name: f.name().clone(),
+        dtype: Dtype::Scalar(Scalar::parse_typestr(&ts).ok()?),
+        shape,
+    })
+}
+
+/// Appends `count` elements starting at `start` of the leaf array `a` as
+/// numpy elements of `s` (`itemsize` bytes each).
+fn put(
+    a: &dyn Array,
+    start: usize,
+    count: usize,
+    s: Option<&Scalar>,
+    itemsize: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let big = s.is_some_and(|s| s.order == ByteOrder::Big);
+    let at = out.len();
+    match a.data_type() {
+        DataType::Boolean => {
+            let b = a.as_boolean();
+            out.extend((start..start + count).map(|j| u8::from(b.value(j))));
+        }
+        DataType::Timestamp(..) | DataType::Duration(_) => {
+            for j in start..start + count {
+                let x = if a.is_null(j) {
+                    i64::MIN
+                } else {
+                    crate::typed::time_count(a, j).unwrap_or(i64::MIN)
+                };
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        DataType::Binary => {
+            let b = a.as_binary::<i32>();
+            for j in start..start + count {
+                let v = b.value(j);
+                if v.len() > itemsize {
+                    return Err(format!("{} bytes do not fit S{itemsize}", v.len()));
+                }
+                out.extend_from_slice(v);
+                out.resize(out.len() + itemsize - v.len(), 0);
+            }
+            return Ok(());
+        }
+        DataType::Utf8 => {
+            let t = a.as_string::<i32>();
+            for j in start..start + count {
+                let v = t.value(j);
+                let chars = v.chars().count();
+                if chars * 4 > itemsize {
+                    return Err(format!("{chars} characters do not fit U{}", itemsize / 4));
+                }
+                for c in v.chars() {
+                    let u = c as u32;
+                    out.extend_from_slice(&if big {
+                        u.to_be_bytes()
+                    } else {
+                        u.to_le_bytes()
+                    });
+                }
+                out.resize(out.len() + itemsize - chars * 4, 0);
+            }
+            return Ok(());
+        }
+        DataType::FixedSizeBinary(w) => {
+            let b = a.as_fixed_size_binary();
+            if *w as usize != itemsize {
+                return Err(format!("{w} bytes per value, the dtype has {itemsize}"));
+            }
+            for j in start..start + count {
+                out.extend_from_slice(b.value(j));
+            }
+            return Ok(());
+        }
+        DataType::FixedSizeList(_, 2) => {
+            // Complex numbers: (real, imaginary) pairs.
+            let l = a.as_fixed_size_list();
+            return put(
+                l.values().as_ref(),
+                start * 2,
+                count * 2,
+                s,
+                itemsize / 2,
+                out,
+            );
+        }
+        _ => {
+            let w = crate::typed::fixed_width(a.data_type()).ok_or("not a numpy element type")?;
+            if w != itemsize {
+                return Err(format!("{w}-byte values for a {itemsize}-byte dtype"));
+            }
+            let all = all_bytes(a);
+            out.extend_from_slice(
+                all.get(start * w..(start + count) * w)
+                    .ok_or("out of range")?,
+            );
+        }
+    }
+    if big {
+        let w = itemsize.max(1);
+        for c in out.get_mut(at..).unwrap_or_default().chunks_exact_mut(w) {
+            c.reverse();
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of record `i` of column `c` (`a` its array).
+fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), String> {
+    let itemsize = c.dtype.itemsize();
+    let n = c.count();
+    match a.data_type() {
+        DataType::FixedSizeList(..) if !c.shape.is_empty() => {
+            let l = a.as_fixed_size_list();
+            let v = l.values();
+            let start = i * n;
+            put(v.as_ref(), start, n, c.scalar(), itemsize, out)
+        }
+        _ => put(a, i, 1, c.scalar(), itemsize, out),
+    }
+}
+
+/// Whether record `i` of `a` is null where numpy cannot say so (NaT can).
+fn unholdable_null(a: &dyn Array, i: usize) -> bool {
+    a.is_null(i)
+        && !matches!(
+            a.data_type(),
+            DataType::Timestamp(..) | DataType::Duration(_)
+        )
+}
+
+/// Writes every batch of `input` to the Bloscpack file `output`.
+pub(crate) fn write(
+    input: &mut dyn BatchStream,
+    output: &std::path::Path,
+    opts: &BloscpackOptions,
+    lossy: bool,
+    report: &mut Report,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Error> {
+    let schema = input.schema();
+    let raw = schema.fields().len() == 1
+        && schema.field(0).name() == "chunk"
+        && schema.field(0).data_type() == &DataType::Binary;
+    let mut cols = Vec::new();
+    let mut idx = Vec::new();
+    if !raw {
+        for (k, f) in schema.fields().iter().enumerate() {
+            match plan(f) {
+                Some(c) => {
+                    cols.push(c);
+                    idx.push(k);
+                }
+                None => report.change(
+                    ChangeKind::Dropped,
+                    f.name(),
+                    0,
+                    "numpy has no dtype for this column",
+                ),
+            }
+        }
+        report.check(lossy)?;
+        if cols.is_empty() {
+            return Err(Error::invalid("no column can become a numpy array"));
+        }
+    }
+    // The payload goes to a spool beside the output first: Bloscpack
+    // declares its size (and so its chunk count) in the header.
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let io = |e: std::io::Error| Error::Io {
+        path: output.display().to_string(),
+        source: e,
+    };
+    let mut spool = tempfile::tempfile_in(dir).map_err(io)?;
+    let mut out = std::io::BufWriter::new(&mut spool);
+    let mut written = 0u64;
+    let mut chunk_len: Option<usize> = None;
+    let mut buf = Vec::new();
+    let mut filled: Option<(u64, u64, String)> = None;
+    while let Some(b) = input.next_batch() {
+        let b: RecordBatch = b?;
+        for i in 0..b.num_rows() {
+            let record = written + i as u64;
+            buf.clear();
+            if raw {
+                let v = b.column(0).as_binary::<i32>().value(i);
+                chunk_len.get_or_insert(v.len());
+                buf.extend_from_slice(v);
+            } else {
+                for (c, &k) in cols.iter().zip(&idx) {
+                    let a = b.column(k);
+                    if unholdable_null(a.as_ref(), i) {
+                        if !lossy {
+                            return Err(data_err(format!(
+                                "record {record}, column {:?}: a missing value (numpy has none); \
+                                 pass --lossy to write zero",
+                                c.name
+                            )));
+                        }
+                        let f = filled.get_or_insert((record, 0, c.name.clone()));
+                        f.1 += 1;
+                    }
+                    value(a.as_ref(), i, c, &mut buf).map_err(|m| {
+                        data_err(format!("record {record}, column {:?}: {m}", c.name))
+                    })?;
+                }
+            }
+            out.write_all(&buf).map_err(io)?;
+        }
+        written += b.num_rows() as u64;
+        progress(written);
+    }
+    out.flush().map_err(io)?;
+    drop(out);
+    if let Some((first, count, field)) = filled {
+        report.change(
+            ChangeKind::NullFilled,
+            &field,
+            first,
+            "a missing value written as zero",
+        );
+        if let Some(c) = report.changes.last_mut() {
+            c.count = count;
+        }
+    }
+    let total = spool.stream_position().map_err(io)?;
+    let mut wopts = opts.write;
+    let meta = if raw {
+        if let Some(n) = chunk_len.filter(|&n| n > 0) {
+            wopts.chunk_size = n;
+        }
+        None
+    } else {
+        let dtype = match cols.as_slice() {
+            [c] => c.dtype.clone(),
+            _ => Dtype::Record(
+                cols.iter()
+                    .map(|c| NpField {
+                        name: c.name.clone(),
+                        dtype: c.dtype.clone(),
+                        shape: c.shape.clone(),
+                    })
+                    .collect(),
+            ),
+        };
+        let mut shape = vec![written];
+        if let [c] = cols.as_slice() {
+            shape.extend(&c.shape);
+        }
+        Some(
+            NumpyMeta {
+                dtype,
+                shape,
+                order: Order::C,
+            }
+            .to_value(),
+        )
+    };
+    let mut w = Writer::create(output, total, meta.as_ref(), &wopts).map_err(Error::Bloscpack)?;
+    spool.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut piece = vec![0u8; 1 << 20];
+    loop {
+        let n = spool.read(&mut piece).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        w.write_payload(piece.get(..n).unwrap_or_default())
+            .map_err(Error::Bloscpack)?;
+    }
+    w.finish().map_err(Error::Bloscpack)?;
+    report.records = written;
+    Ok(())
+}
