@@ -457,6 +457,13 @@ fn library_pair(input: &Path, output: &Path) -> bool {
         (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
         (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
         (Some(_), _, Target::Idv) => true,
+        // The common view's formats keep their whole typed schema in MLDF.
+        (Some(f), _, Target::Mldf) => {
+            matches!(
+                f,
+                Format::Idv | Format::Bloscpack | Format::Blz | Format::Ffcv
+            )
+        }
         (Some(f), _, Target::Bloscpack) => !matches!(f, Format::Mldf | Format::Bloscpack),
         _ => false,
     }

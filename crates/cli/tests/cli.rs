@@ -832,37 +832,35 @@ fn any_format_to_jsonl_and_mldf_through_the_common_view() {
         "v:R4:2-3",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // Booleans cannot stay booleans in MLDF: refused without --lossy.
+    // Every IDV type has an exact MLDF field: booleans stay booleans
+    // (NDARRAY<bool>[]), no --lossy needed, and the IDV types travel along.
     let m = dir.join("d.mldf");
-    let refused = run(&["convert", idv.to_str().unwrap(), m.to_str().unwrap()]);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        text(&refused.stderr).contains("booleans become integers")
-            && text(&refused.stderr).contains("--lossy")
-    );
-    assert!(!m.exists());
-    let ok = run(&[
-        "convert",
-        idv.to_str().unwrap(),
-        m.to_str().unwrap(),
-        "--lossy",
-    ]);
+    let ok = run(&["convert", idv.to_str().unwrap(), m.to_str().unwrap()]);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
     assert!(run(&["validate", m.to_str().unwrap()]).status.success());
     let i: serde_json::Value =
         serde_json::from_slice(&run(&["--json", "inspect", m.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(i["fields"][0]["type"], "NDARRAY");
+    assert_eq!(
+        i["fields"][0]["arguments"],
+        serde_json::json!({"dtype": "bool", "shape": []})
+    );
     assert_eq!(i["fields"][2]["type"], "NDARRAY");
     assert_eq!(
         i["fields"][2]["arguments"],
         serde_json::json!({"dtype": "float32", "shape": [2]})
     );
-    let rows: Vec<serde_json::Value> = text(&run(&["dump", m.to_str().unwrap()]).stdout)
+    // The typed view of the MLDF file is the IDV file's.
+    let schema = |p: &std::path::Path| run(&["schema", "--json", p.to_str().unwrap()]).stdout;
+    assert_eq!(schema(&m), schema(&idv));
+    let rows: Vec<serde_json::Value> = text(&run(&["head", m.to_str().unwrap(), "-n", "5"]).stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(rows[1]["n"], -7);
-    assert_eq!(rows[0]["ok"], 1);
-    assert_eq!(rows[0]["v"]["values"], serde_json::json!([0.5, 1.5]));
+    assert_eq!(rows[0]["ok"], true);
+    assert_eq!(rows[1]["ok"], false);
+    assert_eq!(rows[0]["v"], serde_json::json!([0.5, 1.5]));
     // Any format to JSON lines.
     let j = dir.join("d.jsonl");
     assert!(

@@ -17,17 +17,25 @@ pub(crate) fn open(
         .map(arrow_field)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.in_format(Format::Mldf))?;
-    Ok(Box::new(Mldf(
-        r,
-        std::sync::Arc::new(arrow_schema::Schema::new(fields)),
-        opts.limits,
-    )))
+    let own = arrow_schema::Schema::new(fields);
+    // A file written by a conversion carries the schema it came from.
+    let restore = crate::convert::mldf::Restorer::from_file(&r, &own)
+        .map_err(|e| e.in_format(Format::Mldf))?;
+    let schema = match &restore {
+        Some(x) => x.schema(),
+        None => std::sync::Arc::new(own),
+    };
+    Ok(Box::new(Mldf(r, schema, opts.limits, restore)))
 }
 
+/// An MLDF file: its reader, its typed schema (the carried one when the
+/// file has [`SCHEMA_FIELD`](crate::convert::mldf::SCHEMA_FIELD)), limits,
+/// and how to restore the carried types.
 struct Mldf(
     crate::mldf::Reader,
     arrow_schema::SchemaRef,
     crate::core::Limits,
+    Option<crate::convert::mldf::Restorer>,
 );
 
 /// The format's own name of a field type, with its arguments.
@@ -134,6 +142,9 @@ impl Dataset for Mldf {
     }
     fn columns(&self) -> Vec<Column> {
         use crate::mldf::FieldType as T;
+        if self.3.is_some() {
+            return crate::dataset::columns_from_schema(&self.1);
+        }
         self.0
             .fields()
             .iter()
@@ -153,6 +164,9 @@ impl Dataset for Mldf {
     }
     fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
         use crate::mldf::{FieldType as T, Value as M};
+        if self.3.is_some() {
+            return crate::dataset::record_from_arrays(self, i);
+        }
         let mut out = Vec::new();
         for (j, f) in self.0.fields().iter().enumerate() {
             let v = self.0.value(i, j).map_err(fe(Format::Mldf))?;
@@ -204,11 +218,22 @@ impl Dataset for Mldf {
                     format!("no column {j}"),
                 ));
             };
-            let a =
-                column(&self.0, j, &f.ty, af.data_type(), start..end, &self.2).map_err(|e| {
-                    e.in_format(Format::Mldf)
-                        .context(&format!("field {:?}", f.name))
-                })?;
+            let context = |e: Error| {
+                e.in_format(Format::Mldf)
+                    .context(&format!("field {:?}", f.name))
+            };
+            let a = match &self.3 {
+                Some(x) => {
+                    let own = x
+                        .own_type(j)
+                        .ok_or_else(|| Error::invalid("no such field"))?;
+                    let raw =
+                        column(&self.0, j, &f.ty, own, start..end, &self.2).map_err(context)?;
+                    x.restore(j, &raw).map_err(context)?
+                }
+                None => column(&self.0, j, &f.ty, af.data_type(), start..end, &self.2)
+                    .map_err(context)?,
+            };
             out.push(a);
         }
         Ok(out)

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{Change, ChangeKind, Report, all_bytes, value_bytes};
@@ -533,76 +533,61 @@ fn tokens_of(c: &dyn Array, i: usize) -> Option<&[i32]> {
     ids.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?)
 }
 
-/// Batches of an MLDF dataset that carries a schema, restored to it.
-pub(crate) struct Restore<S> {
-    inner: S,
+/// How the fields of an MLDF file that carries a schema become that
+/// schema's types again.
+pub(crate) struct Restorer {
     schema: SchemaRef,
+    /// The MLDF view's own type of each field.
+    own: Vec<DataType>,
     plans: Vec<Enc>,
     dicts: Vec<Option<StringArray>>,
 }
 
-/// The carried schema of an MLDF dataset, when it has one: the schema, and
-/// each field's dictionary entries.
-/// The entries of each field's dictionary, by field name.
-pub(crate) type Dictionaries = serde_json::Map<String, serde_json::Value>;
-
-pub(crate) fn carried(d: &dyn crate::Dataset) -> Result<Option<(Schema, Dictionaries)>, Error> {
-    let schema = d.schema();
-    let Some((k, f)) = schema.column_with_name(SCHEMA_FIELD) else {
-        return Ok(None);
-    };
-    if k + 1 != schema.fields().len() || f.data_type() != &DataType::Utf8 || d.is_empty() {
-        return Ok(None);
-    }
-    let a = d.read_arrays(&[k], 0..1)?;
-    let Some(s) = a
-        .first()
-        .and_then(|a| a.as_string_opt::<i32>())
-        .filter(|s| s.is_valid(0))
-    else {
-        return Ok(None);
-    };
-    let bad = |m: String| Error::Data {
-        format: Some(crate::Format::Mldf),
-        message: format!("record 0, field {SCHEMA_FIELD:?}: {m}"),
-    };
-    let v: serde_json::Value = serde_json::from_str(s.value(0)).map_err(|e| bad(e.to_string()))?;
-    let schema: Schema = serde_json::from_value(v.get("arrow_schema").cloned().unwrap_or_default())
-        .map_err(|e| bad(format!("not an Arrow schema: {e}")))?;
-    let dicts = v
-        .get("dictionaries")
-        .and_then(|d| d.as_object())
-        .cloned()
-        .unwrap_or_default();
-    Ok(Some((schema, dicts)))
-}
-
-impl<S: BatchStream> Restore<S> {
-    /// Wraps `inner` (the MLDF view of `columns`, the carrier left out) so
-    /// that its batches have the carried `schema` projected to `columns`.
-    pub(crate) fn new(
-        inner: S,
-        mldf: &Schema,
-        carried: &Schema,
-        dicts: &serde_json::Map<String, serde_json::Value>,
-        columns: &[usize],
-    ) -> Result<Self, Error> {
+impl Restorer {
+    /// The restorer of `r` (whose own typed schema is `own`), when its last
+    /// field is [`SCHEMA_FIELD`] with a value in record 0.
+    pub(crate) fn from_file(
+        r: &crate::mldf::Reader,
+        own: &Schema,
+    ) -> Result<Option<Restorer>, Error> {
+        let n = own.fields().len();
+        let Some(last) = own.fields().last() else {
+            return Ok(None);
+        };
+        if last.name() != SCHEMA_FIELD
+            || last.data_type() != &DataType::Utf8
+            || r.num_samples() == 0
+        {
+            return Ok(None);
+        }
         let bad = |m: String| Error::Data {
             format: Some(crate::Format::Mldf),
-            message: format!("field {SCHEMA_FIELD:?}: {m}"),
+            message: format!("field {SCHEMA_FIELD:?} (record 0): {m}"),
         };
-        if carried.fields().len() + 1 != mldf.fields().len() {
+        let text = match r.value(0, n - 1).map_err(Error::Mldf)? {
+            crate::mldf::Value::Json(t) => t.into_owned(),
+            crate::mldf::Value::Missing => return Ok(None),
+            _ => return Err(bad("not JSON".into())),
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let carried: Schema =
+            serde_json::from_value(v.get("arrow_schema").cloned().unwrap_or_default())
+                .map_err(|e| bad(format!("not an Arrow schema: {e}")))?;
+        let dicts = v
+            .get("dictionaries")
+            .and_then(|d| d.as_object())
+            .cloned()
+            .unwrap_or_default();
+        if carried.fields().len() + 1 != n {
             return Err(bad(format!(
                 "the carried schema has {} fields, the file {}",
                 carried.fields().len(),
-                mldf.fields().len() - 1
+                n - 1
             )));
         }
-        let mut plans = Vec::new();
-        let mut out = Vec::new();
-        let mut dd = Vec::new();
-        for &k in columns {
-            let (f, m) = (carried.field(k), mldf.field(k));
+        let mut plans = Vec::with_capacity(n);
+        let mut dd = Vec::with_capacity(n);
+        for (f, m) in carried.fields().iter().zip(own.fields()) {
             if !super::json::supported(f.data_type())
                 && !matches!(plan(f), Enc::Image(_) | Enc::Audio(_))
             {
@@ -638,36 +623,35 @@ impl<S: BatchStream> Restore<S> {
                 )
             }));
             plans.push(enc);
-            out.push(f.clone());
         }
-        Ok(Restore {
-            inner,
-            schema: Arc::new(Schema::new_with_metadata(out, carried.metadata().clone())),
+        Ok(Some(Restorer {
+            schema: Arc::new(carried),
+            own: own.fields().iter().map(|f| f.data_type().clone()).collect(),
             plans,
             dicts: dd,
-        })
+        }))
     }
 
-    fn restore(&self, b: RecordBatch) -> Result<RecordBatch, Error> {
-        let mut cols = Vec::with_capacity(b.num_columns());
-        let parts = b
-            .columns()
-            .iter()
-            .zip(self.schema.fields())
-            .zip(self.plans.iter().zip(&self.dicts));
-        for ((c, f), (plan, dict)) in parts {
-            let bad = |m: String| Error::Data {
-                format: Some(crate::Format::Mldf),
-                message: format!("field {:?}: {m}", f.name()),
-            };
-            cols.push(restore_column(plan, f, c, dict.as_ref()).map_err(bad)?);
-        }
-        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            cols,
-            &opts,
-        )?)
+    /// The carried schema.
+    pub(crate) fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// The MLDF view's own type of field `j`.
+    pub(crate) fn own_type(&self, j: usize) -> Option<&DataType> {
+        self.own.get(j)
+    }
+
+    /// Field `j` (read with its own MLDF type) as its carried type.
+    pub(crate) fn restore(&self, j: usize, raw: &ArrayRef) -> Result<ArrayRef, Error> {
+        let (Some(plan), Some(dict)) = (self.plans.get(j), self.dicts.get(j)) else {
+            return Err(Error::invalid(format!("no field {j}")));
+        };
+        let f = self.schema.field(j);
+        restore_column(plan, f, raw, dict.as_ref()).map_err(|m| Error::Data {
+            format: Some(crate::Format::Mldf),
+            message: m,
+        })
     }
 }
 
@@ -785,15 +769,5 @@ fn restore_column(
             super::json::decode(dt, &refs, dict)
                 .map_err(|e| format!("record {}: {}", e.at, e.message))
         }
-    }
-}
-
-impl<S: BatchStream> BatchStream for Restore<S> {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-        let b = self.inner.next_batch()?;
-        Some(b.and_then(|b| self.restore(b)))
     }
 }

@@ -382,42 +382,6 @@ fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Err
         None => end,
     };
     let batch = opts.batch_size.max(1) as u64;
-    #[cfg(feature = "mldf")]
-    if d.format() == crate::Format::Mldf {
-        if let Some((carried, dicts)) = mldf::carried(d.as_ref())? {
-            let names: Vec<usize> = match &opts.columns {
-                Some(c) => c
-                    .iter()
-                    .map(|n| {
-                        carried.index_of(n).map_err(|_| {
-                            Error::invalid(format!(
-                                "no column {n:?} (the columns are {:?})",
-                                names(&carried)
-                            ))
-                        })
-                    })
-                    .collect::<Result<_, _>>()?,
-                None => (0..carried.fields().len()).collect(),
-            };
-            let mldf_schema = d.schema();
-            let schema = Arc::new(mldf_schema.project(&names)?);
-            let inner = Owned {
-                d,
-                columns: names.clone(),
-                schema,
-                next: start,
-                end,
-                batch,
-                failed: false,
-            };
-            let r = mldf::Restore::new(inner, &mldf_schema, &carried, &dicts, &names)?;
-            return Ok(Input {
-                from,
-                records: end - start,
-                stream: Box::new(r),
-            });
-        }
-    }
     let columns = d.column_indices(opts.columns.as_deref())?;
     let schema = Arc::new(d.schema().project(&columns)?);
     Ok(Input {
@@ -433,10 +397,6 @@ fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Err
             failed: false,
         }),
     })
-}
-
-fn names(s: &arrow_schema::Schema) -> Vec<&str> {
-    s.fields().iter().map(|f| f.name().as_str()).collect()
 }
 
 /// Converts `input` to `output` (the target from `opts.to` or the output's
