@@ -20,7 +20,7 @@ use crate::dtype::{Dtype, Field, Scalar};
 use crate::error::{Error, ErrorKind, Result};
 
 pub use crate::blz_write::{
-    ArrayOptions, CArrayWriter, ColumnData, create_array, create_table, python_json,
+    ArrayOptions, CArrayWriter, ColumnData, TableWriter, create_array, create_table, python_json,
     storage_dtype_string,
 };
 

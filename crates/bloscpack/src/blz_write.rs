@@ -603,6 +603,134 @@ impl CArray {
     }
 }
 
+/// A streaming writer for a new table directory: one [`CArrayWriter`] per
+/// column inside a temporary directory that [`TableWriter::finish`] renames
+/// into place (with `__rootdirs__` and `__attrs__`). Memory holds at most
+/// one chunk per column.
+#[derive(Debug)]
+pub struct TableWriter {
+    target: PathBuf,
+    temp: Option<PathBuf>,
+    names: Vec<String>,
+    columns: Vec<CArrayWriter>,
+    attrs: Value,
+    layout: Layout,
+}
+
+impl TableWriter {
+    /// Starts a table at `root` (which must not exist) with `columns`:
+    /// name, dtype and trailing dimensions each.
+    pub fn create(
+        root: impl AsRef<Path>,
+        columns: &[(&str, &Dtype, &[u64])],
+        attrs: &Value,
+        opts: &ArrayOptions,
+    ) -> Result<Self> {
+        let target = root.as_ref().to_path_buf();
+        if target.exists() {
+            return Err(
+                Error::new(ErrorKind::InvalidArgument, "target already exists").in_file(&target),
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (name, _, _) in columns {
+            if name.is_empty()
+                || name.contains(['/', '\\'])
+                || name.starts_with('.')
+                || !seen.insert(*name)
+            {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("column name {name:?} cannot be a directory name (or is repeated)"),
+                ));
+            }
+        }
+        let temp = temp_dir_beside(&target)?;
+        let mut w = TableWriter {
+            target,
+            temp: Some(temp.clone()),
+            names: columns.iter().map(|(n, _, _)| (*n).to_string()).collect(),
+            columns: Vec::new(),
+            attrs: attrs.clone(),
+            layout: opts.layout,
+        };
+        for (name, dtype, trailing) in columns {
+            w.columns.push(CArrayWriter::create(
+                temp.join(name),
+                dtype,
+                trailing,
+                opts,
+            )?);
+        }
+        Ok(w)
+    }
+
+    /// Adds rows: each column's bytes (whole atoms), in column order, all
+    /// for the same number of rows.
+    pub fn append(&mut self, columns: &[&[u8]]) -> Result<()> {
+        if columns.len() != self.columns.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} column(s) given, the table has {}",
+                    columns.len(),
+                    self.columns.len()
+                ),
+            ));
+        }
+        let rows: Vec<u64> = self
+            .columns
+            .iter()
+            .zip(columns)
+            .map(|(w, d)| d.len() as u64 / w.atomsize)
+            .collect();
+        if rows.windows(2).any(|w| w.first() != w.last()) {
+            return Err(Error::new(
+                ErrorKind::SizeMismatch,
+                format!("columns of different lengths: {rows:?} rows"),
+            ));
+        }
+        for (w, d) in self.columns.iter_mut().zip(columns) {
+            w.write(d)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes every column, writes `__rootdirs__` and `__attrs__`, and
+    /// renames the table into place.
+    pub fn finish(mut self) -> Result<CTable> {
+        let temp = self
+            .temp
+            .clone()
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "writer already finished"))?;
+        for w in std::mem::take(&mut self.columns) {
+            w.finish()?;
+        }
+        let rootdirs = match self.layout {
+            Layout::Bcolz => json!({"names": self.names}),
+            Layout::Blz06 => {
+                let dirs: Map<String, Value> =
+                    self.names.iter().map(|n| (n.clone(), json!(n))).collect();
+                json!({"names": self.names, "dirs": dirs})
+            }
+        };
+        write_json(&temp.join("__rootdirs__"), &rootdirs)?;
+        write_json(&temp.join("__attrs__"), &self.attrs)?;
+        std::fs::rename(&temp, &self.target).map_err(|e| Error::from(e).in_file(&self.target))?;
+        self.temp = None;
+        CTable::open(&self.target)
+    }
+}
+
+impl Drop for TableWriter {
+    fn drop(&mut self) {
+        self.columns.clear();
+        if let Some(t) = self.temp.take() {
+            let _ = std::fs::remove_dir_all(t);
+        }
+    }
+}
+
 /// One column of a new table: name, dtype, trailing dimensions, and its
 /// data (a whole number of atoms).
 #[derive(Debug, Clone, Copy)]

@@ -465,6 +465,7 @@ fn library_pair(input: &Path, output: &Path) -> bool {
             )
         }
         (Some(f), _, Target::Bloscpack) => !matches!(f, Format::Mldf | Format::Bloscpack),
+        (Some(f), _, Target::Blz) => f != Format::Mldf,
         _ => false,
     }
 }

@@ -71,10 +71,10 @@ fn typestr(dt: &DataType) -> Option<String> {
 
 /// One column as a numpy field: its dtype and the shape of one value.
 #[derive(Debug, Clone)]
-struct Col {
-    name: String,
-    dtype: Dtype,
-    shape: Vec<u64>,
+pub(crate) struct Col {
+    pub(crate) name: String,
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<u64>,
 }
 
 impl Col {
@@ -112,7 +112,7 @@ fn shape_of(f: &Field) -> Option<(Vec<u64>, DataType)> {
     }
 }
 
-fn plan(f: &Field) -> Option<Col> {
+pub(crate) fn plan(f: &Field) -> Option<Col> {
     let (shape, elem) = shape_of(f)?;
     // The field's own numpy type, when the view of it is this Arrow type.
     if let Some(ts) = f.metadata().get(crate::typed::TYPE_KEY) {
@@ -255,7 +255,7 @@ fn put(
 }
 
 /// The bytes of record `i` of column `c` (`a` its array).
-fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), String> {
     let itemsize = c.dtype.itemsize();
     let n = c.count();
     match a.data_type() {
@@ -270,7 +270,7 @@ fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), Stri
 }
 
 /// Whether record `i` of `a` is null where numpy cannot say so (NaT can).
-fn unholdable_null(a: &dyn Array, i: usize) -> bool {
+pub(crate) fn unholdable_null(a: &dyn Array, i: usize) -> bool {
     a.is_null(i)
         && !matches!(
             a.data_type(),

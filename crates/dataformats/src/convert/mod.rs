@@ -25,6 +25,8 @@
 
 #[cfg(feature = "bloscpack")]
 pub mod bloscpack;
+#[cfg(feature = "bloscpack")]
+pub mod blz;
 #[cfg(feature = "cntk")]
 pub mod cntk;
 #[cfg(feature = "idv")]
@@ -59,6 +61,8 @@ pub enum Target {
     Idv,
     /// A Bloscpack file holding a numpy array (`.blp`).
     Bloscpack,
+    /// A BLZ/bcolz directory (`.bcolz`; `.blz` for the blz 0.6 layout).
+    Blz,
     /// Apache Parquet (`.parquet`).
     Parquet,
     /// Arrow IPC file (`.arrow`, `.feather`).
@@ -79,6 +83,7 @@ impl Target {
         Target::Cntk,
         Target::Idv,
         Target::Bloscpack,
+        Target::Blz,
         Target::Parquet,
         Target::ArrowFile,
         Target::ArrowStream,
@@ -95,6 +100,7 @@ impl Target {
             "bin" | "cbf" => Target::Cntk,
             "idv" => Target::Idv,
             "blp" => Target::Bloscpack,
+            "bcolz" | "blz" => Target::Blz,
             "parquet" | "pq" => Target::Parquet,
             "arrow" | "feather" | "ipc" => Target::ArrowFile,
             "arrows" => Target::ArrowStream,
@@ -112,6 +118,7 @@ impl Target {
             Target::Cntk => "cntk",
             Target::Idv => "idv",
             Target::Bloscpack => "blp",
+            Target::Blz => "bcolz",
             Target::Parquet => "parquet",
             Target::ArrowFile => "arrow",
             Target::ArrowStream => "arrows",
@@ -129,7 +136,12 @@ impl Target {
             Target::ArrowStream => E::ArrowStream,
             Target::Csv => E::Csv,
             Target::JsonLines => E::JsonLines,
-            Target::Mldf | Target::Tbl2 | Target::Cntk | Target::Idv | Target::Bloscpack => {
+            Target::Mldf
+            | Target::Tbl2
+            | Target::Cntk
+            | Target::Idv
+            | Target::Bloscpack
+            | Target::Blz => {
                 return None;
             }
         })
@@ -169,6 +181,9 @@ pub struct ConvertOptions {
     /// Bloscpack target settings.
     #[cfg(feature = "bloscpack")]
     pub bloscpack: bloscpack::BloscpackOptions,
+    /// BLZ/bcolz target settings.
+    #[cfg(feature = "bloscpack")]
+    pub blz: blz::BlzOptions,
 }
 
 impl Default for ConvertOptions {
@@ -191,6 +206,8 @@ impl Default for ConvertOptions {
             idv: idv::IdvOptions::default(),
             #[cfg(feature = "bloscpack")]
             bloscpack: bloscpack::BloscpackOptions::default(),
+            #[cfg(feature = "bloscpack")]
+            blz: blz::BlzOptions::default(),
         }
     }
 }
@@ -473,6 +490,8 @@ pub fn write(
             report,
             progress,
         ),
+        #[cfg(feature = "bloscpack")]
+        Target::Blz => blz::write(stream, output, &opts.blz, opts.lossy, report, progress),
         #[cfg(feature = "export")]
         t if t.export().is_some() => {
             let format = t
