@@ -451,6 +451,10 @@ fn library_pair(input: &Path, output: &Path) -> bool {
             .to_ascii_lowercase()
     };
     let detected = detect(input).ok().flatten();
+    if detected == Some(Format::Mldf) && mldf_carries_schema(input) {
+        // Written by a conversion: the library restores the source schema.
+        return true;
+    }
     match (detected, ext(input).as_str(), target) {
         (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
         (None, "csv", t) => !matches!(t, Target::JsonLines | Target::Idv),
@@ -468,6 +472,16 @@ fn library_pair(input: &Path, output: &Path) -> bool {
         (Some(f), _, Target::Blz) => f != Format::Mldf,
         _ => false,
     }
+}
+
+/// Whether the MLDF file at `path` carries the schema of the data it was
+/// converted from (its last field is `dataformats.schema`).
+fn mldf_carries_schema(path: &Path) -> bool {
+    dataformats::mldf::Reader::open(path).is_ok_and(|r| {
+        r.fields()
+            .last()
+            .is_some_and(|f| f.name == dataformats::convert::mldf::SCHEMA_FIELD)
+    })
 }
 
 /// Detects `path`'s format, or fails with exit code 3 (unrecognised) / 1 (unreadable).

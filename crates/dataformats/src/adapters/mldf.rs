@@ -21,11 +21,20 @@ pub(crate) fn open(
     // A file written by a conversion carries the schema it came from.
     let restore = crate::convert::mldf::Restorer::from_file(&r, &own)
         .map_err(|e| e.in_format(Format::Mldf))?;
+    let carrier = own.fields().last().is_some_and(|f| {
+        f.name() == crate::convert::mldf::SCHEMA_FIELD
+            && f.data_type() == &arrow_schema::DataType::Utf8
+    });
     let schema = match &restore {
         Some(x) => x.schema(),
+        // A carrier without a value (a file without records) is hidden too.
+        None if carrier => {
+            let n = own.fields().len() - 1;
+            std::sync::Arc::new(own.project(&(0..n).collect::<Vec<_>>())?)
+        }
         None => std::sync::Arc::new(own),
     };
-    Ok(Box::new(Mldf(r, schema, opts.limits, restore)))
+    Ok(Box::new(Mldf(r, schema, opts.limits, restore, carrier)))
 }
 
 /// An MLDF file: its reader, its typed schema (the carried one when the
@@ -36,6 +45,8 @@ struct Mldf(
     arrow_schema::SchemaRef,
     crate::core::Limits,
     Option<crate::convert::mldf::Restorer>,
+    /// The last field is the (hidden) schema carrier.
+    bool,
 );
 
 /// The format's own name of a field type, with its arguments.
@@ -142,7 +153,7 @@ impl Dataset for Mldf {
     }
     fn columns(&self) -> Vec<Column> {
         use crate::mldf::FieldType as T;
-        if self.3.is_some() {
+        if self.4 {
             return crate::dataset::columns_from_schema(&self.1);
         }
         self.0
@@ -164,7 +175,7 @@ impl Dataset for Mldf {
     }
     fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
         use crate::mldf::{FieldType as T, Value as M};
-        if self.3.is_some() {
+        if self.4 {
             return crate::dataset::record_from_arrays(self, i);
         }
         let mut out = Vec::new();

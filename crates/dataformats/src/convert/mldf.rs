@@ -375,7 +375,7 @@ pub(crate) fn write(
                      record: the fields keep MLDF's own types"
                 .into(),
         });
-        report.check(lossy)?;
+        // No value changed: reported, never refused.
     }
     w.finish().map_err(Error::Mldf)?;
     report.records = written;
