@@ -764,13 +764,20 @@ fn convert_one(from: &str, input: &Path, output: &Path) -> Result<(), String> {
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or_default();
+    let library = from == "mldf" && crate::mldf_carries_schema(input);
     let r = match (from, ext) {
-        ("idv", "mldf") | ("bloscpack", "mldf") | ("blz", "mldf") => {
-            crate::common::to_mldf(input, output, false, true)
+        _ if library => {
+            return dataformats::convert::convert(input, output, &Default::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+        }
+        ("idv", "mldf") | ("bloscpack", "mldf") | ("blz", "mldf") | ("mldf", "idv") => {
+            return dataformats::convert::convert(input, output, &Default::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string());
         }
         ("cntk", "mldf") => crate::cntk::to_mldf(input, output, true),
         ("tbl2", "mldf") => crate::mldf::convert_tbl2(input, output, true),
-        ("mldf", "idv") => crate::common::mldf_to_idv(input, output, false, true),
         ("mldf", "bin") => crate::cntk::from_mldf(input, output, false, None, true),
         ("mldf", "tbl") => crate::mldf::to_tbl2(input, output, false, false, true),
         ("mldf", "bcolz") => crate::blz::from_mldf(input, output, false, true),

@@ -374,12 +374,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Mldf) if out_ext == "tbl" => {
                     mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
                 }
-                Some(Format::Mldf) if out_ext == "idv" => {
-                    common::mldf_to_idv(&input, &output, lossy, cli.json)
-                }
-                Some(f) if out_ext == "mldf" && f != Format::Mldf => {
-                    common::to_mldf(&input, &output, lossy, cli.json)
-                }
                 Some(Format::Bloscpack) => {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
