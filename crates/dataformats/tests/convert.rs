@@ -185,3 +185,158 @@ fn exports_name_their_target() {
     assert_eq!(Target::from_path("x.MLDF".as_ref()), Some(Target::Mldf));
     assert_eq!(Target::from_path("x.unknown".as_ref()), None);
 }
+
+/// Writes `batch` as an Arrow IPC file (a table input of `convert`).
+fn table(dir: &std::path::Path, name: &str, batch: &RecordBatch) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let f = std::fs::File::create(&p).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(f, &batch.schema()).unwrap();
+    w.write(batch).unwrap();
+    w.finish().unwrap();
+    p
+}
+
+/// Converting `input` to `output` is refused without lossy (naming
+/// `field`), and with lossy reports one change of `kind` to `field`, first
+/// in `first`, `count` times.
+fn refused_then_reported(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    kind: ChangeKind,
+    field: &str,
+    first: u64,
+    count: u64,
+) {
+    let e = convert(input, output, &ConvertOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), "lossy", "{e}");
+    assert!(e.to_string().contains(field), "{e}");
+    assert!(!output.exists(), "{} appeared", output.display());
+    let lossy = ConvertOptions {
+        lossy: true,
+        ..Default::default()
+    };
+    let r = convert(input, output, &lossy).unwrap();
+    let c = r
+        .changes
+        .iter()
+        .find(|c| c.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} in {:?}", r.changes));
+    assert_eq!(
+        (c.field.as_str(), c.first_record, c.count),
+        (field, first, count)
+    );
+    assert!(output.exists());
+}
+
+#[test]
+fn every_kind_of_change_is_refused_or_reported() {
+    use arrow_array::{BinaryArray, Float32Array, Int32Array, Int64Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    // dropped: TBL v2 has no place for an extra column.
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("data", DataType::Binary, false),
+            Field::new("extra", DataType::Int64, false),
+        ])),
+        vec![
+            Arc::new(BinaryArray::from_iter_values([b"ab".as_slice(), b"c"])),
+            Arc::new(Int64Array::from(vec![1, 2])),
+        ],
+    )
+    .unwrap();
+    let t = table(dir.path(), "extra.arrow", &b);
+    refused_then_reported(
+        &t,
+        &dir.path().join("x.tbl"),
+        ChangeKind::Dropped,
+        "extra",
+        0,
+        1,
+    );
+    // null_filled: IDV and numpy have no missing numbers.
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, true)])),
+        vec![Arc::new(Int32Array::from(vec![
+            Some(1),
+            None,
+            Some(3),
+            None,
+        ]))],
+    )
+    .unwrap();
+    let t = table(dir.path(), "nulls.arrow", &b);
+    refused_then_reported(
+        &t,
+        &dir.path().join("x.idv"),
+        ChangeKind::NullFilled,
+        "x",
+        1,
+        2,
+    );
+    refused_then_reported(
+        &t,
+        &dir.path().join("x.blp"),
+        ChangeKind::NullFilled,
+        "x",
+        1,
+        2,
+    );
+    refused_then_reported(
+        &t,
+        &dir.path().join("x.bcolz"),
+        ChangeKind::NullFilled,
+        "x",
+        1,
+        2,
+    );
+    // rounded: a float32 field that was bfloat16 in MLDF, holding a value
+    // bfloat16 cannot.
+    let f = Field::new("h", DataType::Float32, false).with_metadata(
+        [(
+            "dataformats.type".to_string(),
+            "NDARRAY<bfloat16>[]".to_string(),
+        )]
+        .into(),
+    );
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![f])),
+        vec![Arc::new(Float32Array::from(vec![1.0, 1.1, 2.0]))],
+    )
+    .unwrap();
+    let t = table(dir.path(), "bf16.arrow", &b);
+    refused_then_reported(
+        &t,
+        &dir.path().join("x.mldf"),
+        ChangeKind::Rounded,
+        "h",
+        1,
+        1,
+    );
+    // schema_not_carried: no record to carry the schema in; reported only.
+    let empty = b.slice(0, 0);
+    let f = Field::new("k", DataType::UInt32, true).with_metadata(
+        [(
+            "dataformats.type".to_string(),
+            "Key<UInt32, 0-9>".to_string(),
+        )]
+        .into(),
+    );
+    let empty = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![f])),
+        vec![Arc::new(arrow_array::UInt32Array::from(Vec::<u32>::new()))],
+    )
+    .unwrap();
+    let _ = b;
+    let t = table(dir.path(), "empty.arrow", &empty);
+    let r = convert(&t, &dir.path().join("e.mldf"), &ConvertOptions::default()).unwrap();
+    assert_eq!(r.records, 0);
+    assert!(
+        r.changes
+            .iter()
+            .any(|c| c.kind == ChangeKind::SchemaNotCarried),
+        "{:?}",
+        r.changes
+    );
+}

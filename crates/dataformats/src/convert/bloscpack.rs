@@ -343,11 +343,13 @@ pub(crate) fn write(
                     let a = b.column(k);
                     if unholdable_null(a.as_ref(), i) {
                         if !lossy {
-                            return Err(data_err(format!(
-                                "record {record}, column {:?}: a missing value (numpy has none); \
-                                 pass --lossy to write zero",
-                                c.name
-                            )));
+                            return Err(Error::Lossy {
+                                message: format!(
+                                    "record {record}, column {:?}: a missing value (numpy has \
+                                     none); pass --lossy to write zero",
+                                    c.name
+                                ),
+                            });
                         }
                         let f = filled.get_or_insert((record, 0, c.name.clone()));
                         f.1 += 1;

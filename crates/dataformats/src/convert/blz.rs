@@ -104,11 +104,13 @@ pub(crate) fn write(
                 let record = written + i as u64;
                 if unholdable_null(a.as_ref(), i) {
                     if !lossy {
-                        return Err(data_err(format!(
-                            "record {record}, column {:?}: a missing value (numpy has none); \
-                             pass --lossy to write zero",
-                            c.name
-                        )));
+                        return Err(Error::Lossy {
+                            message: format!(
+                                "record {record}, column {:?}: a missing value (numpy has none); \
+                                 pass --lossy to write zero",
+                                c.name
+                            ),
+                        });
                     }
                     filled.get_or_insert((record, 0, c.name.clone())).1 += 1;
                 }

@@ -323,8 +323,18 @@ pub(crate) fn write(
                     }
                     StreamKind::Sparse => {
                         let sc = c.as_struct();
-                        let ix = sc.column(0).as_list::<i32>().value(i);
-                        let vals = sc.column(1).as_list::<i32>().value(i);
+                        let (Some(ix), Some(vals)) = (
+                            sc.column_by_name("indices")
+                                .and_then(|c| c.as_list_opt::<i32>()),
+                            sc.column_by_name("values")
+                                .and_then(|c| c.as_list_opt::<i32>()),
+                        ) else {
+                            return Err(data_err(format!(
+                                "stream {:?}: indices and values must be lists",
+                                st.name
+                            )));
+                        };
+                        let (ix, vals) = (ix.value(i), vals.value(i));
                         if ix.len() != vals.len() || ix.null_count() + vals.null_count() > 0 {
                             return Err(data_err(format!(
                                 "record {record}, stream {:?}: {} indices for {} values",

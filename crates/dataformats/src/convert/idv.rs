@@ -509,7 +509,10 @@ fn to_values(a: &ArrayRef, ty: &ColumnType, nulls: &mut Nulls<'_>) -> Result<Val
             else {
                 return Err("a sparse vector needs indices and values".into());
             };
-            let (ix, vals) = (ix.as_list::<i32>(), vals.as_list::<i32>());
+            let (Some(ix), Some(vals)) = (ix.as_list_opt::<i32>(), vals.as_list_opt::<i32>())
+            else {
+                return Err("sparse indices and values must be lists".into());
+            };
             let all = flat(vals.values().as_ref(), item, nulls)?;
             let idx = ix
                 .values()
@@ -596,6 +599,23 @@ fn key_values(spec: &ColumnSpec) -> Option<StringArray> {
     Some(StringArray::from_iter_values(t.iter()))
 }
 
+/// The first record of `a` with a missing value IDV cannot hold (keys
+/// may be missing; nothing else may).
+fn first_null(a: &dyn Array, ty: &ColumnType) -> Option<usize> {
+    if matches!(ty.item(), ItemType::Key { .. }) {
+        return None;
+    }
+    let child_null = |v: &ArrayRef| v.null_count() > 0;
+    (0..a.len()).find(|&i| {
+        a.is_null(i)
+            || match a.data_type() {
+                DataType::FixedSizeList(..) => child_null(&a.as_fixed_size_list().value(i)),
+                DataType::List(_) => child_null(&a.as_list::<i32>().value(i)),
+                _ => false,
+            }
+    })
+}
+
 /// Writes every batch of `input` to the IDV file `output`.
 pub(crate) fn write(
     input: &mut dyn BatchStream,
@@ -669,6 +689,18 @@ pub(crate) fn write(
                 count: nc.1,
                 base: written,
             };
+            if !lossy {
+                if let Some(i) = first_null(b.column(k).as_ref(), &spec.ty) {
+                    return Err(Error::Lossy {
+                        message: format!(
+                            "record {}: a missing value in {:?} (IDV has none but keys); pass \
+                             --lossy to write the type's default",
+                            written + i as u64,
+                            spec.name
+                        ),
+                    });
+                }
+            }
             let col = match kv {
                 Some(kv) => rekey(b.column(k), kv),
                 None => Ok(b.column(k).clone()),

@@ -406,8 +406,11 @@ fn stage(
         Enc::Scalar(Dtype::Bool) => bytes.push(u8::from(c.as_boolean().value(i))),
         Enc::Scalar(_) => bytes.extend_from_slice(value_bytes(c, i)),
         Enc::Tensor(..) | Enc::Bf16(_) => {
-            let l = c.as_fixed_size_list();
-            let v = l.value(i);
+            // A bfloat16 scalar is a plain Float32 column.
+            let v = match c.as_fixed_size_list_opt() {
+                Some(l) => l.value(i),
+                None => c.slice(i, 1),
+            };
             if v.null_count() > 0 {
                 return Err(Error::Data {
                     format: None,

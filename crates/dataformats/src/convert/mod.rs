@@ -219,8 +219,6 @@ pub enum ChangeKind {
     /// The source schema could not travel with the data (MLDF without
     /// records); the target keeps its own types.
     SchemaNotCarried,
-    /// A float NaN with a payload became the plain NaN.
-    NanPayload,
     /// A float was rounded to a narrower type.
     Rounded,
     /// A column the target has no place for was left out.
@@ -231,11 +229,10 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
-    /// A short name (`schema_not_carried`, `nan_payload`, `rounded`, `dropped`, `null_filled`).
+    /// A short name (`schema_not_carried`, `rounded`, `dropped`, `null_filled`).
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::SchemaNotCarried => "schema_not_carried",
-            ChangeKind::NanPayload => "nan_payload",
             ChangeKind::Rounded => "rounded",
             ChangeKind::Dropped => "dropped",
             ChangeKind::NullFilled => "null_filled",
