@@ -453,7 +453,9 @@ pub(crate) fn convert(
             3,
             "unsupported",
             Some(output),
-            format!("cannot convert to `.{out_ext}` (Bloscpack converts to .npy and .blp)"),
+            format!(
+                "cannot convert to `.{out_ext}` (Bloscpack converts to .npy, .blp, .mldf, .idv, .tbl, .bin, .bcolz/.blz, .parquet, .arrow, .arrows, .csv and .jsonl)"
+            ),
         )),
     }
 }

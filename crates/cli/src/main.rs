@@ -91,7 +91,8 @@ enum Command {
         /// Where `--sample` goes.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// IDV: `csv` (default) or `jsonl`.
+        /// `jsonl`: JSON lines (IDV: in ML.NET's text forms; other formats: the
+        /// typed view's records); IDV also `csv` (its default).
         #[arg(long)]
         format: Option<String>,
     },
@@ -278,6 +279,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             select,
             ..
         } if select.is_set() => typed::rows(&path, range, &select),
+        // JSON lines of any format other than IDV (whose own dump writes
+        // them in ML.NET's text forms): the typed view's records.
+        Command::Dump {
+            path,
+            range,
+            format: Some(f),
+            ..
+        } if f == "jsonl" && !matches!(sniff(&path), Ok(Format::Idv)) => {
+            typed::rows(&path, range, &typed::Select::default())
+        }
         Command::Dump {
             path,
             range,
@@ -495,13 +506,16 @@ fn sniff(path: &Path) -> Result<Format, Failure> {
 /// What `convert` can write from `format` (by output extension).
 fn convert_targets(format: Format) -> &'static str {
     match format {
-        Format::Mldf => ".jsonl, .idv, .bin (CNTK), .tbl, .blp, .bcolz or .blz",
-        Format::Idv | Format::Ffcv => ".mldf or .jsonl",
-        Format::Cntk => ".mldf, .ctf or .jsonl",
         Format::Ctf => ".bin (CNTK binary)",
-        Format::Tbl2 => ".mldf, .tar or .jsonl",
-        Format::Bloscpack => ".mldf, .jsonl, .npy, or its raw payload (any other name)",
-        Format::Blz => ".mldf, .jsonl or .npy",
+        Format::Tbl2 => {
+            ".mldf, .tar, .idv, .bin (CNTK), .blp, .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl"
+        }
+        Format::Bloscpack => {
+            ".mldf, .npy, .idv, .tbl, .bin (CNTK), .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl"
+        }
+        Format::Mldf | Format::Idv | Format::Ffcv | Format::Cntk | Format::Blz => {
+            ".mldf, .idv, .tbl, .bin (CNTK), .blp, .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl (and CNTK: .ctf; BLZ: .npy)"
+        }
         _ => "nothing in this build",
     }
 }

@@ -82,3 +82,19 @@ fn a_table_that_does_not_fit_is_refused_with_the_reason() {
     assert!(err.contains("TBL v2 needs the sample bytes"), "{err}");
     assert!(!dir.join("x.tbl").exists());
 }
+
+#[test]
+fn dump_format_jsonl_is_honoured_for_every_format() {
+    let Some(dir) = vectors_dir("blz") else {
+        return;
+    };
+    let v = dir.join("bcolz_S12_strings");
+    if !v.exists() {
+        return;
+    }
+    let dumped = stdout(&["dump", &s(&v), "--format", "jsonl"]);
+    assert_eq!(dumped, stdout(&["head", &s(&v), "-n", "1000000"]));
+    for line in dumped.lines() {
+        let _: serde_json::Value = serde_json::from_str(line).unwrap();
+    }
+}
