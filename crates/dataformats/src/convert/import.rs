@@ -121,6 +121,11 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                     .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
                     .and_then(|k| k.value.as_deref()?.parse().ok())
                     .unwrap_or(rows);
+                // A file's number, bounded by the caller's limits.
+                opts.open
+                    .limits
+                    .check_count("records of a table without columns", rows)
+                    .map_err(Error::limit)?;
                 // Records without columns: only the row count says they exist.
                 let batch = opts.batch_size.max(1) as u64;
                 let s = schema.clone();
