@@ -654,9 +654,11 @@ pub fn value_at(array: &dyn arrow_array::Array, field: &arrow_schema::Field, i: 
         A::FixedSizeBinary(_) => Value::Bytes(array.as_fixed_size_binary().value(i).to_vec()),
         A::Dictionary(..) => {
             let d = array.as_any_dictionary();
-            let k = d.normalized_keys().get(i).copied().unwrap_or(0);
             let vf = arrow_schema::Field::new("value", d.values().data_type().clone(), true);
-            value_at(d.values().as_ref(), &vf, k)
+            match crate::typed::dict_key(array, i) {
+                Some(k) => value_at(d.values().as_ref(), &vf, k),
+                None => Value::Null,
+            }
         }
         A::FixedSizeList(f, _) | A::List(f) => {
             let values = match array.data_type() {

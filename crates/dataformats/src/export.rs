@@ -112,6 +112,18 @@ pub fn write<W: Write + Send>(
                 .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
                 .set_max_row_group_row_count(Some(1 << 20))
                 .build();
+            // arrow-rs's Parquet writer panics on zero-width fixed-size
+            // values (an MLDF NDARRAY of shape [0] is one): refuse them.
+            if let Some(f) = schema.fields().iter().find(|f| zero_width(f.data_type())) {
+                return Err(Error::Unsupported {
+                    format: None,
+                    message: format!(
+                        "column {:?} ({}): Parquet cannot hold fixed-size values of size 0",
+                        f.name(),
+                        f.data_type()
+                    ),
+                });
+            }
             let mut w = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
             while let Some(b) = reader.next_batch() {
                 let b = b?;
@@ -178,6 +190,20 @@ pub fn write<W: Write + Send>(
         }
     }
     Ok(rows)
+}
+
+/// Whether `dt` has a fixed-size list or binary of size 0 anywhere in it.
+fn zero_width(dt: &DataType) -> bool {
+    match dt {
+        DataType::FixedSizeBinary(0) | DataType::FixedSizeList(_, 0) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => zero_width(f.data_type()),
+        DataType::Struct(fs) => fs.iter().any(|f| zero_width(f.data_type())),
+        DataType::Dictionary(_, v) => zero_width(v),
+        _ => false,
+    }
 }
 
 /// Whether CSV takes the type as it is.

@@ -656,13 +656,41 @@ fn json_value_with(a: &dyn Array, i: usize, out: &mut String, exact: bool) {
             }
             out.push('}');
         }
-        DataType::Dictionary(..) => {
-            let d = a.as_any_dictionary();
-            match d.normalized_keys().get(i) {
-                Some(&k) => json_value_with(d.values().as_ref(), k, out, exact),
-                None => out.push_str("null"),
-            }
-        }
+        DataType::Dictionary(..) => match dict_key(a, i) {
+            Some(k) => json_value_with(a.as_any_dictionary().values().as_ref(), k, out, exact),
+            None => out.push_str("null"),
+        },
         _ => out.push_str("null"),
     }
+}
+
+/// The index into the values of entry `i` of the dictionary array `a`:
+/// `None` when it is null, out of range, or `a` is not a dictionary. (One
+/// entry at a time: arrow's `normalized_keys` builds every key and panics on
+/// a dictionary without values.)
+pub(crate) fn dict_key(a: &dyn Array, i: usize) -> Option<usize> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    let d = a.as_any_dictionary_opt()?;
+    let keys = d.keys();
+    if i >= keys.len() || keys.is_null(i) {
+        return None;
+    }
+    macro_rules! key {
+        ($t:ty) => {
+            usize::try_from(keys.as_primitive::<$t>().value(i)).ok()
+        };
+    }
+    let k = match keys.data_type() {
+        DataType::Int8 => key!(Int8Type),
+        DataType::Int16 => key!(Int16Type),
+        DataType::Int32 => key!(Int32Type),
+        DataType::Int64 => key!(Int64Type),
+        DataType::UInt8 => key!(UInt8Type),
+        DataType::UInt16 => key!(UInt16Type),
+        DataType::UInt32 => key!(UInt32Type),
+        DataType::UInt64 => key!(UInt64Type),
+        _ => None,
+    };
+    k.filter(|&k| k < d.values().len())
 }

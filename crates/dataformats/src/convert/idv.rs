@@ -432,14 +432,8 @@ fn flat(a: &dyn Array, item: ItemType, nulls: &mut Nulls<'_>) -> Result<Values, 
             let mut out = Vec::with_capacity(a.len());
             match a.data_type() {
                 DataType::Dictionary(..) => {
-                    let d = a.as_any_dictionary();
-                    let keys = d.normalized_keys();
-                    for (i, k) in keys.iter().enumerate() {
-                        out.push(if d.keys().is_null(i) {
-                            0
-                        } else {
-                            *k as u64 + 1
-                        });
+                    for i in 0..a.len() {
+                        out.push(crate::typed::dict_key(a, i).map_or(0, |k| k as u64 + 1));
                     }
                 }
                 DataType::UInt64 => {
@@ -555,11 +549,8 @@ fn rekey(a: &ArrayRef, kv: &StringArray) -> Result<ArrayRef, String> {
             if v == kv {
                 return Ok(a.clone());
             }
-            let texts: Vec<Option<&str>> = d
-                .normalized_keys()
-                .iter()
-                .enumerate()
-                .map(|(i, &key)| (!d.keys().is_null(i)).then(|| v.value(key)))
+            let texts: Vec<Option<&str>> = (0..a.len())
+                .map(|i| crate::typed::dict_key(a.as_ref(), i).map(|k| v.value(k)))
                 .collect();
             super::json::dictionary(k, &texts, Some(kv))
                 .map_err(|e| format!("value {}: {}", e.at, e.message))

@@ -267,7 +267,25 @@ pub(crate) fn write(
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
-    let schema = input.schema();
+    let full = input.schema();
+    // Fields whose type has no restorable MLDF form (large offsets,
+    // decimals, maps, unions, ...) are refused, or with lossy left out.
+    let mut keep = Vec::with_capacity(full.fields().len());
+    for (k, f) in full.fields().iter().enumerate() {
+        let native = matches!(plan(f), Enc::Image(_) | Enc::Audio(_));
+        if native || super::json::supported(f.data_type()) {
+            keep.push(k);
+        } else {
+            report.change(
+                ChangeKind::Dropped,
+                f.name(),
+                0,
+                &format!("MLDF has no exact form for {}", f.data_type()),
+            );
+        }
+    }
+    report.check(lossy)?;
+    let schema = Arc::new(full.project(&keep)?);
     let mut plans = Vec::with_capacity(schema.fields().len());
     let mut fields = Vec::with_capacity(schema.fields().len() + 1);
     let mut same = schema.metadata().is_empty();
@@ -298,7 +316,7 @@ pub(crate) fn write(
     let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
     let mut jsons: Vec<String> = vec![String::new(); plans.len()];
     while let Some(b) = input.next_batch() {
-        let b = b?;
+        let b = b?.project(&keep)?;
         if carry && written == 0 {
             let mut dicts = Vec::new();
             for (f, c) in schema.fields().iter().zip(b.columns()) {
@@ -452,7 +470,7 @@ fn stage(
         }
         Enc::DictText => {
             let d = c.as_any_dictionary();
-            if let Some(&k) = d.normalized_keys().get(i) {
+            if let Some(k) = crate::typed::dict_key(c, i) {
                 let s = d.values().as_string_opt::<i32>();
                 if let Some(s) = s.filter(|s| k < s.len()) {
                     json.push_str(s.value(k));

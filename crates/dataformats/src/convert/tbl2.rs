@@ -74,7 +74,7 @@ fn text_at(a: &dyn Array, i: usize) -> Option<&str> {
         DataType::Utf8 => Some(a.as_string::<i32>().value(i)),
         DataType::Dictionary(..) => {
             let d = a.as_any_dictionary();
-            let k = *d.normalized_keys().get(i)?;
+            let k = crate::typed::dict_key(a, i)?;
             let v = d.values().as_string_opt::<i32>()?;
             (k < v.len()).then(|| v.value(k))
         }
