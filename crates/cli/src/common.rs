@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::Path;
 
 use dataformats::dataset::{Dataset, Value};
-use dataformats::mldf::{Dtype, FieldType};
 use serde_json::json;
 
 use crate::output::say;
@@ -171,122 +170,6 @@ pub(crate) fn to_jsonl(input: &Path, output: &Path, as_json: bool) -> Result<(),
             d.len(),
             d.format().name()
         );
-    }
-    Ok(())
-}
-
-/// One MLDF field as a numpy column: field index, name, numpy type string
-/// and the shape of one value.
-pub(crate) struct NumpyColumn {
-    pub(crate) field: usize,
-    pub(crate) name: String,
-    pub(crate) typestr: &'static str,
-    pub(crate) shape: Vec<u64>,
-}
-
-/// The numpy type string of an MLDF dtype (bfloat16 has none).
-fn numpy_typestr(d: Dtype) -> Option<&'static str> {
-    Some(match d {
-        Dtype::Bool => "|b1",
-        Dtype::I8 => "|i1",
-        Dtype::U8 => "|u1",
-        Dtype::I16 => "<i2",
-        Dtype::U16 => "<u2",
-        Dtype::I32 => "<i4",
-        Dtype::U32 => "<u4",
-        Dtype::I64 => "<i8",
-        Dtype::U64 => "<u8",
-        Dtype::F16 => "<f2",
-        Dtype::F32 => "<f4",
-        Dtype::F64 => "<f8",
-        _ => return None,
-    })
-}
-
-/// The fields of an MLDF file that numpy arrays can hold (NDARRAY of a
-/// numpy dtype, INT as int64, FLOAT as float64), for writing Bloscpack and
-/// BLZ. Other fields, and NULLABLE ones (numpy arrays have no missing
-/// values), are refused unless `lossy`, which leaves them out; the second
-/// value lists them.
-pub(crate) fn numpy_columns(
-    r: &dataformats::mldf::Reader,
-    input: &Path,
-    lossy: bool,
-    target: &str,
-) -> Result<(Vec<NumpyColumn>, Vec<String>), Failure> {
-    let mut cols = Vec::new();
-    let mut left_out = Vec::new();
-    for (j, f) in r.fields().iter().enumerate() {
-        let col = match &f.ty {
-            _ if f.nullable => None,
-            FieldType::Int => Some(("<i8", Vec::new())),
-            FieldType::Float => Some(("<f8", Vec::new())),
-            FieldType::NdArray { dtype, shape } => {
-                numpy_typestr(*dtype).map(|t| (t, shape.clone()))
-            }
-            _ => None,
-        };
-        match col {
-            Some((typestr, shape)) => cols.push(NumpyColumn {
-                field: j,
-                name: f.name.clone(),
-                typestr,
-                shape,
-            }),
-            None => left_out.push(format!(
-                "{:?} ({}{})",
-                f.name,
-                f.ty.name(),
-                if f.nullable { ", NULLABLE" } else { "" }
-            )),
-        }
-    }
-    if !left_out.is_empty() && !lossy {
-        return Err(Failure::new(
-            1,
-            "lossy",
-            Some(input),
-            format!(
-                "{target} holds numeric arrays without missing values; these fields cannot go there: {}; pass --lossy to leave them out",
-                left_out.join(", ")
-            ),
-        ));
-    }
-    if cols.is_empty() {
-        return Err(Failure::new(
-            1,
-            "unsupported",
-            Some(input),
-            format!("no field of this file can become a {target} array"),
-        ));
-    }
-    Ok((cols, left_out))
-}
-
-/// The bytes of field `c` in sample `i`, as numpy stores them.
-pub(crate) fn numpy_value(
-    r: &dataformats::mldf::Reader,
-    input: &Path,
-    i: u64,
-    c: &NumpyColumn,
-    out: &mut Vec<u8>,
-) -> Result<(), Failure> {
-    use dataformats::mldf::Value as V;
-    let v = r
-        .value(i, c.field)
-        .map_err(|e| Failure::new(1, e.kind().as_str(), Some(input), e.to_string()))?;
-    match v {
-        V::Int(x) => out.extend_from_slice(&x.to_le_bytes()),
-        V::Float(x) => out.extend_from_slice(&x.to_le_bytes()),
-        V::NdArray(b) => out.extend_from_slice(&b),
-        other => {
-            return Err(Failure::new(
-                1,
-                "invalid",
-                Some(input),
-                format!("sample {i}, field {:?}: {other:?} is not numeric", c.name),
-            ));
-        }
     }
     Ok(())
 }

@@ -771,7 +771,7 @@ fn convert_one(from: &str, input: &Path, output: &Path) -> Result<(), String> {
                 .map(|_| ())
                 .map_err(|e| e.to_string());
         }
-        ("idv", "mldf") | ("bloscpack", "mldf") | ("blz", "mldf") | ("mldf", "idv") => {
+        ("idv" | "bloscpack" | "blz", "mldf") | ("mldf", "idv" | "bcolz" | "blp") => {
             return dataformats::convert::convert(input, output, &Default::default())
                 .map(|_| ())
                 .map_err(|e| e.to_string());
@@ -780,8 +780,6 @@ fn convert_one(from: &str, input: &Path, output: &Path) -> Result<(), String> {
         ("tbl2", "mldf") => crate::mldf::convert_tbl2(input, output, true),
         ("mldf", "bin") => crate::cntk::from_mldf(input, output, false, None, true),
         ("mldf", "tbl") => crate::mldf::to_tbl2(input, output, false, false, true),
-        ("mldf", "bcolz") => crate::blz::from_mldf(input, output, false, true),
-        ("mldf", "blp") => crate::bloscpack::from_mldf(input, output, false, true),
         ("mldf", "jsonl") => crate::mldf::to_jsonl(input, output),
         _ => return Err(format!("no conversion {from} -> {ext}")),
     };

@@ -376,12 +376,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Some(Format::Mldf) if out_ext == "bin" => {
                     cntk::from_mldf(&input, &output, lossy, pack.chunk_size.as_deref(), cli.json)
                 }
-                Some(Format::Mldf) if out_ext == "blp" => {
-                    bloscpack::from_mldf(&input, &output, lossy, cli.json)
-                }
-                Some(Format::Mldf) if out_ext == "bcolz" || out_ext == "blz" => {
-                    blz::from_mldf(&input, &output, lossy, cli.json)
-                }
                 Some(Format::Mldf) if out_ext == "tbl" => {
                     mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
                 }
@@ -473,8 +467,8 @@ fn library_pair(input: &Path, output: &Path) -> bool {
                 Format::Idv | Format::Bloscpack | Format::Blz | Format::Ffcv
             )
         }
-        (Some(f), _, Target::Bloscpack) => !matches!(f, Format::Mldf | Format::Bloscpack),
-        (Some(f), _, Target::Blz) => f != Format::Mldf,
+        (Some(f), _, Target::Bloscpack) => f != Format::Bloscpack,
+        (Some(_), _, Target::Blz) => true,
         _ => false,
     }
 }

@@ -310,14 +310,18 @@ impl Report {
         self.changes.push(c);
     }
 
-    /// Without `lossy`, the first change is an error.
+    /// Without `lossy`, any change is an error naming every change so far.
     pub(crate) fn check(&self, lossy: bool) -> Result<(), Error> {
-        match self.changes.first() {
-            Some(c) if !lossy => Err(Error::Lossy {
-                message: format!("{c}; pass --lossy (ConvertOptions::lossy) to convert anyway"),
-            }),
-            _ => Ok(()),
+        if lossy || self.changes.is_empty() {
+            return Ok(());
         }
+        let all: Vec<String> = self.changes.iter().map(ToString::to_string).collect();
+        Err(Error::Lossy {
+            message: format!(
+                "{}; pass --lossy (ConvertOptions::lossy) to convert anyway",
+                all.join("; ")
+            ),
+        })
     }
 }
 
