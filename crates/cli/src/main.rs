@@ -457,6 +457,8 @@ fn library_pair(input: &Path, output: &Path) -> bool {
     match (detected, ext(input).as_str(), target) {
         (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
         (None, "csv", t) => !matches!(t, Target::JsonLines | Target::Idv),
+        // JSON lines into MLDF keep their MLDF --schema path.
+        (None, "jsonl" | "ndjson", t) => !matches!(t, Target::JsonLines | Target::Mldf),
         (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
         (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
         (Some(_), _, Target::Idv) => true,

@@ -339,3 +339,55 @@ fn every_kind_of_change_is_refused_or_reported() {
         r.changes
     );
 }
+
+#[test]
+fn json_lines_are_an_input_with_inferred_types() {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+    use arrow_schema::DataType;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.jsonl");
+    std::fs::write(
+        &src,
+        concat!(
+            "{\"i\": 1, \"u\": 18446744073709551615, \"x\": 0.1, \"s\": \"a\", \"v\": [1, 2], \"o\": {\"k\": true}}\n",
+            "\n",
+            "{\"i\": -2, \"u\": 0, \"x\": \"NaN\", \"s\": null, \"v\": [], \"o\": {\"k\": false}}\n",
+            "{\"i\": null, \"x\": 5e-324}\n",
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out.arrow");
+    let r = convert(&src, &out, &ConvertOptions::default()).unwrap();
+    assert_eq!((r.records, r.from.as_str()), (3, "jsonl"));
+    let b = read_all(&out);
+    let s = b.schema();
+    let types: Vec<&DataType> = s.fields().iter().map(|f| f.data_type()).collect();
+    assert_eq!(
+        types[..4],
+        [
+            &DataType::Int64,
+            &DataType::UInt64,
+            &DataType::Float64,
+            &DataType::Utf8
+        ]
+    );
+    assert!(matches!(types[4], DataType::List(_)) && matches!(types[5], DataType::Struct(_)));
+    let i = b.column(0).as_primitive::<Int64Type>();
+    assert_eq!((i.value(1), i.is_null(2)), (-2, true));
+    assert_eq!(b.column(1).as_primitive::<UInt64Type>().value(0), u64::MAX);
+    let x = b.column(2).as_primitive::<Float64Type>();
+    assert_eq!(x.value(0).to_bits(), 0.1f64.to_bits());
+    assert!(x.value(1).is_nan());
+    assert_eq!(x.value(2).to_bits(), 1);
+    // A line that is not JSON is refused with its number.
+    std::fs::write(&src, "{\"i\": 1}\n{\"i\": \n").unwrap();
+    let e = convert(
+        &src,
+        &dir.path().join("bad.arrow"),
+        &ConvertOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+}

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 
 use super::{ConvertOptions, Input};
 use crate::dataset::{BatchStream, Error};
@@ -20,6 +20,7 @@ pub(crate) enum Table {
     ArrowFile,
     ArrowStream,
     Csv,
+    JsonLines,
 }
 
 impl Table {
@@ -30,6 +31,7 @@ impl Table {
             "arrow" | "feather" | "ipc" => Table::ArrowFile,
             "arrows" => Table::ArrowStream,
             "csv" => Table::Csv,
+            "jsonl" | "ndjson" => Table::JsonLines,
             _ => return None,
         })
     }
@@ -40,6 +42,7 @@ impl Table {
             Table::ArrowFile => "arrow",
             Table::ArrowStream => "arrows",
             Table::Csv => "csv",
+            Table::JsonLines => "jsonl",
         }
     }
 }
@@ -164,6 +167,17 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 .build(BufReader::new(file))?;
             (schema, None, Box::new(r))
         }
+        Table::JsonLines => {
+            let schema = Arc::new(infer_json(path)?);
+            let r = JsonLines {
+                lines: std::io::BufRead::lines(BufReader::new(file)),
+                schema: schema.clone(),
+                batch: opts.batch_size.max(1),
+                line: 0,
+                path: path.display().to_string(),
+            };
+            (schema, None, Box::new(r))
+        }
     };
     let columns: Vec<usize> = match &opts.columns {
         Some(names) => names
@@ -199,4 +213,200 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             failed: false,
         }),
     })
+}
+
+/// Lines read to infer a JSON lines file's schema.
+const INFER_LINES: usize = 10_000;
+
+fn json_err(path: &Path, line: usize, m: impl std::fmt::Display) -> Error {
+    Error::Data {
+        format: None,
+        message: format!("{}: line {line}: {m}", path.display()),
+    }
+}
+
+/// The type of one JSON value, merged with what was seen before.
+fn merge(seen: Option<DataType>, v: &serde_json::Value) -> Result<Option<DataType>, String> {
+    use serde_json::Value as J;
+    let now = match v {
+        J::Null => return Ok(seen),
+        J::Bool(_) => DataType::Boolean,
+        // Non-negative integers (UInt8 marks them while inferring) fit both
+        // an Int64 and a UInt64 column; `finish` makes them Int64.
+        J::Number(n) if n.as_i64().is_some_and(|x| x >= 0) => DataType::UInt8,
+        J::Number(n) if n.is_i64() => DataType::Int64,
+        J::Number(n) if n.is_u64() => DataType::UInt64,
+        J::Number(_) => DataType::Float64,
+        J::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => match &seen {
+            Some(DataType::Float64 | DataType::Int64 | DataType::UInt64) => DataType::Float64,
+            _ => DataType::Utf8,
+        },
+        J::String(_) => DataType::Utf8,
+        J::Array(items) => {
+            let inner = match &seen {
+                Some(DataType::List(f)) => Some(f.data_type().clone()),
+                _ => None,
+            };
+            let mut t = inner;
+            for x in items {
+                t = merge(t, x)?;
+            }
+            DataType::List(Arc::new(arrow_schema::Field::new(
+                "item",
+                t.unwrap_or(DataType::Utf8),
+                true,
+            )))
+        }
+        J::Object(m) => {
+            let mut fields: Vec<(String, Option<DataType>)> = match &seen {
+                Some(DataType::Struct(fs)) => fs
+                    .iter()
+                    .map(|f| (f.name().clone(), Some(f.data_type().clone())))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (k, x) in m {
+                match fields.iter_mut().find(|(n, _)| n == k) {
+                    Some((_, t)) => *t = merge(t.take(), x).map_err(|e| format!("{k}: {e}"))?,
+                    None => fields.push((k.clone(), merge(None, x)?)),
+                }
+            }
+            DataType::Struct(
+                fields
+                    .into_iter()
+                    .map(|(n, t)| arrow_schema::Field::new(n, t.unwrap_or(DataType::Utf8), true))
+                    .collect(),
+            )
+        }
+    };
+    Ok(Some(match (seen, now) {
+        (None, t) => t,
+        (Some(a), b) if a == b => a,
+        (Some(DataType::UInt8), DataType::Int64) | (Some(DataType::Int64), DataType::UInt8) => {
+            DataType::Int64
+        }
+        (Some(DataType::UInt8), DataType::UInt64) | (Some(DataType::UInt64), DataType::UInt8) => {
+            DataType::UInt64
+        }
+        (Some(DataType::UInt64), DataType::Int64) | (Some(DataType::Int64), DataType::UInt64) => {
+            return Err("negative integers and integers above i64::MAX in one field".into());
+        }
+        (Some(DataType::Float64), DataType::Int64 | DataType::UInt64 | DataType::UInt8)
+        | (Some(DataType::Int64 | DataType::UInt64 | DataType::UInt8), DataType::Float64) => {
+            DataType::Float64
+        }
+        (Some(DataType::List(_)), t @ DataType::List(_)) => t,
+        (Some(DataType::Struct(_)), t @ DataType::Struct(_)) => t,
+        (Some(a), b) => return Err(format!("{a} and {b} values")),
+    }))
+}
+
+/// The inferred type with the non-negative-integer mark made Int64.
+fn finish(t: DataType) -> DataType {
+    match t {
+        DataType::UInt8 => DataType::Int64,
+        DataType::List(f) => DataType::List(Arc::new(arrow_schema::Field::new(
+            "item",
+            finish(f.data_type().clone()),
+            true,
+        ))),
+        DataType::Struct(fs) => DataType::Struct(
+            fs.iter()
+                .map(|f| arrow_schema::Field::new(f.name(), finish(f.data_type().clone()), true))
+                .collect(),
+        ),
+        t => t,
+    }
+}
+
+/// The schema of the first lines of a JSON lines file: one nullable field
+/// per key, in order of appearance.
+fn infer_json(path: &Path) -> Result<arrow_schema::Schema, Error> {
+    use std::io::BufRead as _;
+    let f = File::open(path).map_err(io(path))?;
+    let mut fields: Vec<(String, Option<DataType>)> = Vec::new();
+    for (n, line) in BufReader::new(f).lines().take(INFER_LINES).enumerate() {
+        let line = line.map_err(io(path))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| json_err(path, n + 1, e))?;
+        let serde_json::Value::Object(m) = v else {
+            return Err(json_err(path, n + 1, "not a JSON object"));
+        };
+        for (k, x) in &m {
+            if !fields.iter().any(|(name, _)| name == k) {
+                fields.push((k.clone(), None));
+            }
+            let Some((_, slot)) = fields.iter_mut().find(|(name, _)| name == k) else {
+                continue;
+            };
+            *slot =
+                merge(slot.take(), x).map_err(|e| json_err(path, n + 1, format!("{k:?}: {e}")))?;
+        }
+    }
+    Ok(arrow_schema::Schema::new(
+        fields
+            .into_iter()
+            .map(|(n, t)| arrow_schema::Field::new(n, finish(t.unwrap_or(DataType::Utf8)), true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Batches of a JSON lines file decoded with a fixed schema.
+struct JsonLines {
+    lines: std::io::Lines<BufReader<File>>,
+    schema: SchemaRef,
+    batch: usize,
+    line: usize,
+    path: String,
+}
+
+impl Iterator for JsonLines {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bad = |line: usize, m: String| {
+            ArrowError::ParseError(format!("{}: line {line}: {m}", self.path))
+        };
+        let mut rows: Vec<(usize, serde_json::Map<String, serde_json::Value>)> = Vec::new();
+        while rows.len() < self.batch {
+            let Some(l) = self.lines.next() else { break };
+            self.line += 1;
+            let l = match l {
+                Ok(l) => l,
+                Err(e) => return Some(Err(ArrowError::IoError(e.to_string(), e))),
+            };
+            if l.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<serde_json::Value>(&l) {
+                Ok(serde_json::Value::Object(m)) => rows.push((self.line, m)),
+                Ok(_) => return Some(Err(bad(self.line, "not a JSON object".into()))),
+                Err(e) => return Some(Err(bad(self.line, e.to_string()))),
+            }
+        }
+        if rows.is_empty() {
+            return None;
+        }
+        let mut cols = Vec::with_capacity(self.schema.fields().len());
+        for f in self.schema.fields() {
+            let vals: Vec<Option<&serde_json::Value>> =
+                rows.iter().map(|(_, m)| m.get(f.name())).collect();
+            match super::json::decode(f.data_type(), &vals, None) {
+                Ok(a) => cols.push(a),
+                Err(e) => {
+                    let line = rows.get(e.at).map_or(0, |(l, _)| *l);
+                    return Some(Err(bad(line, format!("{:?}: {}", f.name(), e.message))));
+                }
+            }
+        }
+        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len()));
+        Some(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &opts,
+        ))
+    }
 }
