@@ -694,3 +694,18 @@ pub(crate) fn dict_key(a: &dyn Array, i: usize) -> Option<usize> {
     };
     k.filter(|&k| k < d.values().len())
 }
+
+/// The text entries of the first dictionary in `a` (at the top level or
+/// inside lists), when there is one.
+pub(crate) fn dictionary_entries(a: &dyn Array) -> Option<Vec<String>> {
+    use arrow_array::cast::AsArray;
+    match a.data_type() {
+        DataType::Dictionary(..) => {
+            let v = a.as_any_dictionary().values().as_string_opt::<i32>()?;
+            Some(v.iter().map(|x| x.unwrap_or("").to_string()).collect())
+        }
+        DataType::List(_) => dictionary_entries(a.as_list::<i32>().values().as_ref()),
+        DataType::FixedSizeList(..) => dictionary_entries(a.as_fixed_size_list().values().as_ref()),
+        _ => None,
+    }
+}

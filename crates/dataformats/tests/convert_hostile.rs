@@ -209,7 +209,7 @@ fn no_column_type_or_metadata_makes_a_writer_panic() {
             for lossy in [false, true] {
                 let out = dir
                     .path()
-                    .join(format!("out{n}-{}-{lossy}.{}", t.name(), ext(t)));
+                    .join(format!("out{n}-{}-{lossy}.{}", t.name(), t.extension()));
                 let opts = ConvertOptions {
                     to: Some(t),
                     lossy,
@@ -250,20 +250,4 @@ fn no_column_type_or_metadata_makes_a_writer_panic() {
         written > 100 && refused > 100,
         "{written} written, {refused} refused"
     );
-}
-
-fn ext(t: Target) -> &'static str {
-    match t {
-        Target::Mldf => "mldf",
-        Target::Tbl2 => "tbl",
-        Target::Cntk => "bin",
-        Target::Idv => "idv",
-        Target::Bloscpack => "blp",
-        Target::Blz => "bcolz",
-        Target::Parquet => "parquet",
-        Target::ArrowFile => "arrow",
-        Target::ArrowStream => "arrows",
-        Target::Csv => "csv",
-        _ => "jsonl",
-    }
 }

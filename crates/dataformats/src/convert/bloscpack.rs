@@ -31,13 +31,6 @@ pub struct BloscpackOptions {
     pub write: WriteOptions,
 }
 
-fn data_err(message: String) -> Error {
-    Error::Data {
-        format: Some(crate::Format::Bloscpack),
-        message,
-    }
-}
-
 fn unit_str(u: &TimeUnit) -> &'static str {
     match u {
         TimeUnit::Second => "s",
@@ -112,7 +105,7 @@ fn shape_of(f: &Field) -> Option<(Vec<u64>, DataType)> {
     }
 }
 
-pub(crate) fn plan(f: &Field) -> Option<Col> {
+fn plan(f: &Field) -> Option<Col> {
     let (shape, elem) = shape_of(f)?;
     // The field's own numpy type, when the view of it is this Arrow type.
     if let Some(ts) = f.metadata().get(crate::typed::TYPE_KEY) {
@@ -255,7 +248,7 @@ fn put(
 }
 
 /// The bytes of record `i` of column `c` (`a` its array).
-pub(crate) fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), String> {
+fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Result<(), String> {
     let itemsize = c.dtype.itemsize();
     let n = c.count();
     match a.data_type() {
@@ -269,8 +262,62 @@ pub(crate) fn value(a: &dyn Array, i: usize, c: &Col, out: &mut Vec<u8>) -> Resu
     }
 }
 
+/// The columns of `schema` numpy has a dtype for, with their indices (the
+/// others dropped or, without `lossy`, refused).
+pub(crate) fn numpy_columns(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+    target: &str,
+) -> Result<Vec<(usize, Col)>, Error> {
+    super::keep_columns(
+        schema,
+        None,
+        report,
+        lossy,
+        "numpy has no dtype for this column",
+        target,
+        |f| Ok(plan(f)),
+    )
+}
+
+/// Appends record `i` of column `c` (`a` its array, `record` its number in
+/// the whole input) to `out`. A null numpy cannot hold is refused, or with
+/// `lossy` written as zero and counted.
+pub(crate) fn put_cell(
+    a: &dyn Array,
+    i: usize,
+    c: &Col,
+    record: u64,
+    lossy: bool,
+    report: &mut Report,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    if unholdable_null(a, i) {
+        if !lossy {
+            return Err(Error::Lossy {
+                message: format!(
+                    "record {record}, column {:?}: a missing value (numpy has none); pass \
+                     --lossy to write zero",
+                    c.name
+                ),
+            });
+        }
+        report.change(
+            ChangeKind::NullFilled,
+            &c.name,
+            record,
+            "a missing value written as zero",
+        );
+    }
+    value(a, i, c, out).map_err(|m| Error::Data {
+        format: None,
+        message: format!("record {record}, column {:?}: {m}", c.name),
+    })
+}
+
 /// Whether record `i` of `a` is null where numpy cannot say so (NaT can).
-pub(crate) fn unholdable_null(a: &dyn Array, i: usize) -> bool {
+fn unholdable_null(a: &dyn Array, i: usize) -> bool {
     a.is_null(i)
         && !matches!(
             a.data_type(),
@@ -291,28 +338,11 @@ pub(crate) fn write(
     let raw = schema.fields().len() == 1
         && schema.field(0).name() == "chunk"
         && schema.field(0).data_type() == &DataType::Binary;
-    let mut cols = Vec::new();
-    let mut idx = Vec::new();
-    if !raw {
-        for (k, f) in schema.fields().iter().enumerate() {
-            match plan(f) {
-                Some(c) => {
-                    cols.push(c);
-                    idx.push(k);
-                }
-                None => report.change(
-                    ChangeKind::Dropped,
-                    f.name(),
-                    0,
-                    "numpy has no dtype for this column",
-                ),
-            }
-        }
-        report.check(lossy)?;
-        if cols.is_empty() {
-            return Err(Error::invalid("no column can become a numpy array"));
-        }
-    }
+    let cols = if raw {
+        Vec::new()
+    } else {
+        numpy_columns(&schema, report, lossy, "a numpy array")?
+    };
     // The payload goes to a spool beside the output first: Bloscpack
     // declares its size (and so its chunk count) in the header.
     let dir = output
@@ -328,7 +358,6 @@ pub(crate) fn write(
     let mut written = 0u64;
     let mut chunk_len: Option<usize> = None;
     let mut buf = Vec::new();
-    let mut filled: Option<(u64, u64, String)> = None;
     while let Some(b) = input.next_batch() {
         let b: RecordBatch = b?;
         for i in 0..b.num_rows() {
@@ -339,24 +368,9 @@ pub(crate) fn write(
                 chunk_len.get_or_insert(v.len());
                 buf.extend_from_slice(v);
             } else {
-                for (c, &k) in cols.iter().zip(&idx) {
-                    let a = b.column(k);
-                    if unholdable_null(a.as_ref(), i) {
-                        if !lossy {
-                            return Err(Error::Lossy {
-                                message: format!(
-                                    "record {record}, column {:?}: a missing value (numpy has \
-                                     none); pass --lossy to write zero",
-                                    c.name
-                                ),
-                            });
-                        }
-                        let f = filled.get_or_insert((record, 0, c.name.clone()));
-                        f.1 += 1;
-                    }
-                    value(a.as_ref(), i, c, &mut buf).map_err(|m| {
-                        data_err(format!("record {record}, column {:?}: {m}", c.name))
-                    })?;
+                for (k, c) in &cols {
+                    put_cell(b.column(*k).as_ref(), i, c, record, lossy, report, &mut buf)
+                        .map_err(|e| e.in_format(crate::Format::Bloscpack))?;
                 }
             }
             out.write_all(&buf).map_err(io)?;
@@ -366,17 +380,6 @@ pub(crate) fn write(
     }
     out.flush().map_err(io)?;
     drop(out);
-    if let Some((first, count, field)) = filled {
-        report.change(
-            ChangeKind::NullFilled,
-            &field,
-            first,
-            "a missing value written as zero",
-        );
-        if let Some(c) = report.changes.last_mut() {
-            c.count = count;
-        }
-    }
     let total = spool.stream_position().map_err(io)?;
     let mut wopts = opts.write;
     let meta = if raw {
@@ -386,10 +389,10 @@ pub(crate) fn write(
         None
     } else {
         let dtype = match cols.as_slice() {
-            [c] => c.dtype.clone(),
+            [(_, c)] => c.dtype.clone(),
             _ => Dtype::Record(
                 cols.iter()
-                    .map(|c| NpField {
+                    .map(|(_, c)| NpField {
                         name: c.name.clone(),
                         dtype: c.dtype.clone(),
                         shape: c.shape.clone(),
@@ -398,7 +401,7 @@ pub(crate) fn write(
             ),
         };
         let mut shape = vec![written];
-        if let [c] = cols.as_slice() {
+        if let [(_, c)] = cols.as_slice() {
             shape.extend(&c.shape);
         }
         Some(

@@ -7,8 +7,8 @@
 
 use arrow_array::RecordBatch;
 
-use super::bloscpack::{Col, plan, unholdable_null, value};
-use super::{ChangeKind, Report};
+use super::Report;
+use super::bloscpack::{numpy_columns, put_cell};
 use crate::bloscpack::blz::{ArrayOptions, CArrayWriter, Layout, TableWriter};
 use crate::dataset::{BatchStream, Error};
 
@@ -18,13 +18,6 @@ use crate::dataset::{BatchStream, Error};
 pub struct BlzOptions {
     /// Array settings (layout, chunk length, codec, level, shuffle).
     pub array: Option<ArrayOptions>,
-}
-
-fn data_err(message: String) -> Error {
-    Error::Data {
-        format: Some(crate::Format::Blz),
-        message,
-    }
 }
 
 enum Sink {
@@ -42,26 +35,7 @@ pub(crate) fn write(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
     let schema = input.schema();
-    let mut cols: Vec<Col> = Vec::new();
-    let mut idx = Vec::new();
-    for (k, f) in schema.fields().iter().enumerate() {
-        match plan(f) {
-            Some(c) => {
-                cols.push(c);
-                idx.push(k);
-            }
-            None => report.change(
-                ChangeKind::Dropped,
-                f.name(),
-                0,
-                "numpy has no dtype for this column",
-            ),
-        }
-    }
-    report.check(lossy)?;
-    if cols.is_empty() {
-        return Err(Error::invalid("no column can become a BLZ/bcolz array"));
-    }
+    let cols = numpy_columns(&schema, report, lossy, "a BLZ/bcolz array")?;
     let layout = match output.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("blz") => Layout::Blz06,
         _ => Layout::Bcolz,
@@ -77,7 +51,7 @@ pub(crate) fn write(
         .unwrap_or_else(|| serde_json::json!({}));
     let blz = |e| Error::Blz(e);
     let mut sink = match cols.as_slice() {
-        [c] if c.name == "value" => {
+        [(_, c)] if c.name == "value" => {
             let mut w = CArrayWriter::create(output, &c.dtype, &c.shape, &aopts).map_err(blz)?;
             w.set_attrs(attrs);
             Sink::Array(Box::new(w))
@@ -85,37 +59,23 @@ pub(crate) fn write(
         _ => {
             let spec: Vec<(&str, &crate::bloscpack::dtype::Dtype, &[u64])> = cols
                 .iter()
-                .map(|c| (c.name.as_str(), &c.dtype, c.shape.as_slice()))
+                .map(|(_, c)| (c.name.as_str(), &c.dtype, c.shape.as_slice()))
                 .collect();
             Sink::Table(TableWriter::create(output, &spec, &attrs, &aopts).map_err(blz)?)
         }
     };
     let mut written = 0u64;
     let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); cols.len()];
-    let mut filled: Option<(u64, u64, String)> = None;
     while let Some(b) = input.next_batch() {
         let b: RecordBatch = b?;
         for buf in &mut bufs {
             buf.clear();
         }
-        for ((c, &k), buf) in cols.iter().zip(&idx).zip(bufs.iter_mut()) {
-            let a = b.column(k);
+        for ((k, c), buf) in cols.iter().zip(bufs.iter_mut()) {
+            let a = b.column(*k);
             for i in 0..b.num_rows() {
-                let record = written + i as u64;
-                if unholdable_null(a.as_ref(), i) {
-                    if !lossy {
-                        return Err(Error::Lossy {
-                            message: format!(
-                                "record {record}, column {:?}: a missing value (numpy has none); \
-                                 pass --lossy to write zero",
-                                c.name
-                            ),
-                        });
-                    }
-                    filled.get_or_insert((record, 0, c.name.clone())).1 += 1;
-                }
-                value(a.as_ref(), i, c, buf)
-                    .map_err(|m| data_err(format!("record {record}, column {:?}: {m}", c.name)))?;
+                put_cell(a.as_ref(), i, c, written + i as u64, lossy, report, buf)
+                    .map_err(|e| e.in_format(crate::Format::Blz))?;
             }
         }
         match &mut sink {
@@ -128,17 +88,6 @@ pub(crate) fn write(
         .map_err(blz)?;
         written += b.num_rows() as u64;
         progress(written);
-    }
-    if let Some((first, count, field)) = filled {
-        report.change(
-            ChangeKind::NullFilled,
-            &field,
-            first,
-            "a missing value written as zero",
-        );
-        if let Some(c) = report.changes.last_mut() {
-            c.count = count;
-        }
     }
     match sink {
         Sink::Array(w) => w.finish().map(|_| ()),

@@ -15,7 +15,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Field};
 
-use super::{ChangeKind, Report, all_bytes};
+use super::{Report, all_bytes};
 use crate::cntk::{Chunking, ElemType, RecordData, StreamDesc, StreamKind, Writer};
 use crate::dataset::{BatchStream, Error};
 
@@ -216,29 +216,16 @@ pub(crate) fn write(
             )));
         }
     }
-    let mut cols = Vec::new();
-    let mut streams = Vec::new();
-    for (k, f) in schema.fields().iter().enumerate() {
-        if Some(k) == seq_col {
-            continue;
-        }
-        match stream(f)? {
-            Some(s) => {
-                cols.push(k);
-                streams.push(s);
-            }
-            None => report.change(
-                ChangeKind::Dropped,
-                f.name(),
-                0,
-                "CNTK streams are fixed-size lists or sparse structs of float32/float64",
-            ),
-        }
-    }
-    report.check(lossy)?;
-    if streams.is_empty() {
-        return Err(Error::invalid("no column can become a CNTK stream"));
-    }
+    let kept = super::keep_columns(
+        &schema,
+        seq_col,
+        report,
+        lossy,
+        "CNTK streams are fixed-size lists or sparse structs of float32/float64",
+        "a CNTK stream",
+        stream,
+    )?;
+    let (cols, streams): (Vec<usize>, Vec<StreamDesc>) = kept.into_iter().unzip();
     let mut w = Writer::create(output, &streams, opts.chunking).map_err(Error::Cntk)?;
     let mut seq = Pending::new(streams.len());
     let mut last: Option<u64> = None;

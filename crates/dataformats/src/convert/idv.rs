@@ -146,20 +146,6 @@ fn item_of(dt: &DataType) -> Option<ItemType> {
     })
 }
 
-/// The entries of the first dictionary in `a` (top level or in lists).
-fn dictionary_of(a: &dyn Array) -> Option<Vec<String>> {
-    match a.data_type() {
-        DataType::Dictionary(..) => {
-            let d = a.as_any_dictionary();
-            let v = d.values().as_string_opt::<i32>()?;
-            Some(v.iter().map(|x| x.unwrap_or("").to_string()).collect())
-        }
-        DataType::List(_) => dictionary_of(a.as_list::<i32>().values().as_ref()),
-        DataType::FixedSizeList(..) => dictionary_of(a.as_fixed_size_list().values().as_ref()),
-        _ => None,
-    }
-}
-
 fn key_item(entries: usize) -> ItemType {
     ItemType::Key {
         width: KeyWidth::U32,
@@ -172,7 +158,7 @@ fn key_item(entries: usize) -> ItemType {
 fn infer(f: &Field, first: Option<&ArrayRef>) -> Option<ColumnType> {
     let dict = || {
         first
-            .and_then(|a| dictionary_of(a.as_ref()))
+            .and_then(|a| crate::typed::dictionary_entries(a.as_ref()))
             .map_or(0, |d| d.len())
     };
     let item = |dt: &DataType| match dt {
@@ -644,7 +630,7 @@ pub(crate) fn write(
             // A dictionary's entries are the keys' KeyValues.
             if let Some(d) = first
                 .as_ref()
-                .and_then(|b| dictionary_of(b.column(k).as_ref()))
+                .and_then(|b| crate::typed::dictionary_entries(b.column(k).as_ref()))
             {
                 let mut t = crate::idv::TextValues::default();
                 d.iter().for_each(|x| t.push(x));
@@ -713,15 +699,13 @@ pub(crate) fn write(
     }
     for (spec, (first, count)) in specs.iter().zip(&null_counts) {
         if let Some(first) = first {
-            report.change(
+            report.change_n(
                 ChangeKind::NullFilled,
                 &spec.name,
                 *first,
+                *count,
                 "a missing value written as the type's default (0, NaN-free zero, empty text)",
             );
-            if let Some(c) = report.changes.last_mut() {
-                c.count = *count;
-            }
         }
     }
     w.finish().map_err(Error::Idv)?;

@@ -236,20 +236,6 @@ fn carrier_json(schema: &Schema, dicts: &[(String, Vec<String>)]) -> Result<Stri
     )
 }
 
-/// The entries of the first dictionary inside `a` (top level or in lists).
-fn dictionary_entries(a: &dyn Array) -> Option<Vec<String>> {
-    match a.data_type() {
-        DataType::Dictionary(..) => {
-            let v = a.as_any_dictionary().values().clone();
-            let s = v.as_string_opt::<i32>()?;
-            Some((0..s.len()).map(|i| s.value(i).to_string()).collect())
-        }
-        DataType::List(_) => dictionary_entries(a.as_list::<i32>().values().as_ref()),
-        DataType::FixedSizeList(..) => dictionary_entries(a.as_fixed_size_list().values().as_ref()),
-        _ => None,
-    }
-}
-
 fn has_dictionary(dt: &DataType) -> bool {
     match dt {
         DataType::Dictionary(..) => true,
@@ -321,7 +307,7 @@ pub(crate) fn write(
             let mut dicts = Vec::new();
             for (f, c) in schema.fields().iter().zip(b.columns()) {
                 if has_dictionary(f.data_type()) {
-                    if let Some(d) = dictionary_entries(c.as_ref()) {
+                    if let Some(d) = crate::typed::dictionary_entries(c.as_ref()) {
                         dicts.push((f.name().clone(), d));
                     }
                 }

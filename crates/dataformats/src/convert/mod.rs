@@ -110,6 +110,14 @@ impl Target {
         })
     }
 
+    /// The usual extension of its files (what [`Target::from_path`] reads).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Target::Cntk => "bin",
+            t => t.name(),
+        }
+    }
+
     /// Its short name.
     pub fn name(self) -> &'static str {
         match self {
@@ -289,19 +297,32 @@ pub struct Report {
 impl Report {
     /// Counts a change of `kind` to `field` in `record`.
     pub(crate) fn change(&mut self, kind: ChangeKind, field: &str, record: u64, detail: &str) {
+        self.change_n(kind, field, record, 1, detail);
+    }
+
+    /// Counts `count` changes of `kind` to `field`, the first in `record`.
+    pub(crate) fn change_n(
+        &mut self,
+        kind: ChangeKind,
+        field: &str,
+        record: u64,
+        count: u64,
+        detail: &str,
+    ) {
         if let Some(c) = self
             .changes
             .iter_mut()
             .find(|c| c.kind == kind && c.field == field)
         {
-            c.count += 1;
+            c.count += count;
+            c.first_record = c.first_record.min(record);
             return;
         }
         self.changes.push(Change {
             kind,
             field: field.to_string(),
             first_record: record,
-            count: 1,
+            count,
             detail: detail.to_string(),
         });
     }
@@ -323,6 +344,36 @@ impl Report {
             ),
         })
     }
+}
+
+/// The columns of `schema` (but `except`) that `plan` gives a place in the
+/// target, with their indices; each other column is reported as dropped
+/// (`why`), which without `lossy` refuses the conversion. No column at all
+/// is an error naming `target`.
+pub(crate) fn keep_columns<T>(
+    schema: &arrow_schema::Schema,
+    except: Option<usize>,
+    report: &mut Report,
+    lossy: bool,
+    why: &str,
+    target: &str,
+    plan: impl Fn(&arrow_schema::Field) -> Result<Option<T>, Error>,
+) -> Result<Vec<(usize, T)>, Error> {
+    let mut out = Vec::new();
+    for (k, f) in schema.fields().iter().enumerate() {
+        if Some(k) == except {
+            continue;
+        }
+        match plan(f)? {
+            Some(t) => out.push((k, t)),
+            None => report.change(ChangeKind::Dropped, f.name(), 0, why),
+        }
+    }
+    report.check(lossy)?;
+    if out.is_empty() {
+        return Err(Error::invalid(format!("no column can become {target}")));
+    }
+    Ok(out)
 }
 
 /// The batches of an opened dataset (it owns the dataset).
