@@ -723,7 +723,7 @@ fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
         plan.push(("mldf", "table.mldf", "table.jsonl", None));
     }
     let mut out = Vec::new();
-    for (from, input, output, same_as) in plan {
+    for (_, input, output, same_as) in plan {
         let (input, output) = (dir.join(input), dir.join(output));
         let same_as = same_as.map(|p| dir.join(p));
         if output.is_dir() {
@@ -740,7 +740,7 @@ fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default()
         );
-        let result = crate::output::quietly(|| convert_one(from, &input, &output))
+        let result = crate::output::quietly(|| convert_one(&input, &output))
             .and_then(|()| check_converted(&input, &output))
             .and_then(|what| match &same_as {
                 Some(original) => same_records(original, &output).map(|()| {
@@ -759,31 +759,10 @@ fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
     out
 }
 
-fn convert_one(from: &str, input: &Path, output: &Path) -> Result<(), String> {
-    let ext = output
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    let library = from == "mldf" && crate::mldf_carries_schema(input);
-    let r = match (from, ext) {
-        _ if library => {
-            return dataformats::convert::convert(input, output, &Default::default())
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-        }
-        ("idv" | "bloscpack" | "blz", "mldf") | ("mldf", "idv" | "bcolz" | "blp") => {
-            return dataformats::convert::convert(input, output, &Default::default())
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-        }
-        ("cntk", "mldf") => crate::cntk::to_mldf(input, output, true),
-        ("tbl2", "mldf") => crate::mldf::convert_tbl2(input, output, true),
-        ("mldf", "bin") => crate::cntk::from_mldf(input, output, false, None, true),
-        ("mldf", "tbl") => crate::mldf::to_tbl2(input, output, false, false, true),
-        ("mldf", "jsonl") => crate::mldf::to_jsonl(input, output),
-        _ => return Err(format!("no conversion {from} -> {ext}")),
-    };
-    r.map_err(|f| f.to_string())
+fn convert_one(input: &Path, output: &Path) -> Result<(), String> {
+    dataformats::convert::convert(input, output, &Default::default())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// `a` and `b` hold the same records (compared as JSON, so NaN equals NaN).

@@ -335,17 +335,33 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .ok_or_else(|| Failure::new(2, "usage", Some(&output), "unknown output type"))?;
             typed::convert(&input, &output, format, range, &select, cli.json)
         }
-        // Tables (Parquet, Arrow IPC, CSV) into dataset formats, and pairs
-        // only the library converts.
+        // Everything but the direct paths below goes through the library.
         Command::Convert {
             input,
             output,
             range,
             select,
             lossy,
+            pack,
+            no_compress,
             ..
         } if library_pair(&input, &output) => {
-            typed::library(&input, &output, lossy, range, &select, cli.json)
+            let mut opts = dataformats::convert::ConvertOptions {
+                columns: select.columns.clone(),
+                rows: range.map(|(a, b)| a..b),
+                limit: select.limit,
+                lossy,
+                ..Default::default()
+            };
+            opts.tbl2.compress = !no_compress;
+            opts.bloscpack.write = pack.options()?;
+            if let Some(s) = &pack.chunk_size {
+                let size = bloscpack::parse_size(s).ok_or_else(|| {
+                    Failure::new(2, "usage", None, format!("bad chunk size {s:?}"))
+                })?;
+                opts.cntk.chunking = dataformats::cntk::Chunking::Target(size as u64);
+            }
+            typed::library(&input, &output, &opts, cli.json)
         }
         Command::Convert {
             input,
@@ -356,7 +372,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ctf,
             idv,
             schema,
-            lossy,
             ..
         } => {
             let detected =
@@ -367,18 +382,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             match detected {
-                Some(Format::Tbl2) if out_ext == "mldf" => {
-                    mldf::convert_tbl2(&input, &output, cli.json)
-                }
                 Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
                 Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
-                Some(Format::Cntk) if out_ext == "mldf" => cntk::to_mldf(&input, &output, cli.json),
-                Some(Format::Mldf) if out_ext == "bin" => {
-                    cntk::from_mldf(&input, &output, lossy, pack.chunk_size.as_deref(), cli.json)
-                }
-                Some(Format::Mldf) if out_ext == "tbl" => {
-                    mldf::to_tbl2(&input, &output, lossy, no_compress, cli.json)
-                }
                 Some(Format::Bloscpack) => {
                     bloscpack::convert(&input, &output, true, &pack, cli.json)
                 }
@@ -450,39 +455,17 @@ fn library_pair(input: &Path, output: &Path) -> bool {
             .to_ascii_lowercase()
     };
     let detected = detect(input).ok().flatten();
-    if detected == Some(Format::Mldf) && mldf_carries_schema(input) {
-        // Written by a conversion: the library restores the source schema.
-        return true;
-    }
     match (detected, ext(input).as_str(), target) {
         (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
         (None, "csv", t) => !matches!(t, Target::JsonLines | Target::Idv),
         // JSON lines into MLDF keep their MLDF --schema path.
         (None, "jsonl" | "ndjson", t) => !matches!(t, Target::JsonLines | Target::Mldf),
-        (Some(f), _, Target::Tbl2) => !matches!(f, Format::Mldf),
-        (Some(f), _, Target::Cntk) => !matches!(f, Format::Mldf | Format::Ctf),
-        (Some(_), _, Target::Idv) => true,
-        // The common view's formats keep their whole typed schema in MLDF.
-        (Some(f), _, Target::Mldf) => {
-            matches!(
-                f,
-                Format::Idv | Format::Bloscpack | Format::Blz | Format::Ffcv
-            )
-        }
-        (Some(f), _, Target::Bloscpack) => f != Format::Bloscpack,
-        (Some(_), _, Target::Blz) => true,
+        // CTF has no typed view: only its ctf2bin path (below) reads it.
+        (Some(Format::Ctf), ..) => false,
+        (Some(Format::Bloscpack), _, Target::Bloscpack) => false,
+        (Some(_), _, t) => t != Target::JsonLines,
         _ => false,
     }
-}
-
-/// Whether the MLDF file at `path` carries the schema of the data it was
-/// converted from (its last field is `dataformats.schema`).
-fn mldf_carries_schema(path: &Path) -> bool {
-    dataformats::mldf::Reader::open(path).is_ok_and(|r| {
-        r.fields()
-            .last()
-            .is_some_and(|f| f.name == dataformats::convert::mldf::SCHEMA_FIELD)
-    })
 }
 
 /// Detects `path`'s format, or fails with exit code 3 (unrecognised) / 1 (unreadable).

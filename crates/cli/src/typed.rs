@@ -159,21 +159,12 @@ pub(crate) fn convert(
 pub(crate) fn library(
     input: &Path,
     output: &Path,
-    lossy: bool,
-    range: Option<(u64, u64)>,
-    select: &Select,
+    opts: &dataformats::convert::ConvertOptions,
     json: bool,
 ) -> Result<(), Failure> {
-    use dataformats::convert::{ConvertOptions, convert_with_progress};
-    let opts = ConvertOptions {
-        columns: select.columns.clone(),
-        rows: range.map(|(a, b)| a..b),
-        limit: select.limit,
-        lossy,
-        ..Default::default()
-    };
+    use dataformats::convert::convert_with_progress;
     let bar = crate::progress::bytes(0, "records", json);
-    let report = convert_with_progress(input, output, &opts, &mut |n, total| {
+    let report = convert_with_progress(input, output, opts, &mut |n, total| {
         bar.set_length(total);
         bar.set_position(n);
     })

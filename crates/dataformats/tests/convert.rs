@@ -230,6 +230,7 @@ fn refused_then_reported(
 
 #[test]
 fn every_kind_of_change_is_refused_or_reported() {
+    use arrow_array::cast::AsArray;
     use arrow_array::{BinaryArray, Float32Array, Int32Array, Int64Array};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;
@@ -253,7 +254,7 @@ fn every_kind_of_change_is_refused_or_reported() {
         ChangeKind::Dropped,
         "extra",
         0,
-        1,
+        2,
     );
     // null_filled: IDV and numpy have no missing numbers.
     let b = RecordBatch::try_new(
@@ -314,6 +315,48 @@ fn every_kind_of_change_is_refused_or_reported() {
         1,
         1,
     );
+    // retyped: integers into CNTK become a float64 stream of dimension 1;
+    // the one beyond 2^53 is also counted as rounded.
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from(vec![1, (1 << 53) + 1, -3]))],
+    )
+    .unwrap();
+    let t = table(dir.path(), "ints.arrow", &b);
+    let bin = dir.path().join("ints.bin");
+    refused_then_reported(&t, &bin, ChangeKind::Retyped, "n", 0, 3);
+    let r = convert(
+        &t,
+        &bin,
+        &ConvertOptions {
+            lossy: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let rounded = r.changes.iter().find(|c| c.kind == ChangeKind::Rounded);
+    assert_eq!(
+        rounded.map(|c| (c.field.as_str(), c.first_record, c.count)),
+        Some(("n", 1, 1)),
+        "{:?}",
+        r.changes
+    );
+    let back = read_all(&bin);
+    let values = back
+        .column_by_name("n")
+        .unwrap()
+        .as_fixed_size_list()
+        .values()
+        .as_primitive::<arrow_array::types::Float64Type>()
+        .values()
+        .to_vec();
+    assert_eq!(values, vec![1.0, 9007199254740992.0, -3.0]);
+    // A column dropped from a file without records lost nothing: not
+    // reported.
+    let none = RecordBatch::new_empty(b.schema());
+    let t = table(dir.path(), "none.arrow", &none);
+    let r = convert(&t, &dir.path().join("none.tbl"), &ConvertOptions::default()).unwrap();
+    assert_eq!((r.records, r.changes.len()), (0, 0), "{:?}", r.changes);
     // schema_not_carried: no record to carry the schema in; reported only.
     drop(b);
     let f = Field::new("k", DataType::UInt32, true).with_metadata(
@@ -390,4 +433,85 @@ fn json_lines_are_an_input_with_inferred_types() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
+}
+
+/// MLDF's images become TBL v2 samples with their format and dimensions,
+/// and a text `metadata` field becomes a JSON metadata block.
+#[test]
+fn mldf_images_and_text_metadata_become_tbl2_samples() {
+    let Some(dir) = dataformats::core::testing::vectors_dir("mldf") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    for (name, format) in [
+        ("image_jpeg", "jpeg"),
+        ("image_png", "png"),
+        ("image_raw", "raw_u8"),
+    ] {
+        let src = dir.join(format!("{name}.mldf"));
+        let tbl = out.path().join(format!("{name}.tbl"));
+        let lossy = ConvertOptions {
+            lossy: true,
+            ..Default::default()
+        };
+        convert(&src, &tbl, &lossy).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = dataformats::mldf::Reader::open(&src).unwrap();
+        let j = (0..m.fields().len())
+            .find(|&j| m.fields()[j].ty.name().starts_with("IMAGE"))
+            .unwrap();
+        let t = dataformats::tbl2::Reader::open(&tbl).unwrap();
+        assert_eq!(t.len() as u64, m.num_samples(), "{name}");
+        for i in 0..t.len() {
+            let e = t.entry(i).unwrap();
+            assert_eq!(e.format.name(), format, "{name} {i}");
+            match m.value(i as u64, j).unwrap() {
+                dataformats::mldf::Value::Image {
+                    height,
+                    width,
+                    data,
+                    ..
+                } => {
+                    assert_eq!((e.width, e.height), (width, height), "{name} {i}");
+                    assert_eq!(t.read_sample(i).unwrap(), data.into_owned(), "{name} {i}");
+                }
+                v => panic!("{name} {i}: {v:?}"),
+            }
+        }
+    }
+    // Text metadata with its type named in `metadata_type`.
+    use arrow_array::{BinaryArray, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("data", DataType::Binary, false),
+            Field::new("metadata", DataType::Utf8, true),
+            Field::new("metadata_type", DataType::Utf8, true),
+        ])),
+        vec![
+            Arc::new(BinaryArray::from_iter_values([b"a".as_slice(), b"b", b"c"])),
+            Arc::new(StringArray::from(vec![Some("{\"k\":1}"), None, Some("x")])),
+            Arc::new(StringArray::from(vec![None, None, Some("msgpack")])),
+        ],
+    )
+    .unwrap();
+    let t = table(out.path(), "meta.arrow", &b);
+    let tbl = out.path().join("meta.tbl");
+    convert(&t, &tbl, &ConvertOptions::default()).unwrap();
+    let r = dataformats::tbl2::Reader::open(&tbl).unwrap();
+    let blocks: Vec<_> = (0..3)
+        .map(|i| {
+            r.read_metadata(i)
+                .unwrap()
+                .map(|(kind, data)| (kind.name(), data.to_vec()))
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        vec![
+            Some(("json".to_string(), b"{\"k\":1}".to_vec())),
+            None,
+            Some(("msgpack".to_string(), b"x".to_vec())),
+        ]
+    );
 }

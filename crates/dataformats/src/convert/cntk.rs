@@ -8,14 +8,17 @@
 //! dimension in `dataformats.dim` a sparse stream. Inside a sequence a
 //! stream's samples are its non-null values, which must come first (CNTK
 //! has no gaps). Numbers that `_sequence` skips (increasing) become
-//! sequences without samples, as the CNTK view numbers them. Columns of other types have no place in CNTK: refused, or
-//! with `lossy` left out and reported.
+//! sequences without samples, as the CNTK view numbers them. Other numbers
+//! (scalars, tensors of other element types) become dense float streams
+//! only with `lossy` (reported as retyped, and as rounded where an integer
+//! is not exact); other columns have no place in CNTK: refused, or with
+//! `lossy` left out and reported.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Field};
 
-use super::{Report, all_bytes};
+use super::{ChangeKind, Report, all_bytes};
 use crate::cntk::{Chunking, ElemType, RecordData, StreamDesc, StreamKind, Writer};
 use crate::dataset::{BatchStream, Error};
 
@@ -50,12 +53,49 @@ fn elem(dt: &DataType) -> Option<ElemType> {
     }
 }
 
-/// The stream a column is, if it is one.
+/// A numeric leaf type that a dense stream can hold as floats.
+fn numeric(dt: &DataType) -> bool {
+    dt.is_integer() || dt.is_floating()
+}
+
+/// A column that is a dense stream only after a change of type: numbers
+/// (a scalar, or a fixed-size list, nested for a tensor) of a type other
+/// than the stream's, its `dim` values per record in row-major order.
+fn retyped(f: &Field) -> Option<StreamDesc> {
+    let mut dim = 1u64;
+    let mut dt = f.data_type();
+    while let DataType::FixedSizeList(item, n) = dt {
+        dim = dim.checked_mul(u64::try_from(*n).ok()?)?;
+        dt = item.data_type();
+    }
+    if !numeric(dt) || dim == 0 {
+        return None;
+    }
+    Some(StreamDesc {
+        name: f.name().clone(),
+        kind: StreamKind::Dense,
+        elem: match dt {
+            DataType::Float16 | DataType::Float32 => ElemType::F32,
+            _ => ElemType::F64,
+        },
+        dim: u32::try_from(dim).ok()?,
+    })
+}
+
+/// The stream a column is, if it is one: `(stream, retyped)`.
+fn plan(f: &Field) -> Result<Option<(StreamDesc, bool)>, Error> {
+    Ok(match stream(f)? {
+        Some(s) => Some((s, false)),
+        None => retyped(f).map(|s| (s, true)),
+    })
+}
+
+/// The stream a column is as it is, if it is one.
 fn stream(f: &Field) -> Result<Option<StreamDesc>, Error> {
     let name = f.name().clone();
     match f.data_type() {
         DataType::FixedSizeList(item, n) => match elem(item.data_type()) {
-            Some(e) => {
+            Some(e) if *n > 0 => {
                 let dim = u32::try_from(*n)
                     .map_err(|_| Error::invalid(format!("{name:?}: bad dimension {n}")))?;
                 Ok(Some(StreamDesc {
@@ -65,7 +105,7 @@ fn stream(f: &Field) -> Result<Option<StreamDesc>, Error> {
                     dim,
                 }))
             }
-            None => Ok(None),
+            _ => Ok(None),
         },
         DataType::Struct(fs) => {
             let (Some(ix), Some(vals)) = (fs.find("indices"), fs.find("values")) else {
@@ -165,10 +205,10 @@ fn sequence_id(a: &dyn Array, i: usize) -> Option<u64> {
         DataType::UInt16 => u64::from(a.as_primitive::<UInt16Type>().value(i)),
         DataType::UInt32 => u64::from(a.as_primitive::<UInt32Type>().value(i)),
         DataType::UInt64 => a.as_primitive::<UInt64Type>().value(i),
-        DataType::Int8 => a.as_primitive::<Int8Type>().value(i) as u64,
-        DataType::Int16 => a.as_primitive::<Int16Type>().value(i) as u64,
-        DataType::Int32 => a.as_primitive::<Int32Type>().value(i) as u64,
-        DataType::Int64 => a.as_primitive::<Int64Type>().value(i) as u64,
+        DataType::Int8 => u64::try_from(a.as_primitive::<Int8Type>().value(i)).ok()?,
+        DataType::Int16 => u64::try_from(a.as_primitive::<Int16Type>().value(i)).ok()?,
+        DataType::Int32 => u64::try_from(a.as_primitive::<Int32Type>().value(i)).ok()?,
+        DataType::Int64 => u64::try_from(a.as_primitive::<Int64Type>().value(i)).ok()?,
         _ => return None,
     })
 }
@@ -185,6 +225,62 @@ fn index(a: &dyn Array, k: usize) -> Option<u32> {
         DataType::Int16 => u32::try_from(a.as_primitive::<Int16Type>().value(k)).ok(),
         DataType::Int8 => u32::try_from(a.as_primitive::<Int8Type>().value(k)).ok(),
         _ => None,
+    }
+}
+
+/// Appends record `i` of the numeric column `c` (a scalar or nested
+/// fixed-size lists) as floats of `st.elem`, row-major; returns how many
+/// are not exact.
+fn push_floats(c: &dyn Array, i: usize, st: &StreamDesc, out: &mut Vec<u8>) -> Result<u64, String> {
+    let before = out.len();
+    let rounded = push_leaf(c, i, st.elem, out)?;
+    let width = if st.elem == ElemType::F32 { 4 } else { 8 };
+    if out.len() - before != st.dim as usize * width {
+        return Err(format!(
+            "{} values for a stream of dimension {}",
+            (out.len() - before) / width,
+            st.dim
+        ));
+    }
+    Ok(rounded)
+}
+
+fn push_leaf(a: &dyn Array, i: usize, elem: ElemType, out: &mut Vec<u8>) -> Result<u64, String> {
+    use arrow_array::types::*;
+    if a.is_null(i) {
+        return Err("a null inside a dense sample".into());
+    }
+    if let DataType::FixedSizeList(..) = a.data_type() {
+        let v = a.as_fixed_size_list().value(i);
+        let mut rounded = 0;
+        for k in 0..v.len() {
+            rounded += push_leaf(v.as_ref(), k, elem, out)?;
+        }
+        return Ok(rounded);
+    }
+    // The value as f64 and whether that is exact.
+    let int = |x: i128| (x as f64, (x as f64) as i128 == x);
+    let (x, exact) = match a.data_type() {
+        DataType::Int8 => int(a.as_primitive::<Int8Type>().value(i).into()),
+        DataType::Int16 => int(a.as_primitive::<Int16Type>().value(i).into()),
+        DataType::Int32 => int(a.as_primitive::<Int32Type>().value(i).into()),
+        DataType::Int64 => int(a.as_primitive::<Int64Type>().value(i).into()),
+        DataType::UInt8 => int(a.as_primitive::<UInt8Type>().value(i).into()),
+        DataType::UInt16 => int(a.as_primitive::<UInt16Type>().value(i).into()),
+        DataType::UInt32 => int(a.as_primitive::<UInt32Type>().value(i).into()),
+        DataType::UInt64 => int(a.as_primitive::<UInt64Type>().value(i).into()),
+        DataType::Float16 => (a.as_primitive::<Float16Type>().value(i).to_f64(), true),
+        DataType::Float32 => (f64::from(a.as_primitive::<Float32Type>().value(i)), true),
+        DataType::Float64 => (a.as_primitive::<Float64Type>().value(i), true),
+        d => return Err(format!("{d} is not a number")),
+    };
+    if elem == ElemType::F32 {
+        // Only float16 and float32 leaves become float32 streams: exact.
+        out.extend_from_slice(&(x as f32).to_le_bytes());
+        Ok(0)
+    } else {
+        out.extend_from_slice(&x.to_le_bytes());
+        Ok(u64::from(!exact))
     }
 }
 
@@ -221,11 +317,31 @@ pub(crate) fn write(
         seq_col,
         report,
         lossy,
-        "CNTK streams are fixed-size lists or sparse structs of float32/float64",
+        "CNTK streams are numbers: fixed-size lists or sparse structs of float32/float64",
         "a CNTK stream",
-        stream,
+        plan,
     )?;
-    let (cols, streams): (Vec<usize>, Vec<StreamDesc>) = kept.into_iter().unzip();
+    let mut cols = Vec::new();
+    let mut streams = Vec::new();
+    let mut retype = Vec::new();
+    for (k, (s, r)) in kept {
+        if r {
+            report.column(
+                ChangeKind::Retyped,
+                &s.name,
+                &format!(
+                    "{} becomes a dense {} stream of dimension {}",
+                    schema.field(k).data_type(),
+                    s.elem.name(),
+                    s.dim
+                ),
+            );
+        }
+        cols.push(k);
+        streams.push(s);
+        retype.push(r);
+    }
+    report.check(lossy)?;
     let mut w = Writer::create(output, &streams, opts.chunking).map_err(Error::Cntk)?;
     let mut seq = Pending::new(streams.len());
     let mut last: Option<u64> = None;
@@ -283,7 +399,7 @@ pub(crate) fn write(
                     .iter_mut()
                     .zip(seq.dense.iter_mut().zip(seq.sparse.iter_mut())),
             );
-            for ((st, &k), (ended, (dense, sparse))) in parts {
+            for (((st, &k), (ended, (dense, sparse))), &re) in parts.zip(&retype) {
                 let c = b.column(k);
                 if c.is_null(i) {
                     *ended = true;
@@ -297,6 +413,22 @@ pub(crate) fn write(
                     )));
                 }
                 match st.kind {
+                    StreamKind::Dense if re => {
+                        dense.0 += 1;
+                        let rounded =
+                            push_floats(c.as_ref(), i, st, &mut dense.1).map_err(|m| {
+                                data_err(format!("record {record}, stream {:?}: {m}", st.name))
+                            })?;
+                        if rounded > 0 {
+                            report.change_n(
+                                ChangeKind::Rounded,
+                                &st.name,
+                                record,
+                                rounded,
+                                "an integer beyond 2^53 (float64) or 2^24 (float32) is not exact",
+                            );
+                        }
+                    }
                     StreamKind::Dense => {
                         let v = c.as_fixed_size_list().value(i);
                         if v.null_count() > 0 {

@@ -608,10 +608,9 @@ pub(crate) fn write(
     let mut specs = Vec::new();
     for (k, f) in schema.fields().iter().enumerate() {
         let Some(ty) = column_type(f, first.as_ref().map(|b| b.column(k))) else {
-            report.change(
+            report.column(
                 ChangeKind::Dropped,
                 f.name(),
-                0,
                 "IDV has no column type for it",
             );
             continue;

@@ -222,10 +222,26 @@ impl Enc {
     }
 }
 
+/// `v` with the keys of every object in order: the same schema gives the
+/// same bytes (Arrow's field metadata is a hash map, iterated in any order).
+fn canonical(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        J::Object(m) => {
+            let mut kv: Vec<(String, J)> = m.into_iter().collect();
+            kv.sort_by(|a, b| a.0.cmp(&b.0));
+            J::Object(kv.into_iter().map(|(k, v)| (k, canonical(v))).collect())
+        }
+        J::Array(a) => J::Array(a.into_iter().map(canonical).collect()),
+        v => v,
+    }
+}
+
 /// The carried schema's JSON: `{"arrow_schema": <arrow-rs serde form>,
-/// "dictionaries": {field: [entries]}}`.
+/// "dictionaries": {field: [entries]}}`, keys in order.
 fn carrier_json(schema: &Schema, dicts: &[(String, Vec<String>)]) -> Result<String, Error> {
     let s = serde_json::to_value(schema).map_err(|e| Error::invalid(format!("schema: {e}")))?;
+    let s = canonical(s);
     let d: serde_json::Map<String, serde_json::Value> = dicts
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::json!(v)))
@@ -262,10 +278,9 @@ pub(crate) fn write(
         if native || super::json::supported(f.data_type()) {
             keep.push(k);
         } else {
-            report.change(
+            report.column(
                 ChangeKind::Dropped,
                 f.name(),
-                0,
                 &format!("MLDF has no exact form for {}", f.data_type()),
             );
         }

@@ -231,18 +231,24 @@ pub enum ChangeKind {
     Rounded,
     /// A column the target has no place for was left out.
     Dropped,
+    /// A column the target holds only as another type (integers as a
+    /// CNTK float64 stream, a tensor flattened): its values kept, its type
+    /// not. Values that do not survive exactly are counted as `Rounded`.
+    Retyped,
     /// A missing value the target cannot hold was written as the type's
     /// default.
     NullFilled,
 }
 
 impl ChangeKind {
-    /// A short name (`schema_not_carried`, `rounded`, `dropped`, `null_filled`).
+    /// A short name (`schema_not_carried`, `rounded`, `dropped`, `retyped`,
+    /// `null_filled`).
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::SchemaNotCarried => "schema_not_carried",
             ChangeKind::Rounded => "rounded",
             ChangeKind::Dropped => "dropped",
+            ChangeKind::Retyped => "retyped",
             ChangeKind::NullFilled => "null_filled",
         }
     }
@@ -267,6 +273,15 @@ impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.field.is_empty() {
             write!(f, "{}: {}", self.kind.name(), self.detail)
+        } else if self.count == 0 {
+            // Before any record was written: the whole column.
+            write!(
+                f,
+                "{} in field {:?}: {} (the whole column)",
+                self.kind.name(),
+                self.field,
+                self.detail
+            )
         } else {
             write!(
                 f,
@@ -298,6 +313,12 @@ impl Report {
     /// Counts a change of `kind` to `field` in `record`.
     pub(crate) fn change(&mut self, kind: ChangeKind, field: &str, record: u64, detail: &str) {
         self.change_n(kind, field, record, 1, detail);
+    }
+
+    /// A change of `kind` to the whole column `field` (dropped, retyped):
+    /// counted once the records are written.
+    pub(crate) fn column(&mut self, kind: ChangeKind, field: &str, detail: &str) {
+        self.change_n(kind, field, 0, 0, detail);
     }
 
     /// Counts `count` changes of `kind` to `field`, the first in `record`.
@@ -366,7 +387,7 @@ pub(crate) fn keep_columns<T>(
         }
         match plan(f)? {
             Some(t) => out.push((k, t)),
-            None => report.change(ChangeKind::Dropped, f.name(), 0, why),
+            None => report.column(ChangeKind::Dropped, f.name(), why),
         }
     }
     report.check(lossy)?;
@@ -517,6 +538,28 @@ pub fn convert_with_progress(
 
 /// Writes every batch of `stream` to `output` as `target`.
 pub fn write(
+    target: Target,
+    stream: &mut dyn BatchStream,
+    output: &Path,
+    opts: &ConvertOptions,
+    report: &mut Report,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Error> {
+    write_target(target, stream, output, opts, report, progress)?;
+    // A column left out or retyped changed one value per record: none when
+    // there were no records.
+    let records = report.records;
+    report.changes.retain_mut(|c| {
+        if !matches!(c.kind, ChangeKind::Dropped | ChangeKind::Retyped) {
+            return true;
+        }
+        c.count = records;
+        records > 0
+    });
+    Ok(())
+}
+
+fn write_target(
     target: Target,
     stream: &mut dyn BatchStream,
     output: &Path,
