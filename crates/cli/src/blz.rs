@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use dataformats::bloscpack::blz::{BlzDir, CArray};
-use dataformats::bloscpack::numpy::{NumpyMeta, Order};
-use dataformats::bloscpack::{npy, values};
+use dataformats::bloscpack::values;
 use dataformats::core::Limits;
 use serde_json::{Value, json};
 
@@ -153,74 +152,6 @@ pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>, as_json: bool) -> Res
     }
     if as_json {
         say!("]");
-    }
-    Ok(())
-}
-
-/// `convert DIR OUT.npy`: an array (or a table's rows) as an `.npy` file.
-pub(crate) fn convert(input: &Path, output: &Path, as_json: bool) -> Result<(), Failure> {
-    let ext = output
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if ext != "npy" {
-        return Err(Failure::new(
-            3,
-            "unsupported",
-            Some(output),
-            format!("cannot convert a BLZ/bcolz directory to `.{ext}` (use .npy)"),
-        ));
-    }
-    let d = open(input)?;
-    let (meta, parts): (NumpyMeta, usize) = match &d {
-        BlzDir::Array(a) => (
-            NumpyMeta {
-                dtype: a.dtype().clone(),
-                shape: a.shape().to_vec(),
-                order: Order::C,
-            },
-            a.chunks().len(),
-        ),
-        BlzDir::Table(t) => (
-            NumpyMeta {
-                dtype: t.row_dtype(),
-                shape: vec![t.nrows()],
-                order: Order::C,
-            },
-            1,
-        ),
-    };
-    let bar = progress::bytes(parts as u64, "convert", as_json);
-    npy::write_npy(output, &meta, parts, |i, buf| {
-        bar.inc(1);
-        match &d {
-            BlzDir::Array(a) => {
-                let c = a.chunks().get(i).map_or(0, |c| c.items * a.atomsize());
-                buf.resize(c as usize, 0);
-                a.read_chunk_into(i, buf)
-            }
-            BlzDir::Table(t) => {
-                *buf = t.read_all()?;
-                Ok(())
-            }
-        }
-    })
-    .map_err(|e| fail(input, &e))?;
-    bar.finish_and_clear();
-    if as_json {
-        say!(
-            "{}",
-            json!({"converted": input.display().to_string(), "to": output.display().to_string()})
-        );
-    } else {
-        say!(
-            "{} -> {}: {} {:?} as .npy",
-            input.display(),
-            output.display(),
-            meta.dtype,
-            meta.shape
-        );
     }
     Ok(())
 }

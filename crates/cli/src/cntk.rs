@@ -214,105 +214,48 @@ pub(crate) struct CtfArgs {
     compat: Option<String>,
 }
 
-/// `convert data.ctf data.bin` and `convert data.bin data.ctf`.
-pub(crate) fn convert(
-    input: &Path,
-    output: &Path,
-    to_binary: bool,
-    args: &CtfArgs,
-    chunk_size: Option<&str>,
-    as_json: bool,
-) -> Result<(), Failure> {
-    use dataformats::cntk::ctf::{ctf_to_cbf, parse_stream_arg, parse_streams_file};
-    use dataformats::cntk::{Chunking, ElemType};
-    let usage = |m: String| Failure::new(2, "usage", None, m);
-    if !to_binary {
-        // CBF -> CTF, streamed into a file that appears when complete.
-        let r = open(input)?;
-        let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
-        let mut f =
-            std::io::BufWriter::new(dataformats::core::AtomicFile::create(output).map_err(io)?);
-        let id = dataformats::cntk::ctf::cbf_to_ctf(&r, &mut f).map_err(|e| fail(input, &e))?;
-        f.into_inner()
-            .map_err(|e| io(e.into_error()))?
-            .finish()
-            .map_err(io)?;
-        say!(
-            "{}",
-            if as_json {
-                json!({"sequences": id}).to_string()
-            } else {
-                format!(
-                    "{} -> {}: {id} sequence(s) as CTF text",
-                    input.display(),
-                    output.display()
-                )
+impl CtfArgs {
+    /// Puts the CTF input settings (and `--compat`'s chunking, with the
+    /// chunk size `chunk`) into `opts`.
+    pub(crate) fn apply(
+        &self,
+        opts: &mut dataformats::convert::ConvertOptions,
+        chunk: Option<u64>,
+    ) -> Result<(), Failure> {
+        use dataformats::cntk::ctf::{parse_stream_arg, parse_streams_file};
+        use dataformats::cntk::{Chunking, ElemType};
+        let usage = |m: String| Failure::new(2, "usage", None, m);
+        opts.ctf.streams = match (&self.streams, self.stream.is_empty()) {
+            (Some(p), true) => {
+                let t = std::fs::read_to_string(p)
+                    .map_err(|e| Failure::new(1, "io", Some(p), e.to_string()))?;
+                parse_streams_file(&t)
+                    .map_err(|e| Failure::new(2, "usage", Some(p), e.to_string()))?
             }
-        );
-        return Ok(());
+            (None, _) => self
+                .stream
+                .iter()
+                .map(|s| parse_stream_arg(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| usage(e.to_string()))?,
+            (Some(_), false) => {
+                return Err(usage(
+                    "give the streams with either --streams FILE or --stream NAME:dense|sparse:DIM[:ALIAS]"
+                        .into(),
+                ));
+            }
+        };
+        opts.ctf.precision = match self.precision.as_str() {
+            "f32" | "float" => ElemType::F32,
+            "f64" | "double" => ElemType::F64,
+            p => return Err(usage(format!("precision {p:?} is not f32 or f64"))),
+        };
+        let size = chunk.unwrap_or(32 << 20);
+        opts.cntk.chunking = match self.compat.as_deref() {
+            Some("ctf2bin") => Chunking::Ctf2bin(size),
+            None => Chunking::Target(size),
+            Some(c) => return Err(usage(format!("--compat {c:?}: only ctf2bin is known"))),
+        };
+        Ok(())
     }
-    let specs = match (&args.streams, args.stream.is_empty()) {
-        (Some(p), true) => {
-            let t = std::fs::read_to_string(p)
-                .map_err(|e| Failure::new(1, "io", Some(p), e.to_string()))?;
-            parse_streams_file(&t).map_err(|e| Failure::new(2, "usage", Some(p), e.to_string()))?
-        }
-        (None, false) => args
-            .stream
-            .iter()
-            .map(|s| parse_stream_arg(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| usage(e.to_string()))?,
-        _ => return Err(usage(
-            "give the streams with either --streams FILE or --stream NAME:dense|sparse:DIM[:ALIAS]"
-                .into(),
-        )),
-    };
-    let precision = match args.precision.as_str() {
-        "f32" | "float" => ElemType::F32,
-        "f64" | "double" => ElemType::F64,
-        p => return Err(usage(format!("precision {p:?} is not f32 or f64"))),
-    };
-    let size = match chunk_size {
-        Some(s) => crate::bloscpack::parse_size(s)
-            .ok_or_else(|| usage(format!("bad chunk size {s:?}")))? as u64,
-        None => 32 << 20,
-    };
-    let chunking = match args.compat.as_deref() {
-        Some("ctf2bin") => Chunking::Ctf2bin(size),
-        None => Chunking::Target(size),
-        Some(c) => return Err(usage(format!("--compat {c:?}: only ctf2bin is known"))),
-    };
-    let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let file = std::fs::File::open(input)
-        .map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
-    let bar = progress::bytes(size, "ctf->cbf", as_json);
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let report = ctf_to_cbf(reader, &specs, precision, chunking, output, |n| {
-        bar.inc(n as u64)
-    })
-    .map_err(|e| Failure::new(1, "bad_ctf", Some(input), e.to_string()))?;
-    bar.finish_and_clear();
-    if report.negative_indices > 0 {
-        eprintln!(
-            "warning: {} negative sparse index(es) written as is (--compat ctf2bin); {} is not a valid CBF file",
-            report.negative_indices,
-            output.display()
-        );
-    }
-    if as_json {
-        say!(
-            "{}",
-            json!({"sequences": report.sequences, "samples": report.samples, "negative_indices": report.negative_indices})
-        );
-    } else {
-        say!(
-            "{} -> {}: {} sequence(s), {} sample(s)",
-            input.display(),
-            output.display(),
-            report.sequences,
-            report.samples
-        );
-    }
-    Ok(())
 }

@@ -4,10 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use dataformats::core::{Limits, Source};
-use dataformats::idv::{
-    ColumnSpec, ColumnType, Compression, ItemType, KeyWidth, Reader, Values, Writer, WriterOptions,
-    render, version_string,
-};
+use dataformats::idv::{Compression, Reader, Values, render, version_string};
 use serde_json::{Value, json};
 
 use crate::output::say;
@@ -288,270 +285,32 @@ pub(crate) struct IdvArgs {
     rows_per_block: Option<u32>,
 }
 
-struct Col {
-    name: String,
-    ty: ColumnType,
-    src: (usize, usize),
-    key_min: bool,
-}
-
-fn parse_item(t: &str) -> Option<(ItemType, bool)> {
-    Some((
-        match t {
-            "I1" => ItemType::I8,
-            "U1" => ItemType::U8,
-            "I2" => ItemType::I16,
-            "U2" => ItemType::U16,
-            "I4" => ItemType::I32,
-            "U4" => ItemType::U32,
-            "I8" => ItemType::I64,
-            "U8" => ItemType::U64,
-            "R4" => ItemType::F32,
-            "R8" => ItemType::F64,
-            "BL" => ItemType::Bool,
-            "TX" => ItemType::Text,
-            "TS" => ItemType::TimeSpan,
-            "DT" => ItemType::DateTime,
-            "DZ" => ItemType::DateTimeOffset,
-            key => {
-                let (w, rest) = key.split_once('[')?;
-                let n: u64 = rest.strip_suffix(']')?.strip_prefix("0-")?.parse().ok()?;
-                let width = match w {
-                    "U1" => KeyWidth::U8,
-                    "U2" => KeyWidth::U16,
-                    "U4" => KeyWidth::U32,
-                    "U8" => KeyWidth::U64,
-                    _ => return None,
-                };
-                return Some((
-                    ItemType::Key {
-                        width,
-                        count: n.checked_add(1)?,
-                    },
-                    true,
-                ));
-            }
-        },
-        false,
-    ))
-}
-
-fn parse_columns(specs: &[String]) -> Result<Vec<Col>, String> {
-    let mut out = Vec::new();
-    let mut next = 0usize;
-    for s in specs {
-        let mut it = s.splitn(3, ':');
-        let (name, t) = (
-            it.next().unwrap_or(""),
-            it.next()
-                .ok_or(format!("--column {s:?}: NAME:TYPE[:SOURCE]"))?,
-        );
-        let (item, key) = parse_item(t).ok_or(format!("--column {s:?}: unknown type {t:?}"))?;
-        let src = match it.next() {
-            None => (next, next),
-            Some(r) => match r.split_once('-') {
-                Some((a, b)) => (
-                    a.parse()
-                        .map_err(|_| format!("--column {s:?}: bad source"))?,
-                    b.parse()
-                        .map_err(|_| format!("--column {s:?}: bad source"))?,
-                ),
-                None => {
-                    let a = r
-                        .parse()
-                        .map_err(|_| format!("--column {s:?}: bad source"))?;
-                    (a, a)
-                }
-            },
-        };
-        if src.1 < src.0 {
-            return Err(format!("--column {s:?}: empty source range"));
+impl IdvArgs {
+    /// Puts the CSV -> IDV settings into `opts` (TextLoader columns only
+    /// when `--column` is given; otherwise the CSV's types are inferred).
+    pub(crate) fn apply(
+        &self,
+        opts: &mut dataformats::convert::ConvertOptions,
+        no_compress: bool,
+    ) -> Result<(), Failure> {
+        use dataformats::convert::text::{TextColumn, TextLoader};
+        let usage = |m: String| Failure::new(2, "usage", None, m);
+        if no_compress {
+            opts.idv.writer.compression = Compression::None;
         }
-        let vector =
-            s.matches(':').count() == 2 && s.rsplit(':').next().is_some_and(|x| x.contains('-'));
-        let ty = if vector {
-            ColumnType::vector(item, (src.1 - src.0 + 1) as u32)
-        } else {
-            ColumnType::Scalar(item)
+        opts.idv.writer.rows_per_block = self.rows_per_block;
+        if self.column.is_empty() {
+            return Ok(());
+        }
+        let separator = match self.separator.as_bytes() {
+            [b] => *b,
+            _ => return Err(usage("--separator takes one ASCII character".into())),
         };
-        next = src.1 + 1;
-        out.push(Col {
-            name: name.to_string(),
-            ty,
-            src,
-            key_min: key,
+        opts.idv.text = Some(TextLoader {
+            columns: TextColumn::parse_all(&self.column).map_err(|e| usage(e.to_string()))?,
+            header: !self.no_header,
+            separator,
         });
+        Ok(())
     }
-    if out.is_empty() {
-        return Err("CSV -> IDV needs at least one --column NAME:TYPE[:SOURCE]".into());
-    }
-    Ok(out)
-}
-
-/// Splits one CSV line (quotes and doubled quotes; no embedded newlines).
-fn split_csv(line: &str, sep: char) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            (true, '"') => quoted = false,
-            (false, '"') if cur.is_empty() => quoted = true,
-            (false, c) if c == sep => out.push(std::mem::take(&mut cur)),
-            (_, c) => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
-fn push_value(v: &mut Values, item: ItemType, key_min: bool, s: &str) -> Result<(), String> {
-    let t = s.trim();
-    let bad = || format!("{t:?} is not a {item}");
-    match v {
-        Values::I8(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::U8(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::I16(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::U16(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::I32(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::U32(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::I64(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::U64(x) => x.push(t.parse().map_err(|_| bad())?),
-        Values::F32(x) => x.push(if t.is_empty() {
-            f32::NAN
-        } else {
-            t.parse().map_err(|_| bad())?
-        }),
-        Values::F64(x) => x.push(if t.is_empty() {
-            f64::NAN
-        } else {
-            t.parse().map_err(|_| bad())?
-        }),
-        Values::Bool(x) => x.push(match t.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => true,
-            "false" | "0" | "no" | "" => false,
-            _ => return Err(bad()),
-        }),
-        Values::Text(x) => x.push(s),
-        Values::TimeSpan(x) => x.push(render::parse_timespan(t).ok_or_else(bad)?),
-        Values::DateTime(x) => x.push(render::parse_datetime(t).ok_or_else(bad)?),
-        Values::DateTimeOffset(x) => x.push(render::parse_datetimeoffset(t).ok_or_else(bad)?),
-        Values::Key(x) => {
-            let count = match item {
-                ItemType::Key { count, .. } => count,
-                _ => 0,
-            };
-            if t.is_empty() {
-                x.push(0);
-            } else {
-                let k: u64 = t.parse().map_err(|_| bad())?;
-                let stored = if key_min { k.checked_add(1) } else { Some(k) };
-                match stored {
-                    Some(s) if s <= count => x.push(s),
-                    _ => return Err(format!("key {k} outside 0..{count}")),
-                }
-            }
-        }
-        _ => return Err(bad()),
-    }
-    Ok(())
-}
-
-/// `convert data.csv data.idv --column NAME:TYPE[:SOURCE]...`.
-pub(crate) fn convert_csv(
-    input: &Path,
-    output: &Path,
-    args: &IdvArgs,
-    no_compress: bool,
-    as_json: bool,
-) -> Result<(), Failure> {
-    let usage = |m: String| Failure::new(2, "usage", None, m);
-    let cols = parse_columns(&args.column).map_err(usage)?;
-    let sep = args
-        .separator
-        .chars()
-        .next()
-        .filter(|_| args.separator.chars().count() == 1)
-        .ok_or_else(|| usage("--separator takes one character".into()))?;
-    let specs: Vec<ColumnSpec> = cols
-        .iter()
-        .map(|c| ColumnSpec::new(c.name.clone(), c.ty.clone()))
-        .collect();
-    let opts = WriterOptions {
-        compression: if no_compress {
-            Compression::None
-        } else {
-            Compression::Deflate
-        },
-        rows_per_block: args.rows_per_block,
-        ..WriterOptions::default()
-    };
-    let mut w = Writer::create(output, specs, opts).map_err(|e| fail(output, &e))?;
-    let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let file = std::fs::File::open(input)
-        .map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
-    let bar = progress::bytes(size, "csv->idv", as_json);
-    let batch_rows = w.rows_per_block() as usize;
-    let empty = || -> Vec<Values> { cols.iter().map(|c| Values::empty_of(&c.ty)).collect() };
-    let mut batch = empty();
-    let mut rows = 0u64;
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::with_capacity(1 << 20, file));
-    if !args.no_header {
-        lines.next();
-    }
-    for (ln, line) in lines.enumerate() {
-        let line = line.map_err(|e| Failure::new(1, "io", Some(input), e.to_string()))?;
-        bar.inc(line.len() as u64 + 1);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields = split_csv(&line, sep);
-        let line_no = ln + 1 + usize::from(!args.no_header);
-        let loc =
-            |m: String| Failure::new(1, "bad_csv", Some(input), format!("line {line_no}: {m}"));
-        for (c, v) in cols.iter().zip(batch.iter_mut()) {
-            let get = |i: usize| {
-                fields
-                    .get(i)
-                    .map(String::as_str)
-                    .ok_or_else(|| loc(format!("no field {i} (the line has {})", fields.len())))
-            };
-            match v {
-                Values::Vector(vv) => {
-                    let mut items = Values::empty(c.ty.item());
-                    for i in c.src.0..=c.src.1 {
-                        push_value(&mut items, c.ty.item(), c.key_min, get(i)?)
-                            .map_err(|m| loc(format!("column {:?}: {m}", c.name)))?;
-                    }
-                    vv.push_dense(&items);
-                }
-                flat => push_value(flat, c.ty.item(), c.key_min, get(c.src.0)?)
-                    .map_err(|m| loc(format!("column {:?}: {m}", c.name)))?,
-            }
-        }
-        rows += 1;
-        if batch.first().map_or(0, Values::len) >= batch_rows {
-            w.write_batch(&batch).map_err(|e| fail(output, &e))?;
-            batch = empty();
-        }
-    }
-    w.write_batch(&batch).map_err(|e| fail(output, &e))?;
-    w.finish().map_err(|e| fail(output, &e))?;
-    bar.finish_and_clear();
-    if as_json {
-        say!("{}", json!({"rows": rows, "columns": cols.len()}));
-    } else {
-        say!(
-            "{} -> {}: {rows} row(s), {} column(s)",
-            input.display(),
-            output.display(),
-            cols.len()
-        );
-    }
-    Ok(())
 }

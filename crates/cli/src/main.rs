@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use dataformats::convert::{ConvertOptions, Target};
 use dataformats::{Format, detect};
 use serde_json::json;
 
@@ -321,32 +322,37 @@ fn run(cli: Cli) -> Result<(), Failure> {
             pack,
             ..
         } if pack.append => bloscpack::append(&input, &output, &pack, cli.json),
+        // JSON lines of a whole file keep the dump's JSON forms.
         Command::Convert {
             input,
             output,
-            range,
+            range: None,
             select,
             ..
-        } if typed::export_format(&output).is_some()
-            || (select.is_set() || range.is_some())
-                && dataformats::export::ExportFormat::from_path(&output).is_some() =>
+        } if !select.is_set()
+            && Target::from_path(&output) == Some(Target::JsonLines)
+            && detect(&input).is_ok_and(|f| f.is_some_and(|f| f != Format::Ctf)) =>
         {
-            let format = dataformats::export::ExportFormat::from_path(&output)
-                .ok_or_else(|| Failure::new(2, "usage", Some(&output), "unknown output type"))?;
-            typed::convert(&input, &output, format, range, &select, cli.json)
+            match sniff(&input)? {
+                Format::Mldf => mldf::to_jsonl(&input, &output),
+                _ => common::to_jsonl(&input, &output, cli.json),
+            }
         }
-        // Everything but the direct paths below goes through the library.
         Command::Convert {
             input,
             output,
             range,
             select,
-            lossy,
             pack,
+            ctf,
+            idv,
+            schema,
+            lossy,
+            workers,
             no_compress,
-            ..
-        } if library_pair(&input, &output) => {
-            let mut opts = dataformats::convert::ConvertOptions {
+        } => {
+            let usage = |m: String| Failure::new(2, "usage", None, m);
+            let mut opts = ConvertOptions {
                 columns: select.columns.clone(),
                 rows: range.map(|(a, b)| a..b),
                 limit: select.limit,
@@ -354,81 +360,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ..Default::default()
             };
             opts.tbl2.compress = !no_compress;
+            opts.tbl2.workers = workers;
             opts.bloscpack.write = pack.options()?;
-            if let Some(s) = &pack.chunk_size {
-                let size = bloscpack::parse_size(s).ok_or_else(|| {
-                    Failure::new(2, "usage", None, format!("bad chunk size {s:?}"))
-                })?;
-                opts.cntk.chunking = dataformats::cntk::Chunking::Target(size as u64);
+            let chunk = match &pack.chunk_size {
+                Some(s) => Some(
+                    bloscpack::parse_size(s)
+                        .ok_or_else(|| usage(format!("bad chunk size {s:?}")))?
+                        as u64,
+                ),
+                None => None,
+            };
+            ctf.apply(&mut opts, chunk)?;
+            idv.apply(&mut opts, no_compress)?;
+            if let Some(s) = &schema {
+                let text = std::fs::read_to_string(s)
+                    .map_err(|e| Failure::new(1, "io", Some(s), e.to_string()))?;
+                opts.mldf.json_schema = Some(
+                    dataformats::convert::mldf_json::JsonSchema::from_json(&text)
+                        .map_err(|e| Failure::new(2, "usage", Some(s), e.to_string()))?,
+                );
             }
             typed::library(&input, &output, &opts, cli.json)
-        }
-        Command::Convert {
-            input,
-            output,
-            pack,
-            workers,
-            no_compress,
-            ctf,
-            idv,
-            schema,
-            ..
-        } => {
-            let detected =
-                detect(&input).map_err(|e| Failure::new(1, "io", Some(&input), e.to_string()))?;
-            let out_ext = output
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            match detected {
-                Some(Format::Mldf) if out_ext == "jsonl" => mldf::to_jsonl(&input, &output),
-                Some(_) if out_ext == "jsonl" => common::to_jsonl(&input, &output, cli.json),
-                Some(Format::Bloscpack) => {
-                    bloscpack::convert(&input, &output, true, &pack, cli.json)
-                }
-                Some(Format::Blz) => blz::convert(&input, &output, cli.json),
-                Some(Format::Ctf) if out_ext == "bin" => cntk::convert(
-                    &input,
-                    &output,
-                    true,
-                    &ctf,
-                    pack.chunk_size.as_deref(),
-                    cli.json,
-                ),
-                Some(Format::Cntk) if out_ext == "ctf" => {
-                    cntk::convert(&input, &output, false, &ctf, None, cli.json)
-                }
-                Some(Format::Tbl2) if out_ext == "tar" => {
-                    tbl2::convert(&input, &output, true, workers, no_compress, cli.json)
-                }
-
-                None if out_ext == "mldf" => match &schema {
-                    Some(s) => mldf::convert_jsonl(&input, &output, s, cli.json),
-                    None => Err(Failure::new(
-                        2,
-                        "usage",
-                        None,
-                        "JSON lines -> MLDF needs --schema SCHEMA.json",
-                    )),
-                },
-                None if out_ext == "idv" => {
-                    idv::convert_csv(&input, &output, &idv, no_compress, cli.json)
-                }
-                None if out_ext == "tbl" => {
-                    tbl2::convert(&input, &output, false, workers, no_compress, cli.json)
-                }
-                None if out_ext == "blp" => {
-                    bloscpack::convert(&input, &output, false, &pack, cli.json)
-                }
-                Some(f) => Err(no_conversion(&input, f, &out_ext)),
-                None => Err(Failure::new(
-                    3,
-                    "unrecognized",
-                    Some(&input),
-                    "unrecognized format: no known magic number or layout",
-                )),
-            }
         }
         Command::Diff { a, b, content } => mldf::diff(&a, &b, content, cli.json),
         Command::Formats => {
@@ -436,35 +388,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Demo { dir } => demo::run(dir, cli.json),
-    }
-}
-
-/// Whether `convert` goes through `dataformats::convert` for this pair:
-/// a table input (Parquet, Arrow IPC; CSV except to IDV, which has its own
-/// typed CSV reader) or an input the dataset-specific conversions below
-/// do not take to this target.
-fn library_pair(input: &Path, output: &Path) -> bool {
-    use dataformats::convert::Target;
-    let Some(target) = Target::from_path(output) else {
-        return false;
-    };
-    let ext = |p: &Path| {
-        p.extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase()
-    };
-    let detected = detect(input).ok().flatten();
-    match (detected, ext(input).as_str(), target) {
-        (None, "parquet" | "pq" | "arrow" | "feather" | "ipc" | "arrows", _) => true,
-        (None, "csv", t) => !matches!(t, Target::JsonLines | Target::Idv),
-        // JSON lines into MLDF keep their MLDF --schema path.
-        (None, "jsonl" | "ndjson", t) => !matches!(t, Target::JsonLines | Target::Mldf),
-        // CTF has no typed view: only its ctf2bin path (below) reads it.
-        (Some(Format::Ctf), ..) => false,
-        (Some(Format::Bloscpack), _, Target::Bloscpack) => false,
-        (Some(_), _, t) => t != Target::JsonLines,
-        _ => false,
     }
 }
 
@@ -480,42 +403,6 @@ fn sniff(path: &Path) -> Result<Format, Failure> {
         )),
         Err(e) => Err(Failure::new(1, "io", Some(path), e.to_string())),
     }
-}
-
-/// What `convert` can write from `format` (by output extension).
-fn convert_targets(format: Format) -> &'static str {
-    match format {
-        Format::Ctf => ".bin (CNTK binary)",
-        Format::Tbl2 => {
-            ".mldf, .tar, .idv, .bin (CNTK), .blp, .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl"
-        }
-        Format::Bloscpack => {
-            ".mldf, .npy, .idv, .tbl, .bin (CNTK), .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl"
-        }
-        Format::Mldf | Format::Idv | Format::Ffcv | Format::Cntk | Format::Blz => {
-            ".mldf, .idv, .tbl, .bin (CNTK), .blp, .bcolz/.blz, .parquet, .arrow, .arrows, .csv or .jsonl (and CNTK: .ctf; BLZ: .npy)"
-        }
-        _ => "nothing in this build",
-    }
-}
-
-/// `convert` was asked for a target its input's format cannot go to.
-fn no_conversion(path: &Path, format: Format, out_ext: &str) -> Failure {
-    if !format.is_available() {
-        return not_supported(path, format);
-    }
-    Failure::new(
-        3,
-        "unsupported",
-        Some(path),
-        format!(
-            "cannot convert {} ({}) to .{out_ext}: from {} it writes {}",
-            format.name(),
-            format.description(),
-            format.name(),
-            convert_targets(format)
-        ),
-    )
 }
 
 fn not_supported(path: &Path, format: Format) -> Failure {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use dataformats::core::Source;
-use dataformats::tbl2::{ReadOptions, Reader, tar};
+use dataformats::tbl2::{ReadOptions, Reader};
 use serde_json::json;
 
 use crate::output::say;
@@ -143,71 +143,5 @@ pub(crate) fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failur
         data.len(),
         out.display()
     );
-    Ok(())
-}
-
-/// `convert data.tar data.tbl` and `convert data.tbl data.tar`.
-pub(crate) fn convert(
-    input: &Path,
-    output: &Path,
-    input_is_tbl: bool,
-    workers: usize,
-    no_compress: bool,
-    as_json: bool,
-) -> Result<(), Failure> {
-    if input_is_tbl {
-        let r = open(input)?;
-        let total: u64 = (0..r.len())
-            .filter_map(|i| r.sample_len(i).ok())
-            .map(|n| n as u64)
-            .sum();
-        let bar = progress::bytes(total, "tbl->tar", as_json);
-        let n = tar::tbl_to_tar(&r, output, |b| bar.inc(b)).map_err(|e| fail(input, &e))?;
-        bar.finish_and_clear();
-        say!(
-            "{}",
-            if as_json {
-                json!({"converted": n}).to_string()
-            } else {
-                format!(
-                    "{} -> {}: {n} sample(s) as tar members",
-                    input.display(),
-                    output.display()
-                )
-            }
-        );
-        return Ok(());
-    }
-    let size = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let bar = progress::bytes(size, "tar->tbl", as_json);
-    let start = std::time::Instant::now();
-    let report = tar::convert_tar_file(input, output, !no_compress, workers, |b| bar.inc(b))
-        .map_err(|e| fail(input, &e))?;
-    bar.finish_and_clear();
-    let secs = start.elapsed().as_secs_f64().max(1e-9);
-    if as_json {
-        say!(
-            "{}",
-            json!({"samples": report.samples, "skipped": report.skipped, "bytes": report.bytes, "seconds": secs, "truncated_member": report.truncated_member})
-        );
-    } else {
-        say!(
-            "{} -> {}: {} sample(s), {} member(s) skipped, {:.0} samples/s, {:.1} MB/s",
-            input.display(),
-            output.display(),
-            report.samples,
-            report.skipped,
-            report.samples as f64 / secs,
-            report.bytes as f64 / secs / 1e6
-        );
-    }
-    if let Some(name) = report.truncated_member {
-        return Err(Failure::new(
-            1,
-            "tar",
-            Some(input),
-            format!("the tar ends inside member {name:?}; the output holds the members before it"),
-        ));
-    }
     Ok(())
 }

@@ -1,11 +1,10 @@
 //! Commands on the typed Arrow view: `schema`, `count`, `head`, typed
 //! `dump`, and `convert` to Parquet, Arrow IPC (file and stream) and CSV.
 
-use std::io::Write;
 use std::path::Path;
 
 use dataformats::ReadOptions;
-use dataformats::export::{ExportFormat, json_value};
+use dataformats::export::json_value;
 
 use crate::Failure;
 use crate::common::{fail, open};
@@ -105,54 +104,6 @@ pub(crate) fn rows(path: &Path, range: Option<(u64, u64)>, select: &Select) -> R
     Ok(())
 }
 
-/// The typed export of an output path's extension, when it is one.
-pub(crate) fn export_format(output: &Path) -> Option<ExportFormat> {
-    match ExportFormat::from_path(output)? {
-        ExportFormat::JsonLines => None,
-        f => Some(f),
-    }
-}
-
-/// `convert IN OUT.{parquet,arrow,arrows,csv}` (and `.jsonl` with a
-/// selection): every batch of the typed view, streamed to the output,
-/// which appears only when everything was written.
-pub(crate) fn convert(
-    input: &Path,
-    output: &Path,
-    format: ExportFormat,
-    range: Option<(u64, u64)>,
-    select: &Select,
-    json: bool,
-) -> Result<(), Failure> {
-    let d = open(input)?;
-    let opts = select.options(range, 8192);
-    let mut reader = d.reader(&opts).map_err(|e| fail(input, &e))?;
-    let total = reader.remaining();
-    let bar = crate::progress::bytes(total, "records", json);
-    let io = |e: std::io::Error| Failure::new(1, "io", Some(output), e.to_string());
-    let mut out = dataformats::core::AtomicFile::create(output).map_err(io)?;
-    let rows =
-        dataformats::export::write(&mut reader, format, &mut out, &mut |n| bar.set_position(n))
-            .map_err(|e| fail(input, &e))?;
-    out.flush().map_err(io)?;
-    out.finish().map_err(io)?;
-    bar.finish_and_clear();
-    if json {
-        say!(
-            "{}",
-            serde_json::json!({"input": input, "output": output, "format": format.name(), "records": rows})
-        );
-    } else {
-        say!(
-            "{} -> {} ({}): {rows} records",
-            input.display(),
-            output.display(),
-            format.name()
-        );
-    }
-    Ok(())
-}
-
 /// `convert IN OUT` through the library ([`dataformats::convert`]): any
 /// input the facade reads (and Parquet, Arrow IPC, CSV tables) to any of
 /// its targets; the changes a `--lossy` conversion made are printed as notes.
@@ -175,11 +126,15 @@ pub(crate) fn library(
         say!(
             "{}",
             serde_json::json!({"input": input, "output": output, "from": report.from,
-                "format": report.to, "records": report.records, "changes": changes})
+                "format": report.to, "records": report.records, "changes": changes,
+                "warnings": report.warnings})
         );
     } else {
         for c in &changes {
             eprintln!("note: {c}");
+        }
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
         }
         say!(
             "{} -> {} ({}): {} records from {}",

@@ -515,3 +515,159 @@ fn mldf_images_and_text_metadata_become_tbl2_samples() {
         ]
     );
 }
+
+/// The pairs that do not go through typed batches are library calls too:
+/// CTF ⇄ CBF, tar ⇄ TBL v2, npy ⇄ Bloscpack, BLZ → npy, CSV → IDV with
+/// TextLoader columns, JSON lines → MLDF with an MLDF schema.
+#[test]
+fn direct_paths_are_library_calls() {
+    use dataformats::cntk::ctf::parse_stream_arg;
+    use dataformats::convert::Target;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    // CTF -> CBF needs its streams; CBF -> CTF -> CBF gives the same file.
+    std::fs::write(
+        p("a.ctf"),
+        "0 |x 1 2 |y 0:1.5 4:-2\n0 |x 3 4\n1 |x 5 6 |y 2:7\n",
+    )
+    .unwrap();
+    let e = convert(&p("a.ctf"), &p("a.bin"), &ConvertOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("stream"), "{e}");
+    let mut opts = ConvertOptions::default();
+    opts.ctf.streams = vec![
+        parse_stream_arg("x:dense:2").unwrap(),
+        parse_stream_arg("y:sparse:5").unwrap(),
+    ];
+    let r = convert(&p("a.ctf"), &p("a.bin"), &opts).unwrap();
+    assert_eq!(
+        (r.from.as_str(), r.to.as_str(), r.records),
+        ("ctf", "cntk", 3)
+    );
+    let back = convert(&p("a.bin"), &p("b.ctf"), &ConvertOptions::default()).unwrap();
+    assert_eq!(back.to, Target::Ctf.name());
+    convert(&p("b.ctf"), &p("b.bin"), &opts).unwrap();
+    assert_eq!(
+        std::fs::read(p("a.bin")).unwrap(),
+        std::fs::read(p("b.bin")).unwrap()
+    );
+    let wrong = convert(&p("a.ctf"), &p("a.mldf"), &opts).unwrap_err();
+    assert_eq!(wrong.kind(), "unsupported", "{wrong}");
+    if let Some(tbl) = dataformats::core::testing::vectors_dir("tbl2") {
+        // tar -> TBL v2 as TurboLoader's converter, and back.
+        let mut o = ConvertOptions::default();
+        o.tbl2.compress = false;
+        let r = convert(&tbl.join("mixed.tar"), &p("m.tbl"), &o).unwrap();
+        let t = dataformats::tbl2::Reader::open(p("m.tbl")).unwrap();
+        assert_eq!(r.records, t.len() as u64);
+        assert!(r.records > 0);
+        let r = convert(&p("m.tbl"), &p("m.tar"), &ConvertOptions::default()).unwrap();
+        assert_eq!(r.records, t.len() as u64);
+        let again = convert(&p("m.tar"), &p("m2.tbl"), &o).unwrap();
+        assert_eq!(again.records, r.records);
+        let t2 = dataformats::tbl2::Reader::open(p("m2.tbl")).unwrap();
+        for i in 0..t.len() {
+            assert_eq!(t.read_sample(i).unwrap(), t2.read_sample(i).unwrap());
+        }
+        // A tar cut inside a member: refused (nothing written), or with
+        // lossy the members before it and a warning.
+        let cut = tbl.join("tar_truncated_lz4.tar");
+        let e = convert(&cut, &p("cut.tbl"), &ConvertOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("ends inside member"), "{e}");
+        assert!(!p("cut.tbl").exists());
+        let lossy = ConvertOptions {
+            lossy: true,
+            ..Default::default()
+        };
+        let r = convert(&cut, &p("cut.tbl"), &lossy).unwrap();
+        assert!(
+            r.warnings.iter().any(|w| w.contains("ends inside member")),
+            "{:?}",
+            r.warnings
+        );
+        assert!(p("cut.tbl").exists());
+    }
+    if let Some(blp) = dataformats::core::testing::vectors_dir("bloscpack") {
+        // numpy Bloscpack -> .npy -> Bloscpack: the same typed view.
+        let src = blp.join("bool_exact.blp");
+        convert(&src, &p("x.npy"), &ConvertOptions::default()).unwrap();
+        convert(&p("x.npy"), &p("x.blp"), &ConvertOptions::default()).unwrap();
+        assert_eq!(read_all(&src), read_all(&p("x.blp")));
+        // Re-packed with other settings: the same payload.
+        let mut o = ConvertOptions::default();
+        o.bloscpack.write = o.bloscpack.write.clevel(1);
+        convert(&src, &p("y.blp"), &o).unwrap();
+        assert_eq!(read_all(&src), read_all(&p("y.blp")));
+        // Any other file: its bytes as the payload.
+        std::fs::write(p("raw.dat"), b"hello, payload").unwrap();
+        let r = convert(&p("raw.dat"), &p("raw.blp"), &ConvertOptions::default()).unwrap();
+        assert_eq!(r.records, 14);
+        let rd = dataformats::bloscpack::Reader::open(p("raw.blp")).unwrap();
+        assert_eq!(rd.read_chunk(0).unwrap(), b"hello, payload");
+        // .npy has no place for a CNTK file.
+        let e = convert(&p("a.bin"), &p("z.npy"), &ConvertOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), "unsupported", "{e}");
+    }
+    // CSV -> IDV with TextLoader columns: a byte order mark, a quoted field
+    // with a newline and a doubled quote, a key, a vector.
+    use dataformats::convert::text::{TextColumn, TextLoader};
+    std::fs::write(
+        p("t.csv"),
+        "\u{feff}k,a,b,name\n1,0.5,1.5,\"two\nlines \"\"q\"\"\"\n\n0,2,3,plain\n",
+    )
+    .unwrap();
+    let mut o = ConvertOptions::default();
+    o.idv.text = Some(TextLoader {
+        columns: TextColumn::parse_all(&[
+            "K:U4[0-1]:0".to_string(),
+            "V:R4:1-2".to_string(),
+            "Name:TX:3".to_string(),
+        ])
+        .unwrap(),
+        header: true,
+        separator: b',',
+    });
+    let r = convert(&p("t.csv"), &p("t.idv"), &o).unwrap();
+    assert_eq!(r.records, 2);
+    let b = read_all(&p("t.idv"));
+    use arrow_array::cast::AsArray;
+    let names = b.column_by_name("Name").unwrap().as_string::<i32>();
+    assert_eq!(names.value(0), "two\nlines \"q\"");
+    assert_eq!(names.value(1), "plain");
+    // A bad cell names its line.
+    std::fs::write(p("bad.csv"), "k,a,b,name\n1,0.5,1.5,x\n7,1,2,y\n").unwrap();
+    let e = convert(&p("bad.csv"), &p("bad.idv"), &o).unwrap_err();
+    assert!(e.to_string().contains("line 3"), "{e}");
+    assert!(!p("bad.idv").exists());
+    // JSON lines -> MLDF with an MLDF schema: bfloat16 rounded to nearest
+    // even, an integer beyond 64 bits in a JSON field refused.
+    use dataformats::convert::mldf_json::JsonSchema;
+    let schema = JsonSchema::from_json(
+        r#"{"fields": [{"name": "h", "type": "NDARRAY", "dtype": "bfloat16", "shape": [1]},
+                       {"name": "j", "type": "JSON", "nullable": true}]}"#,
+    )
+    .unwrap();
+    let mut o = ConvertOptions::default();
+    o.mldf.json_schema = Some(schema);
+    std::fs::write(p("in.jsonl"), "{\"h\": [1.01171875], \"j\": {\"a\": 1}}\n").unwrap();
+    let r = convert(&p("in.jsonl"), &p("out.mldf"), &o).unwrap();
+    assert_eq!(r.records, 1);
+    let m = dataformats::mldf::Reader::open(p("out.mldf")).unwrap();
+    match m.value(0, 0).unwrap() {
+        dataformats::mldf::Value::NdArray(data) => {
+            // 1.01171875 = 1 + 2^-7 + 2^-9 lies above the midpoint of
+            // 1 + 2^-7 and 1 + 2^-6: nearest is 1 + 2^-6 (truncation gives
+            // 1 + 2^-7).
+            assert_eq!(&data[..], &half::bf16::from_f32(1.015625).to_le_bytes())
+        }
+        v => panic!("{v:?}"),
+    }
+    std::fs::write(
+        p("in.jsonl"),
+        "{\"h\": [1], \"j\": [18446744073709551616]}\n",
+    )
+    .unwrap();
+    let e = convert(&p("in.jsonl"), &p("out2.mldf"), &o).unwrap_err();
+    assert!(e.to_string().contains("line 1"), "{e}");
+    assert!(e.to_string().contains("18446744073709551616"), "{e}");
+    assert!(!p("out2.mldf").exists());
+}

@@ -30,10 +30,13 @@ use crate::idv::{
 use crate::typed::{ANNOTATION_PREFIX, ANNOTATION_TYPE_PREFIX, EXTENSION_METADATA, TYPE_KEY};
 
 /// IDV target settings: the writer's (compression, rows per block, level).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct IdvOptions {
     /// The IDV writer's settings.
     pub writer: WriterOptions,
+    /// CSV input: ML.NET TextLoader columns (each names its IDV type and
+    /// its CSV fields) instead of types inferred from the text.
+    pub text: Option<super::text::TextLoader>,
 }
 
 /// Ticks (100 ns) between 0001-01-01 and the Unix epoch.

@@ -26,13 +26,16 @@ use crate::mldf::{Dtype, Field as MField, FieldType as T, FieldValue, Writer, Wr
 pub const SCHEMA_FIELD: &str = "dataformats.schema";
 
 /// MLDF target settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MldfOptions {
     /// The MLDF writer's settings (layout, compression, checksum, pages).
     pub writer: WriterOptions,
     /// Add [`SCHEMA_FIELD`] when the MLDF types alone would not give the
     /// source schema back (default on).
     pub carry_schema: bool,
+    /// JSON lines input: the MLDF fields to write, instead of types
+    /// inferred from the lines ([`super::mldf_json`]).
+    pub json_schema: Option<super::mldf_json::JsonSchema>,
 }
 
 impl Default for MldfOptions {
@@ -40,6 +43,7 @@ impl Default for MldfOptions {
         MldfOptions {
             writer: WriterOptions::default(),
             carry_schema: true,
+            json_schema: None,
         }
     }
 }

@@ -20,7 +20,7 @@
         feature = "cntk",
         feature = "export"
     )),
-    allow(dead_code)
+    allow(dead_code, unused_variables)
 )]
 
 #[cfg(feature = "bloscpack")]
@@ -29,6 +29,7 @@ pub mod bloscpack;
 pub mod blz;
 #[cfg(feature = "cntk")]
 pub mod cntk;
+pub mod direct;
 #[cfg(feature = "idv")]
 pub mod idv;
 #[cfg(feature = "export")]
@@ -36,8 +37,12 @@ mod import;
 pub mod json;
 #[cfg(feature = "mldf")]
 pub mod mldf;
+#[cfg(feature = "mldf")]
+pub mod mldf_json;
 #[cfg(feature = "tbl2")]
 pub mod tbl2;
+#[cfg(feature = "idv")]
+pub mod text;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -73,6 +78,12 @@ pub enum Target {
     Csv,
     /// Lossless JSON lines (`.jsonl`).
     JsonLines,
+    /// CNTK text format (`.ctf`), from CNTK binary only.
+    Ctf,
+    /// A tar of one member per sample (`.tar`), from TBL v2 only.
+    Tar,
+    /// A numpy `.npy` file, from Bloscpack (numpy) and BLZ/bcolz only.
+    Npy,
 }
 
 impl Target {
@@ -89,6 +100,9 @@ impl Target {
         Target::ArrowStream,
         Target::Csv,
         Target::JsonLines,
+        Target::Ctf,
+        Target::Tar,
+        Target::Npy,
     ];
 
     /// The target an output path names by its extension.
@@ -106,6 +120,9 @@ impl Target {
             "arrows" => Target::ArrowStream,
             "csv" => Target::Csv,
             "jsonl" | "ndjson" => Target::JsonLines,
+            "ctf" => Target::Ctf,
+            "tar" => Target::Tar,
+            "npy" => Target::Npy,
             _ => return None,
         })
     }
@@ -132,6 +149,9 @@ impl Target {
             Target::ArrowStream => "arrows",
             Target::Csv => "csv",
             Target::JsonLines => "jsonl",
+            Target::Ctf => "ctf",
+            Target::Tar => "tar",
+            Target::Npy => "npy",
         }
     }
 
@@ -149,7 +169,10 @@ impl Target {
             | Target::Cntk
             | Target::Idv
             | Target::Bloscpack
-            | Target::Blz => {
+            | Target::Blz
+            | Target::Ctf
+            | Target::Tar
+            | Target::Npy => {
                 return None;
             }
         })
@@ -174,6 +197,9 @@ pub struct ConvertOptions {
     pub batch_size: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
+    /// CNTK text input settings (the streams, which CTF does not name).
+    #[cfg(feature = "cntk")]
+    pub ctf: direct::CtfOptions,
     /// MLDF target settings.
     #[cfg(feature = "mldf")]
     pub mldf: mldf::MldfOptions,
@@ -204,6 +230,8 @@ impl Default for ConvertOptions {
             lossy: false,
             batch_size: 4096,
             open: OpenOptions::default(),
+            #[cfg(feature = "cntk")]
+            ctf: direct::CtfOptions::default(),
             #[cfg(feature = "mldf")]
             mldf: mldf::MldfOptions::default(),
             #[cfg(feature = "tbl2")]
@@ -307,6 +335,9 @@ pub struct Report {
     pub to: String,
     /// Every kind of change made, per field.
     pub changes: Vec<Change>,
+    /// What else the caller should know (members of a tar that were not
+    /// samples, a tar cut short when `lossy` kept what came before, ...).
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -446,6 +477,18 @@ pub struct Input {
     pub stream: Box<dyn BatchStream>,
 }
 
+/// Whether `p` names a table import (Parquet, Arrow IPC, CSV, JSON lines)
+/// by its extension.
+fn is_table(p: &Path) -> bool {
+    #[cfg(feature = "export")]
+    return import::Table::from_path(p).is_some();
+    #[cfg(not(feature = "export"))]
+    return {
+        let _ = p;
+        false
+    };
+}
+
 /// Opens `input` (any format the facade reads, or a Parquet, Arrow IPC or
 /// CSV table) as typed batches, with the
 /// columns and records `opts` selects. An MLDF file written by a
@@ -517,6 +560,13 @@ pub fn convert_with_progress(
             ))
         })?,
     };
+    let from = crate::detect(input).map_err(|e| Error::Io {
+        path: input.display().to_string(),
+        source: std::io::Error::other(e),
+    })?;
+    if let Some(r) = direct::convert(input, output, from, target, opts, progress) {
+        return r;
+    }
     let mut inp = open_input(input, opts)?;
     let total = inp.records;
     let mut report = Report {
