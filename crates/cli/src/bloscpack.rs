@@ -247,68 +247,53 @@ pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>, as_json: bool) -> Res
 /// Settings for writing Bloscpack files from the command line.
 #[derive(Debug, Default, Clone, clap::Args)]
 pub(crate) struct PackArgs {
-    /// Blosc compressor: blosclz, lz4, lz4hc, zlib, zstd.
-    #[arg(long)]
-    codec: Option<String>,
+    /// Blosc compressor.
+    #[arg(long, value_enum, help_heading = "Bloscpack output")]
+    codec: Option<crate::args::Codec>,
     /// Compression level 0..=9.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9), help_heading = "Bloscpack output")]
     clevel: Option<u8>,
-    /// Shuffle filter: none, byte, bit.
-    #[arg(long)]
-    shuffle: Option<String>,
-    /// Uncompressed bytes per chunk (suffixes K, M, G allowed).
-    #[arg(long)]
+    /// Shuffle filter.
+    #[arg(long, value_enum, help_heading = "Bloscpack output")]
+    shuffle: Option<crate::args::ShuffleArg>,
+    /// Uncompressed bytes per chunk (suffixes K, M, G allowed); CNTK: bytes per chunk.
+    #[arg(long, help_heading = "Bloscpack output")]
     pub(crate) chunk_size: Option<String>,
-    /// Per-chunk checksum: None, adler32, crc32, md5, sha1, sha224, sha256, sha384, sha512.
-    #[arg(long)]
-    checksum: Option<String>,
+    /// Per-chunk checksum.
+    #[arg(long, value_enum, help_heading = "Bloscpack output")]
+    checksum: Option<crate::args::Checksum>,
     /// Blosc typesize (default: the array's itemsize, 8 for raw bytes).
-    #[arg(long)]
+    #[arg(long, help_heading = "Bloscpack output")]
     typesize: Option<usize>,
     /// Write no offsets table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Bloscpack output")]
     no_offsets: bool,
     /// Offset slots reserved for appends (default 10 × nchunks).
-    #[arg(long)]
+    #[arg(long, help_heading = "Bloscpack output")]
     max_app_chunks: Option<u64>,
     /// Append IN's bytes to the existing Bloscpack file OUT instead of writing a new file.
-    #[arg(long)]
+    #[arg(long, help_heading = "Bloscpack output")]
     pub(crate) append: bool,
 }
 
 impl PackArgs {
     pub(crate) fn options(&self) -> Result<WriteOptions, Failure> {
-        use dataformats::core::ChecksumKind;
-        use dataformats::core::codec::blosc::{BloscCompressor, Shuffle};
         let usage = |m: String| Failure::new(2, "usage", None, m);
         let mut o = WriteOptions::default();
-        if let Some(c) = &self.codec {
-            o = o.codec(
-                BloscCompressor::from_name(c)
-                    .ok_or_else(|| usage(format!("unknown codec `{c}`")))?,
-            );
+        if let Some(c) = self.codec {
+            o = o.codec(c.compressor());
         }
         if let Some(l) = self.clevel {
             o = o.clevel(l);
         }
-        if let Some(s) = &self.shuffle {
-            o = o.shuffle(match s.as_str() {
-                "none" => Shuffle::None,
-                "byte" => Shuffle::Byte,
-                "bit" => Shuffle::Bit,
-                _ => return Err(usage(format!("unknown shuffle `{s}`"))),
-            });
+        if let Some(s) = self.shuffle {
+            o = o.shuffle(s.shuffle());
         }
         if let Some(s) = &self.chunk_size {
             o = o.chunk_size(parse_size(s).ok_or_else(|| usage(format!("bad chunk size `{s}`")))?);
         }
-        if let Some(c) = &self.checksum {
-            let k = if c.eq_ignore_ascii_case("none") {
-                Some(ChecksumKind::None)
-            } else {
-                ChecksumKind::from_name(c)
-            };
-            o = o.checksum(k.ok_or_else(|| usage(format!("unknown checksum `{c}`")))?);
+        if let Some(c) = self.checksum {
+            o = o.checksum(c.kind());
         }
         if let Some(t) = self.typesize {
             o = o.typesize(t);

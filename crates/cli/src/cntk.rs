@@ -201,17 +201,22 @@ pub(crate) fn dump(path: &Path, range: Option<(u64, u64)>, as_json: bool) -> Res
 #[derive(Debug, Default, Clone, clap::Args)]
 pub(crate) struct CtfArgs {
     /// A ctf2bin stream file (`name alias dense|sparse dim` per line).
-    #[arg(long)]
+    #[arg(long, help_heading = "CNTK text input")]
     streams: Option<std::path::PathBuf>,
     /// A stream as NAME:dense|sparse:DIM[:ALIAS] (repeatable; instead of --streams).
-    #[arg(long = "stream")]
+    #[arg(long = "stream", help_heading = "CNTK text input")]
     stream: Vec<String>,
-    /// Element type of every stream: f32 (default) or f64.
-    #[arg(long, default_value = "f32")]
-    precision: String,
-    /// Reproduce ctf2bin.py's output byte for byte (its chunking rule).
-    #[arg(long)]
-    compat: Option<String>,
+    /// Element type of every stream.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "f32",
+        help_heading = "CNTK text input"
+    )]
+    precision: crate::args::Precision,
+    /// Reproduce a reference tool's output byte for byte (its chunking rule).
+    #[arg(long, value_enum, help_heading = "CNTK text input")]
+    compat: Option<crate::args::Compat>,
 }
 
 impl CtfArgs {
@@ -245,16 +250,14 @@ impl CtfArgs {
                 ));
             }
         };
-        opts.ctf.precision = match self.precision.as_str() {
-            "f32" | "float" => ElemType::F32,
-            "f64" | "double" => ElemType::F64,
-            p => return Err(usage(format!("precision {p:?} is not f32 or f64"))),
+        opts.ctf.precision = match self.precision {
+            crate::args::Precision::F32 => ElemType::F32,
+            crate::args::Precision::F64 => ElemType::F64,
         };
         let size = chunk.unwrap_or(32 << 20);
-        opts.cntk.chunking = match self.compat.as_deref() {
-            Some("ctf2bin") => Chunking::Ctf2bin(size),
+        opts.cntk.chunking = match self.compat {
+            Some(crate::args::Compat::Ctf2bin) => Chunking::Ctf2bin(size),
             None => Chunking::Target(size),
-            Some(c) => return Err(usage(format!("--compat {c:?}: only ctf2bin is known"))),
         };
         Ok(())
     }

@@ -185,19 +185,16 @@ fn csv_field(s: &str) -> String {
 pub(crate) fn dump(
     path: &Path,
     range: Option<(u64, u64)>,
-    format: Option<&str>,
+    format: Option<crate::args::DumpFormat>,
     as_json: bool,
 ) -> Result<(), Failure> {
     let r = open(path)?;
-    let format = format.unwrap_or(if as_json { "jsonl" } else { "csv" });
-    if format != "csv" && format != "jsonl" {
-        return Err(Failure::new(
-            2,
-            "usage",
-            None,
-            format!("--format {format:?}: csv or jsonl"),
-        ));
-    }
+    let format = match format {
+        Some(crate::args::DumpFormat::Csv) => "csv",
+        Some(crate::args::DumpFormat::Jsonl) => "jsonl",
+        None if as_json => "jsonl",
+        None => "csv",
+    };
     let live: Vec<usize> = (0..r.columns().len())
         .filter(|&i| r.columns().get(i).is_some_and(|c| !c.is_dead()))
         .collect();
@@ -272,16 +269,16 @@ pub(crate) struct IdvArgs {
     /// TYPE is I1 U1 I2 U2 I4 U4 I8 U8 R4 R8 BL TX TS DT DZ, or a key
     /// U1[0-N] / U2[0-N] / U4[0-N] / U8[0-N]; SOURCE is a CSV column index
     /// or a range A-B (a vector), by default the next column.
-    #[arg(long = "column")]
+    #[arg(long = "column", help_heading = "CSV -> IDV")]
     column: Vec<String>,
     /// The CSV has no header line.
-    #[arg(long)]
+    #[arg(long, help_heading = "CSV -> IDV")]
     no_header: bool,
-    /// Field separator (default ',').
-    #[arg(long, default_value = ",")]
+    /// Field separator.
+    #[arg(long, default_value = ",", help_heading = "CSV -> IDV")]
     separator: String,
-    /// IDV: rows per block (default: ML.NET's heuristic).
-    #[arg(long)]
+    /// Rows per IDV block (default: ML.NET's heuristic).
+    #[arg(long, help_heading = "IDV output")]
     rows_per_block: Option<u32>,
 }
 

@@ -4,6 +4,7 @@
 //! 2 bad command line; 3 the format is not recognised or not supported by
 //! this build.
 
+mod args;
 mod bloscpack;
 mod blz;
 mod cntk;
@@ -33,6 +34,10 @@ struct Cli {
     /// Print machine-readable JSON on stdout (errors as JSON on stderr).
     #[arg(long, global = true)]
     json: bool,
+
+    /// No progress bars, notes or summaries (errors and warnings still go to stderr).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -94,16 +99,20 @@ enum Command {
         out: Option<PathBuf>,
         /// `jsonl`: JSON lines (IDV: in ML.NET's text forms; other formats: the
         /// typed view's records); IDV also `csv` (its default).
-        #[arg(long)]
-        format: Option<String>,
+        #[arg(long, value_enum)]
+        format: Option<args::DumpFormat>,
     },
     /// Convert a file to another format (chosen by the output's extension).
     Convert {
         /// The input file or directory.
         input: PathBuf,
-        /// The output path; it appears only when the conversion succeeds.
-        /// `.parquet`, `.arrow`, `.arrows` and `.csv` write the typed view.
+        /// The output path, its format named by its extension (or --to); it
+        /// appears only when the conversion succeeded. `-`: stdout (with
+        /// --to jsonl, csv, arrows, arrow or parquet).
         output: PathBuf,
+        /// The output format, when the extension does not name it.
+        #[arg(long, value_enum)]
+        to: Option<args::To>,
         /// Typed exports: only records in this range (`A..B`, `A..`, `..B`).
         #[arg(long, value_parser = parse_range)]
         range: Option<(u64, u64)>,
@@ -126,10 +135,10 @@ enum Command {
         #[arg(long)]
         lossy: bool,
         /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, help_heading = "TBL v2 output")]
         workers: usize,
-        /// tar -> TBL v2: store every sample raw (TurboLoader's --no-compress); CSV -> IDV: no deflate.
-        #[arg(long)]
+        /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.
+        #[arg(long, help_heading = "TBL v2 output")]
         no_compress: bool,
     },
     /// Compare two MLDF files: header, schema and, with --content, every value.
@@ -144,6 +153,11 @@ enum Command {
     },
     /// List the formats this build knows and whether it reads them.
     Formats,
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Write a small file of every supported format, read it back, and say what happened.
     Demo {
         /// Where to write the demo files (default: a new temporary directory).
@@ -238,6 +252,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
+    if cli.quiet {
+        progress::set_quiet();
+    }
     match cli.command {
         Command::Inspect { path } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::inspect(&path, cli.json),
@@ -285,9 +302,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Dump {
             path,
             range,
-            format: Some(f),
+            format: Some(args::DumpFormat::Jsonl),
             ..
-        } if f == "jsonl" && !matches!(sniff(&path), Ok(Format::Idv)) => {
+        } if !matches!(sniff(&path), Ok(Format::Idv)) => {
             typed::rows(&path, range, &typed::Select::default())
         }
         Command::Dump {
@@ -301,7 +318,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
             Format::Blz => blz::dump(&path, range, cli.json),
             Format::Cntk => cntk::dump(&path, range, cli.json),
-            Format::Idv => idv::dump(&path, range, format.as_deref(), cli.json),
+            Format::Idv => idv::dump(&path, range, format, cli.json),
             Format::Mldf => mldf::dump(&path, range),
             Format::Ffcv => common::dump(&path, range),
             Format::Tbl2 => match (sample, out) {
@@ -328,8 +345,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             output,
             range: None,
             select,
+            to: None,
             ..
         } if !select.is_set()
+            && output != Path::new("-")
             && Target::from_path(&output) == Some(Target::JsonLines)
             && detect(&input).is_ok_and(|f| f.is_some_and(|f| f != Format::Ctf)) =>
         {
@@ -350,9 +369,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             lossy,
             workers,
             no_compress,
+            to,
         } => {
             let usage = |m: String| Failure::new(2, "usage", None, m);
             let mut opts = ConvertOptions {
+                to: to.map(args::To::target),
                 columns: select.columns.clone(),
                 rows: range.map(|(a, b)| a..b),
                 limit: select.limit,
@@ -380,6 +401,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         .map_err(|e| Failure::new(2, "usage", Some(s), e.to_string()))?,
                 );
             }
+            if output == Path::new("-") {
+                return typed::to_stdout(&input, &opts);
+            }
             typed::library(&input, &output, &opts, cli.json)
         }
         Command::Diff { a, b, content } => mldf::diff(&a, &b, content, cli.json),
@@ -388,6 +412,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Demo { dir } => demo::run(dir, cli.json),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "dataformats", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }
 

@@ -4,11 +4,23 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--quiet`: no progress bars, notes or summaries from here on.
+pub(crate) fn set_quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A byte-throughput progress bar on stderr, hidden when stderr is not a
-/// terminal (pipes, CI logs) or when `quiet` is set.
+/// terminal (pipes, CI logs) or when `quiet` (or `--quiet`) is set.
 pub(crate) fn bytes(total: u64, message: &str, quiet: bool) -> ProgressBar {
     let bar = ProgressBar::new(total);
-    if quiet || !std::io::stderr().is_terminal() {
+    if quiet || self::quiet() || !std::io::stderr().is_terminal() {
         bar.set_draw_target(ProgressDrawTarget::hidden());
         return bar;
     }

@@ -130,11 +130,14 @@ pub(crate) fn library(
                 "warnings": report.warnings})
         );
     } else {
-        for c in &changes {
-            eprintln!("note: {c}");
-        }
         for w in &report.warnings {
             eprintln!("warning: {w}");
+        }
+        if crate::progress::quiet() {
+            return Ok(());
+        }
+        for c in &changes {
+            eprintln!("note: {c}");
         }
         say!(
             "{} -> {} ({}): {} records from {}",
@@ -146,4 +149,26 @@ pub(crate) fn library(
         );
     }
     Ok(())
+}
+
+/// `convert IN - --to FORMAT`: the conversion written to stdout (the
+/// typed exports: JSON lines, CSV, Arrow IPC, Parquet).
+pub(crate) fn to_stdout(
+    input: &Path,
+    opts: &dataformats::convert::ConvertOptions,
+) -> Result<(), Failure> {
+    let target = opts
+        .to
+        .ok_or_else(|| Failure::new(2, "usage", None, "output `-` (stdout) needs --to FORMAT"))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    match dataformats::convert::convert_to_writer(input, target, &mut out, opts) {
+        Ok(_) => Ok(()),
+        // `dataformats convert x - --to jsonl | head`: the reader went away.
+        Err(dataformats::DatasetError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(fail(input, &e)),
+    }
 }

@@ -98,3 +98,54 @@ fn dump_format_jsonl_is_honoured_for_every_format() {
         let _: serde_json::Value = serde_json::from_str(line).unwrap();
     }
 }
+
+/// `-` writes a stream export to stdout, `--to` names a format the
+/// extension does not, `--quiet` prints nothing on success, and
+/// `completions` prints a script that lists the subcommands and choices.
+#[test]
+fn stdout_to_quiet_and_completions() {
+    let Some(dir) = vectors_dir("mldf") else {
+        return;
+    };
+    let src = dir.join("int_basic.mldf");
+    let lines = stdout(&["convert", &s(&src), "-", "--to", "jsonl"]);
+    let head = stdout(&["head", &s(&src), "-n", "1000"]);
+    assert_eq!(
+        lines.lines().count(),
+        head.lines().count(),
+        "{lines}\n{head}"
+    );
+    for (a, b) in lines.lines().zip(head.lines()) {
+        let (a, b): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_str(a).unwrap(),
+            serde_json::from_str(b).unwrap(),
+        );
+        assert_eq!(a, b);
+    }
+    // Without --to, `-` has no format.
+    let out = run(&["convert", &s(&src), "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    // --to where the extension says nothing; --quiet: no summary.
+    let work = scratch("to");
+    let out = work.join("data.bin-without-ext");
+    let q = run(&["--quiet", "convert", &s(&src), &s(&out), "--to", "mldf"]);
+    assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
+    assert!(q.stdout.is_empty() && q.stderr.is_empty());
+    let back = stdout(&["head", &s(&out), "-n", "1000"]);
+    assert_eq!(back, head);
+    // A choice outside its list is a usage error naming the values.
+    let bad = run(&[
+        "convert",
+        &s(&src),
+        &s(&work.join("x.blp")),
+        "--codec",
+        "gzip",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("lz4hc"));
+    let script = stdout(&["completions", "bash"]);
+    for word in ["convert", "validate", "completions", "--codec", "lz4hc"] {
+        assert!(script.contains(word), "{word}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

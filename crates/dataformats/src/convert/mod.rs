@@ -586,6 +586,36 @@ pub fn convert_with_progress(
     Ok(report)
 }
 
+/// Converts `input` into `out` as the typed export `target` (JSON lines,
+/// CSV, Arrow IPC file or stream, Parquet), for outputs that are not files
+/// of their own (stdout, a socket, a buffer); `out` is flushed at the end.
+#[cfg(feature = "export")]
+pub fn convert_to_writer<W: std::io::Write + Send>(
+    input: &Path,
+    target: Target,
+    out: &mut W,
+    opts: &ConvertOptions,
+) -> Result<Report, Error> {
+    let format = target.export().ok_or_else(|| {
+        Error::invalid(format!(
+            "{} is written to a file of its own; give an output path",
+            target.name()
+        ))
+    })?;
+    let mut inp = open_input(input, opts)?;
+    let mut report = Report {
+        from: inp.from.clone(),
+        to: target.name().to_string(),
+        ..Report::default()
+    };
+    report.records = crate::export::write(inp.stream.as_mut(), format, &mut *out, &mut |_| {})?;
+    out.flush().map_err(|source| Error::Io {
+        path: "the output".into(),
+        source,
+    })?;
+    Ok(report)
+}
+
 /// Writes every batch of `stream` to `output` as `target`.
 pub fn write(
     target: Target,
