@@ -9,6 +9,7 @@
 #![allow(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod bench_convert;
 mod conformance;
 mod fuzz;
 mod interop;
@@ -33,6 +34,10 @@ tasks:
       be repeated). --replay instead reruns every saved input in
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault.
+  bench convert [--mb N] [--dir DIR]
+      Peak memory of every conversion of an N MB (default 1024) data set, one process
+      each: MLDF into every target and each target back into MLDF; fails when one
+      reaches 200 MiB resident.
   bench cntk
       Release-mode CTF -> CBF conversion and dense f32 read throughput, then the
       converter's peak memory on a 1 GiB CTF file.
@@ -127,6 +132,7 @@ fn bench(args: &[String]) -> Result<bool, String> {
     };
     match what.as_str() {
         "idv" => return run_example("dataformats-idv", &["rayon"], "bench_idv", &[]),
+        "convert" => return bench_convert::main(rest),
         "arrow" => {
             let mb: Vec<&str> = rest.iter().map(String::as_str).collect();
             return Ok(run_example("dataformats", &[], "bench_arrow", &mb)?

@@ -82,6 +82,24 @@ impl Source {
         })
     }
 
+    /// Lets the kernel take back the pages of a mapped file that this process
+    /// has touched (`madvise(MADV_DONTNEED)`): they leave the resident set
+    /// and are read in again, usually from the page cache, when touched
+    /// next. A long sequential pass calls it now and then so that its
+    /// resident memory does not grow with the file. Does nothing for
+    /// sources that are not mapped (or off Unix).
+    pub fn release_pages(&self) {
+        #[cfg(unix)]
+        if let Inner::Map(m) = &self.inner {
+            // SAFETY: `Mmap::map` makes a read-only shared mapping of a file.
+            // MADV_DONTNEED on it only drops this process's page table
+            // entries: the next access faults the same file contents back in.
+            // (It would discard data only in private or anonymous mappings,
+            // and nothing is ever written through this one.)
+            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
     /// Opens the file at `path` for positioned reads (no mapping, no cursor).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let file = File::open(path.as_ref())?;

@@ -148,3 +148,32 @@ fn sources_are_shared_across_threads() {
         }
     });
 }
+
+/// Releasing a source's pages changes nothing it reads: a mapped file's
+/// pages come back from the file, other backends ignore the call, and
+/// bytes shared before the release stay the same.
+#[test]
+fn released_pages_read_back_the_same_bytes() {
+    let bytes: Vec<u8> = (0..3u32 << 20).map(|i| (i * 7 + i / 4096) as u8).collect();
+    for (name, src) in backends("release.bin", &bytes) {
+        let view = src.bytes(4096, 1 << 20).unwrap();
+        let shared = src.share(&view);
+        let before = src.read_vec(0, src.len(), &Limits::default()).unwrap();
+        src.release_pages();
+        assert_eq!(before, bytes, "{name}");
+        assert_eq!(
+            src.read_vec(0, src.len(), &Limits::default()).unwrap(),
+            bytes,
+            "{name}"
+        );
+        if let Some(shared) = shared {
+            assert_eq!(&shared[..], &bytes[4096..4096 + (1 << 20)], "{name}");
+        }
+        src.release_pages();
+        assert_eq!(
+            src.bytes(1 << 21, 16).unwrap().as_ref(),
+            &bytes[1 << 21..(1 << 21) + 16],
+            "{name}"
+        );
+    }
+}

@@ -525,6 +525,17 @@ pub fn open_as_with(
     if format == Format::Blz {
         return crate::adapters::blz::open(path, opts);
     }
+    open_mapped(path, format, opts).map(|(d, _)| d)
+}
+
+/// [`open_as_with`] for a file (not a BLZ/bcolz directory), with the
+/// mapping it reads, so that a long pass can release its pages
+/// ([`crate::core::Source::release_pages`]).
+pub(crate) fn open_mapped(
+    path: &Path,
+    format: Format,
+    opts: &OpenOptions,
+) -> Result<(Box<dyn Dataset>, crate::core::Source), Error> {
     if !has_view(format) || format == Format::Blz {
         return Err(no_view(format, &path.display().to_string()));
     }
@@ -533,7 +544,7 @@ pub fn open_as_with(
         path: path.display().to_string(),
         source: std::io::Error::other(x),
     })?;
-    from_source(src, format, opts)
+    Ok((from_source(src.clone(), format, opts)?, src))
 }
 
 /// Opens an in-memory file, whatever its format (detected by magic number,

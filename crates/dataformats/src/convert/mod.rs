@@ -437,6 +437,10 @@ struct Owned {
     end: u64,
     batch: u64,
     failed: bool,
+    /// The input's mapping, released every [`RELEASE_EVERY`] records so
+    /// that a pass over a large file keeps its resident memory flat.
+    pages: Option<crate::core::Source>,
+    released: u64,
 }
 
 impl BatchStream for Owned {
@@ -462,6 +466,12 @@ impl BatchStream for Owned {
             });
         self.failed = r.is_err();
         self.next = end;
+        if let Some(src) = &self.pages {
+            if end - self.released >= RELEASE_EVERY {
+                src.release_pages();
+                self.released = end;
+            }
+        }
         Some(r)
     }
 }
@@ -500,11 +510,29 @@ pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
             return import::open(input, kind, opts);
         }
     }
-    let d = crate::open_with(input, &opts.open)?;
-    from_dataset(d, opts)
+    let format = crate::detect(input)
+        .map_err(|e| Error::Io {
+            path: input.display().to_string(),
+            source: std::io::Error::other(e),
+        })?
+        .ok_or_else(|| Error::Unrecognized {
+            what: input.display().to_string(),
+        })?;
+    if input.is_dir() {
+        return from_dataset(crate::open_as_with(input, format, &opts.open)?, opts, None);
+    }
+    let (d, src) = crate::dataset::open_mapped(input, format, &opts.open)?;
+    from_dataset(d, opts, Some(src))
 }
 
-fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Error> {
+/// Records read between two releases of the input's mapped pages.
+const RELEASE_EVERY: u64 = 32_768;
+
+fn from_dataset(
+    d: Box<dyn Dataset>,
+    opts: &ConvertOptions,
+    pages: Option<crate::core::Source>,
+) -> Result<Input, Error> {
     let from = d.format().name().to_string();
     let len = d.len();
     let rows = opts.rows.clone().unwrap_or(0..len);
@@ -528,6 +556,8 @@ fn from_dataset(d: Box<dyn Dataset>, opts: &ConvertOptions) -> Result<Input, Err
             end,
             batch,
             failed: false,
+            pages,
+            released: start,
         }),
     })
 }

@@ -1,0 +1,126 @@
+//! `cargo xtask bench convert [--mb N] [--dir DIR]`: the peak memory of
+//! every conversion of an N MB data set (default 1024), one process per
+//! conversion: MLDF into every target, then each of those back to MLDF.
+//! Fails when a conversion's peak resident set reaches 200 MiB.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The most resident memory a conversion may reach, in MiB.
+const LIMIT_MIB: u64 = 200;
+
+/// The targets measured (by extension), besides MLDF, the source.
+const TARGETS: &[&str] = &[
+    "parquet", "arrow", "arrows", "idv", "bin", "tbl", "blp", "bcolz", "csv", "jsonl",
+];
+
+fn example(root: &Path) -> PathBuf {
+    root.join("target/release/examples/bench_convert")
+}
+
+/// Runs the bench example; its last stdout line as JSON.
+fn run(root: &Path, args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = Command::new(example(root))
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run bench_convert: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "bench_convert {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last).map_err(|e| format!("bench_convert {args:?}: {e}: {last}"))
+}
+
+fn remove(p: &Path) {
+    if p.is_dir() {
+        let _ = std::fs::remove_dir_all(p);
+    } else {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+pub(crate) fn main(args: &[String]) -> Result<bool, String> {
+    let mut mb = 1024u64;
+    let mut dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--mb" => {
+                mb = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--mb takes a number")?;
+            }
+            "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir takes a path")?)),
+            other => return Err(format!("bench convert: unknown option `{other}`")),
+        }
+    }
+    let root = crate::project_root();
+    let status = Command::new("cargo")
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "dataformats",
+            "--example",
+            "bench_convert",
+        ])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Ok(false);
+    }
+    let dir = dir.unwrap_or_else(|| root.join("target/bench-convert"));
+    remove(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let p = |name: &str| dir.join(name).display().to_string();
+    let src = p("src.mldf");
+    let made = run(&root, &["make", &src, "--mb", &mb.to_string()])?;
+    println!(
+        "convert: peak memory, {} records ({mb} MB of values) per conversion; limit {LIMIT_MIB} MiB",
+        made["records"]
+    );
+    println!(
+        "{:<22} {:>9} {:>14} {:>14}",
+        "conversion", "seconds", "peak RSS MiB", "peak anon MiB"
+    );
+    let mut ok = true;
+    let mut row = |what: String, v: &serde_json::Value| {
+        let rss = v["peak_rss_mib"].as_u64().unwrap_or(u64::MAX);
+        let pass = rss < LIMIT_MIB;
+        ok &= pass;
+        println!(
+            "{what:<22} {:>9.2} {:>14} {:>14}  {}",
+            v["seconds"].as_f64().unwrap_or(f64::NAN),
+            rss,
+            v["peak_anon_mib"].as_u64().unwrap_or(u64::MAX),
+            if pass { "ok" } else { "OVER" }
+        );
+    };
+    for t in TARGETS {
+        let out = p(&format!("out.{t}"));
+        let v = run(&root, &["convert", &src, &out])?;
+        row(format!("mldf -> {t}"), &v);
+        let back = p(&format!("back.{t}.mldf"));
+        let v = run(&root, &["convert", &out, &back])?;
+        row(format!("{t} -> mldf"), &v);
+        remove(Path::new(&back));
+        remove(Path::new(&out));
+    }
+    remove(&dir);
+    println!(
+        "convert: {}",
+        if ok {
+            "every conversion stayed under the limit"
+        } else {
+            "some conversions went OVER the limit"
+        }
+    );
+    Ok(ok)
+}
