@@ -364,3 +364,43 @@ pub(crate) fn append(
     }
     Ok(())
 }
+
+/// `inspect`/`validate` on an `.npy` file (which `convert` reads): its
+/// header, and whether the array bytes it promises are all there.
+pub(crate) fn npy_file(path: &Path, validate: bool, as_json: bool) -> Result<(), Failure> {
+    let src = Source::open(path).map_err(|e| Failure::new(1, "io", Some(path), e.to_string()))?;
+    let h = npy::read_header(&src).map_err(|e| fail(path, &e))?;
+    let nbytes = h.array.nbytes().unwrap_or(0);
+    let trailing = src.len().saturating_sub(h.data_offset + nbytes);
+    if as_json {
+        say!(
+            "{}",
+            json!({"format": "npy", "valid": true, "version": [h.version.0, h.version.1],
+                "dtype": h.array.dtype.to_string(), "shape": h.array.shape,
+                "fortran_order": h.array.order == dataformats::bloscpack::Order::F,
+                "data_offset": h.data_offset, "data_bytes": nbytes, "trailing_bytes": trailing})
+        );
+        return Ok(());
+    }
+    say!(
+        "{}: {}numpy .npy {}.{}: dtype {}, shape {:?}, {} order, {nbytes} bytes at {}{}",
+        path.display(),
+        if validate { "ok: " } else { "" },
+        h.version.0,
+        h.version.1,
+        h.array.dtype,
+        h.array.shape,
+        if h.array.order == dataformats::bloscpack::Order::F {
+            "Fortran"
+        } else {
+            "C"
+        },
+        h.data_offset,
+        if trailing > 0 {
+            format!(" ({trailing} bytes after the array)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}

@@ -51,6 +51,9 @@ enum Command {
     Inspect {
         /// The file (or BLZ/bcolz directory) to inspect.
         path: PathBuf,
+        /// TBL v2: list every sample, not only the summary.
+        #[arg(long)]
+        all: bool,
     },
     /// Check a whole file: every structure, every checksum, every payload.
     Validate {
@@ -256,10 +259,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
         progress::set_quiet();
     }
     match cli.command {
-        Command::Inspect { path } => match sniff(&path)? {
+        Command::Inspect { path, .. } if unsniffed(&path, "npy") => {
+            bloscpack::npy_file(&path, false, cli.json)
+        }
+        Command::Validate { path } if unsniffed(&path, "npy") => {
+            bloscpack::npy_file(&path, true, cli.json)
+        }
+        Command::Inspect { path, .. } if unsniffed(&path, "tar") => {
+            tbl2::tar_file(&path, false, cli.json)
+        }
+        Command::Validate { path } if unsniffed(&path, "tar") => {
+            tbl2::tar_file(&path, true, cli.json)
+        }
+        Command::Inspect { path, all } => match sniff(&path)? {
             Format::Bloscpack => bloscpack::inspect(&path, cli.json),
             Format::Blz => blz::inspect(&path, cli.json),
-            Format::Tbl2 => tbl2::inspect(&path, cli.json),
+            Format::Tbl2 => tbl2::inspect(&path, all, cli.json),
             Format::Cntk => cntk::inspect(&path, cli.json),
             Format::Idv => idv::inspect(&path, cli.json),
             Format::Mldf => mldf::inspect(&path, cli.json),
@@ -419,6 +434,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// Whether `path` has no format `detect` knows and the extension `ext`
+/// (`.npy` and `.tar`, which `convert` reads).
+fn unsniffed(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+        && matches!(detect(path), Ok(None))
 }
 
 /// Detects `path`'s format, or fails with exit code 3 (unrecognised) / 1 (unreadable).

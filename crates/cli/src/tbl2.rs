@@ -21,26 +21,66 @@ fn open(path: &Path) -> Result<Reader, Failure> {
     Reader::with_options(src, ReadOptions::default()).map_err(|e| fail(path, &e))
 }
 
-pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
+/// `inspect`: header and a summary of the index (counts per format, sizes,
+/// dimensions, metadata); `all` lists every sample too.
+pub(crate) fn inspect(path: &Path, all: bool, as_json: bool) -> Result<(), Failure> {
+    use std::collections::BTreeMap;
     let r = open(path)?;
     let h = r.header();
     let blocks = r.metadata_blocks().map_err(|e| fail(path, &e))?;
+    let index = r.index();
+    let mut formats: BTreeMap<String, u64> = BTreeMap::new();
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut stored, mut decoded, mut lz4) = (0u64, 0u64, 0u64);
+    let mut dims: Option<((u16, u16), (u16, u16))> = None;
+    for e in index {
+        *formats.entry(e.format.name()).or_default() += 1;
+        stored += u64::from(e.size);
+        decoded += u64::from(e.uncompressed_size);
+        lz4 += u64::from(e.is_compressed());
+        if e.width > 0 || e.height > 0 {
+            let ((w0, w1), (h0, h1)) = dims.unwrap_or(((e.width, e.width), (e.height, e.height)));
+            dims = Some((
+                (w0.min(e.width), w1.max(e.width)),
+                (h0.min(e.height), h1.max(e.height)),
+            ));
+        }
+    }
+    for b in blocks.iter() {
+        *kinds.entry(b.kind.name()).or_default() += 1;
+    }
+    let with_dims = index.iter().filter(|e| e.width > 0 || e.height > 0).count();
     if as_json {
-        let samples: Vec<_> = r
-            .index()
-            .iter()
-            .map(|e| json!({"offset": e.offset, "size": e.size, "uncompressed_size": e.uncompressed_size, "width": e.width, "height": e.height, "format": e.format.name(), "compressed": e.is_compressed(), "has_metadata": e.has_metadata(), "crc16": e.checksum}))
-            .collect();
-        let meta: Vec<_> = blocks
-            .iter()
-            .map(|b| json!({"sample_index": b.sample_index, "type": b.kind.name(), "size": b.size}))
-            .collect();
-        say!(
-            "{}",
-            json!({"format": "tbl2", "version": h.version, "num_samples": h.num_samples, "flags": h.flags, "file_size": r.source().len(), "metadata_blocks": meta, "samples": samples})
-        );
+        let mut v = json!({"format": "tbl2", "version": h.version, "num_samples": h.num_samples,
+            "flags": h.flags, "file_size": r.source().len(), "stored_bytes": stored,
+            "decoded_bytes": decoded, "lz4_samples": lz4, "formats": formats,
+            "metadata_types": kinds, "samples_with_dimensions": with_dims,
+            "width": dims.map(|d| [d.0.0, d.0.1]), "height": dims.map(|d| [d.1.0, d.1.1])});
+        if let (true, Some(o)) = (all, v.as_object_mut()) {
+            o.insert(
+                "samples".into(),
+                index
+                    .iter()
+                    .map(|e| json!({"offset": e.offset, "size": e.size, "uncompressed_size": e.uncompressed_size, "width": e.width, "height": e.height, "format": e.format.name(), "compressed": e.is_compressed(), "has_metadata": e.has_metadata(), "crc16": e.checksum}))
+                    .collect(),
+            );
+            o.insert(
+                "metadata_blocks".into(),
+                blocks
+                    .iter()
+                    .map(|b| json!({"sample_index": b.sample_index, "type": b.kind.name(), "size": b.size}))
+                    .collect(),
+            );
+        }
+        say!("{v}");
         return Ok(());
     }
+    let counts = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     say!(
         "{}: TBL v2, {} sample(s), {} bytes, flags 0x{:x}",
         path.display(),
@@ -48,11 +88,30 @@ pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
         r.source().len(),
         h.flags
     );
+    say!("samples: {stored} bytes stored, {decoded} decoded, {lz4} LZ4-compressed");
+    say!("formats: {}", counts(&formats));
+    match dims {
+        Some(((w0, w1), (h0, h1))) => {
+            say!("dimensions: {with_dims} sample(s), width {w0}..={w1}, height {h0}..={h1}")
+        }
+        None => say!("dimensions: none cached"),
+    }
     say!(
-        "metadata: {} block(s), {} bytes",
+        "metadata: {} block(s), {} bytes{}",
         blocks.len(),
-        h.metadata_size
+        h.metadata_size,
+        if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", counts(&kinds))
+        }
     );
+    if !all {
+        if !index.is_empty() {
+            say!("(--all lists every sample)");
+        }
+        return Ok(());
+    }
     say!();
     say!(
         "{:>8} {:>12} {:>10} {:>12} {:>6} {:>6}  {:<7} {:<4} crc16",
@@ -65,7 +124,7 @@ pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
         "format",
         "lz4"
     );
-    for (i, e) in r.index().iter().enumerate() {
+    for (i, e) in index.iter().enumerate() {
         say!(
             "{:>8} {:>12} {:>10} {:>12} {:>6} {:>6}  {:<7} {:<4} {:04x}{}",
             i,
@@ -142,6 +201,55 @@ pub(crate) fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failur
         "sample {sample}: {} bytes written to {}",
         data.len(),
         out.display()
+    );
+    Ok(())
+}
+
+/// `inspect`/`validate` on a tar (which `convert` turns into TBL v2): its
+/// members as TurboLoader's converter sees them; a tar cut short inside a
+/// member is invalid.
+pub(crate) fn tar_file(path: &Path, validate: bool, as_json: bool) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure::new(1, "io", Some(path), e.to_string());
+    let f = std::fs::File::open(path).map_err(io)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let scan = dataformats::tbl2::tar::scan_tar(&mut r).map_err(|e| fail(path, &e))?;
+    if validate {
+        if let Some(name) = &scan.truncated_member {
+            return Err(Failure::new(
+                1,
+                "Truncated",
+                Some(path),
+                format!("the tar ends inside member {name:?}"),
+            ));
+        }
+    }
+    let samples: u64 = scan.samples.values().sum();
+    if as_json {
+        say!(
+            "{}",
+            json!({"format": "tar", "valid": scan.truncated_member.is_none(), "members": scan.members,
+                "samples": scan.samples, "sample_bytes": scan.sample_bytes,
+                "skipped": scan.skipped, "truncated_member": scan.truncated_member})
+        );
+        return Ok(());
+    }
+    let formats: Vec<String> = scan
+        .samples
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    say!(
+        "{}: {}tar, {} member(s): {samples} sample(s) for TBL v2 ({}; {} bytes), {} skipped{}",
+        path.display(),
+        if validate { "ok: " } else { "" },
+        scan.members,
+        formats.join(", "),
+        scan.sample_bytes,
+        scan.skipped,
+        scan.truncated_member
+            .as_ref()
+            .map(|n| format!("; cut short inside {n:?}"))
+            .unwrap_or_default()
     );
     Ok(())
 }

@@ -429,9 +429,22 @@ fn tbl2_convert_inspect_validate_dump() {
             .is_some_and(|w| w.starts_with("1 tar member(s) skipped")),
         "{v}"
     );
+    // The summary, then every sample with --all.
     let v: serde_json::Value =
         serde_json::from_slice(&run(&["--json", "inspect", tbl.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(v["num_samples"], 2);
+    assert!(v.get("samples").is_none(), "{v}");
+    let formats: u64 = v["formats"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(formats, 2, "{v}");
+    assert_eq!(v["formats"]["bmp"], 2, "{v}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&["--json", "inspect", "--all", tbl.to_str().unwrap()]).stdout)
+            .unwrap();
     assert_eq!(
         (
             v["samples"][1]["width"].as_u64(),
@@ -439,6 +452,8 @@ fn tbl2_convert_inspect_validate_dump() {
         ),
         (Some(10), Some("bmp"))
     );
+    let summary = text(&run(&["inspect", tbl.to_str().unwrap()]).stdout);
+    assert!(summary.contains("formats: bmp 2"), "{summary}");
     assert!(run(&["validate", tbl.to_str().unwrap()]).status.success());
     let one = dir.join("one.bmp");
     assert!(

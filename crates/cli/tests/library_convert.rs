@@ -149,3 +149,43 @@ fn stdout_to_quiet_and_completions() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `inspect` and `validate` read `.tar` and `.npy` files, which `convert`
+/// takes: a tar's members as the TBL v2 converter sees them (a tar cut
+/// inside a member is invalid), an `.npy` header.
+#[test]
+fn inspect_and_validate_tar_and_npy() {
+    if let Some(dir) = vectors_dir("tbl2") {
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&["--json", "inspect", &s(&dir.join("mixed.tar"))]))
+                .unwrap();
+        let tbl = dataformats::tbl2::Reader::open(dir.join("mixed_none.tbl")).unwrap();
+        let samples: u64 = v["samples"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(samples, tbl.len() as u64, "{v}");
+        assert!(v["skipped"].as_u64().unwrap() > 0, "{v}");
+        stdout(&["validate", &s(&dir.join("mixed.tar"))]);
+        let cut = run(&["validate", &s(&dir.join("tar_truncated_lz4.tar"))]);
+        assert_eq!(cut.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&cut.stderr).contains("ends inside member"));
+    }
+    if let Some(dir) = vectors_dir("bloscpack") {
+        let work = scratch("npy");
+        let npy = work.join("b.npy");
+        stdout(&["convert", &s(&dir.join("bool_exact.blp")), &s(&npy)]);
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&["--json", "validate", &s(&npy)])).unwrap();
+        assert_eq!(v["dtype"], "|b1", "{v}");
+        assert_eq!(v["shape"][0], 10000, "{v}");
+        // Cut: the header promises more bytes than there are.
+        let bytes = std::fs::read(&npy).unwrap();
+        std::fs::write(&npy, &bytes[..bytes.len() - 1]).unwrap();
+        let bad = run(&["validate", &s(&npy)]);
+        assert_eq!(bad.status.code(), Some(1));
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}

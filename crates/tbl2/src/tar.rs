@@ -12,6 +12,65 @@ use crate::format::SampleFormat;
 use crate::read::Reader;
 use crate::write::{SampleInfo, Writer, encode_sample};
 
+/// What a tar holds, as the converter sees it ([`scan_tar`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TarScan {
+    /// Members (headers) read.
+    pub members: u64,
+    /// Members that become samples, per sample format.
+    pub samples: std::collections::BTreeMap<String, u64>,
+    /// Their bytes.
+    pub sample_bytes: u64,
+    /// Members skipped (not regular files, unknown extensions, empty files).
+    pub skipped: u64,
+    /// The member the tar ends inside, if it is cut short.
+    pub truncated_member: Option<String>,
+}
+
+/// Walks a tar's headers as [`tar_to_tbl`] does, without reading the
+/// members' bytes into memory: what a conversion would make of it.
+pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
+    let mut scan = TarScan::default();
+    let mut header = [0u8; 512];
+    loop {
+        let n = read_full(tar, &mut header)?;
+        if n < 512 || header[0] == 0 {
+            break;
+        }
+        scan.members += 1;
+        let size = parse_size(header.get(124..136).unwrap_or_default());
+        let padded = size.div_ceil(512) * 512;
+        let typeflag = header[156];
+        let name = member_name(&header);
+        let format = if typeflag == b'0' || typeflag == 0 {
+            format_of(&name)
+        } else {
+            None
+        };
+        match format.filter(|_| size > 0) {
+            Some(f) => {
+                let got = io::copy(&mut tar.by_ref().take(size), &mut io::sink())?;
+                if got < size {
+                    scan.truncated_member = Some(name);
+                    break;
+                }
+                *scan.samples.entry(f.name()).or_default() += 1;
+                scan.sample_bytes += size;
+                if !skip(tar, padded - size)? {
+                    break;
+                }
+            }
+            None => {
+                scan.skipped += 1;
+                if !skip(tar, padded)? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(scan)
+}
+
 /// What a conversion did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertReport {
@@ -162,12 +221,11 @@ pub fn tar_to_tbl(
         };
         let len = usize::try_from(size)
             .map_err(|_| Error::new(ErrorKind::Tar, Stage::Write, "member too large"))?;
+        // Grown as the bytes arrive: a header claiming more than the tar
+        // holds costs no more memory than the bytes that are there.
         let mut data = Vec::new();
-        data.try_reserve_exact(len)
-            .map_err(|_| Error::new(ErrorKind::LimitExceeded, Stage::Write, "member too large"))?;
-        data.resize(len, 0);
-        let got = read_full(tar, &mut data)?;
-        if got < len {
+        tar.by_ref().take(size).read_to_end(&mut data)?;
+        if data.len() < len {
             report.truncated_member = Some(name);
             break;
         }

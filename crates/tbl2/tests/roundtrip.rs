@@ -186,3 +186,28 @@ fn corruptions_name_kind_and_stage() {
         Some((ErrorKind::MetadataOob, Stage::Metadata))
     );
 }
+
+/// A tar header claiming a member far larger than the tar (8 GiB here)
+/// costs only the bytes that are there: the member is reported as cut
+/// short, and scanning agrees.
+#[test]
+fn a_member_larger_than_its_tar_is_cut_short_without_allocating_its_size() {
+    let mut header = [0u8; 512];
+    header[..5].copy_from_slice(b"a.jpg");
+    header[124..135].copy_from_slice(b"77777777777");
+    header[156] = b'0';
+    let mut tar = header.to_vec();
+    tar.extend_from_slice(&[0xFF, 0xD8, 0xFF, 0xE0]);
+    tar.extend(std::iter::repeat_n(7u8, 1000));
+    let dir = std::env::temp_dir().join(format!("df-tbl2-bigtar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("x.tbl");
+    let report =
+        dataformats_tbl2::tar::tar_to_tbl(&mut tar.as_slice(), &out, false, 1, |_| {}).unwrap();
+    assert_eq!(report.truncated_member.as_deref(), Some("a.jpg"));
+    assert_eq!(report.samples, 0);
+    let scan = dataformats_tbl2::tar::scan_tar(&mut tar.as_slice()).unwrap();
+    assert_eq!(scan.truncated_member.as_deref(), Some("a.jpg"));
+    assert_eq!(scan.members, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
