@@ -336,16 +336,21 @@ impl Reader {
     /// digest and full decode, and the numpy shape against the decoded total,
     /// in the order of `bloscpack-blz.md` §6.3 (the first failure is reported).
     pub fn validate(&self) -> Result<()> {
-        self.validate_with(|_| {})
+        self.validate_with(&mut dataformats_core::progress::none())
     }
 
-    /// [`Reader::validate`], calling `progress` with each chunk's decoded
-    /// size as it is checked.
-    pub fn validate_with(&self, mut progress: impl FnMut(u64)) -> Result<()> {
+    /// [`Reader::validate`], reporting the payload bytes checked so far
+    /// out of the payload's length.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         let mut again = self.clone();
         again.opts.verify_checksums = true;
         let start = self.chunks.first().map_or(self.data_end, |c| c.offset);
-        again.scan_chunks(start, true, &mut progress)
+        let total = self.payload_len();
+        let mut done = 0u64;
+        again.scan_chunks(start, true, &mut |n| {
+            done += n;
+            progress.advance(done.min(total), total);
+        })
     }
 
     /// Opens and fully validates `src` in one pass (see [`Reader::validate`]).

@@ -151,7 +151,7 @@ pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
 pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
     let r = open(path)?;
     let bar = progress::bytes(r.payload_len(), "validate", as_json);
-    let result = r.validate_with(|n| bar.inc(n));
+    let result = r.validate_with(&mut progress::report(&bar));
     bar.finish_and_clear();
     result.map_err(|e| fail(path, &e))?;
     if as_json {

@@ -79,12 +79,10 @@ pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
 
 pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
     let r = open(path)?;
-    let bar = progress::bytes(r.chunks().len() as u64, "validate", as_json);
-    for i in 0..r.chunks().len() {
-        r.read_chunk(i).map_err(|e| fail(path, &e))?;
-        bar.inc(1);
-    }
+    let bar = progress::units("validate", as_json);
+    let result = r.validate_with(&mut progress::report(&bar));
     bar.finish_and_clear();
+    result.map_err(|e| fail(path, &e))?;
     let seqs: u64 = r.chunks().iter().map(|c| u64::from(c.num_sequences)).sum();
     if as_json {
         say!(

@@ -95,7 +95,10 @@ pub(crate) fn inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
 /// `validate` through the common view.
 pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
     let d = open(path)?;
-    d.validate().map_err(|e| fail(path, &e))?;
+    let bar = progress::units("validate", as_json);
+    let result = d.validate_with(&mut progress::report(&bar));
+    bar.finish_and_clear();
+    result.map_err(|e| fail(path, &e))?;
     if as_json {
         say!(
             "{}",

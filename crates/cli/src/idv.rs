@@ -139,18 +139,10 @@ pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
     let live: Vec<usize> = (0..r.columns().len())
         .filter(|&i| r.columns().get(i).is_some_and(|c| !c.is_dead()))
         .collect();
-    let bar = progress::bytes(live.len() as u64 * r.block_count(), "validate", as_json);
-    for &col in &live {
-        if r.row_count() == 0 {
-            break;
-        }
-        r.lookup(col).map_err(|e| fail(path, &e))?;
-        for b in 0..r.block_count() {
-            r.read_block(col, b).map_err(|e| fail(path, &e))?;
-            bar.inc(1);
-        }
-    }
+    let bar = progress::units("validate", as_json);
+    let result = r.validate_with(&mut progress::report(&bar));
     bar.finish_and_clear();
+    result.map_err(|e| fail(path, &e))?;
     let dead = r.columns().len() - live.len();
     if as_json {
         say!(

@@ -33,3 +33,27 @@ pub(crate) fn bytes(total: u64, message: &str, quiet: bool) -> ProgressBar {
     bar.set_message(message.to_string());
     bar
 }
+
+/// A progress bar on stderr for work counted in units (chunks, blocks,
+/// samples), drawn only where [`bytes`] would be.
+pub(crate) fn units(message: &str, quiet: bool) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if quiet || self::quiet() || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+        return bar;
+    }
+    let style = ProgressStyle::with_template("{msg:>12} [{bar:32}] {pos}/{len} eta {eta}")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// The library's `(done, total)` reports, drawn on `bar`.
+pub(crate) fn report(bar: &ProgressBar) -> impl FnMut(u64, u64) + '_ {
+    move |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    }
+}

@@ -149,7 +149,7 @@ pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
         .map(|n| n as u64)
         .sum();
     let bar = progress::bytes(total, "validate", as_json);
-    let result = r.validate_with(|n| bar.inc(n));
+    let result = r.validate_with(&mut progress::report(&bar));
     bar.finish_and_clear();
     result.map_err(|e| fail(path, &e))?;
     if as_json {

@@ -495,8 +495,16 @@ impl Reader {
 
     /// Decodes every chunk in table order; the first failure is reported.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(&mut dataformats_core::progress::none())
+    }
+
+    /// [`Reader::validate`], reporting the chunks checked so far out of
+    /// all chunks.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
+        let total = self.chunks.len() as u64;
         for i in 0..self.chunks.len() {
             self.read_chunk(i)?;
+            progress.advance(i as u64 + 1, total);
         }
         Ok(())
     }

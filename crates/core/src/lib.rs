@@ -61,6 +61,7 @@ pub mod json;
 pub mod limits;
 pub mod parse;
 pub mod plain;
+pub mod progress;
 pub mod rng;
 pub mod source;
 #[doc(hidden)]
@@ -72,4 +73,5 @@ pub use checksum::{ChecksumKind, Digest, Hasher};
 pub use codec::{Codec, CodecError};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
+pub use progress::Progress;
 pub use source::{SharedBytes, Source};

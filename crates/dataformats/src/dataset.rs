@@ -257,7 +257,13 @@ pub trait Dataset: Send + Sync {
             .collect()
     }
     /// Checks the whole file the way the format's validator does.
-    fn validate(&self) -> Result<(), Error>;
+    fn validate(&self) -> Result<(), Error> {
+        self.validate_with(&mut crate::core::progress::none())
+    }
+    /// [`validate`](Dataset::validate), reporting how far it has got (in
+    /// the format's unit: payload or stored bytes, chunks, blocks or
+    /// samples).
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error>;
     /// The file's Arrow schema: one field per column, fixed for the file
     /// (computed from its headers, never from the values), each field's
     /// metadata naming the format's own type (see `docs/arrow.md`).

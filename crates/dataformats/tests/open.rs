@@ -219,3 +219,36 @@ fn blz_batches_equal_single_records() {
     }
     assert!(seen >= 10, "{seen}");
 }
+
+/// `validate_with` reports progress in order, never past its total, and
+/// ends at the total, for every valid vector of every format.
+#[test]
+fn validate_with_reports_progress_to_the_end() {
+    let mut reported = std::collections::BTreeSet::new();
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let Ok(d) = dataformats::open(&p) else {
+            continue;
+        };
+        let mut last = (0u64, 0u64);
+        let mut calls = 0;
+        d.validate_with(&mut |done: u64, total: u64| {
+            assert!(done >= last.0, "{}: {done} after {}", p.display(), last.0);
+            assert!(done <= total, "{}: {done} of {total}", p.display());
+            last = (done, total);
+            calls += 1;
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        if calls > 0 {
+            assert_eq!(last.0, last.1, "{}", p.display());
+            reported.insert(format);
+        }
+    }
+    if !reported.is_empty() {
+        for f in ["idv", "mldf", "cntk", "tbl2", "bloscpack", "blz", "ffcv"] {
+            assert!(reported.contains(f), "{f}: {reported:?}");
+        }
+    }
+}

@@ -858,6 +858,12 @@ impl Reader {
     /// Reads every value of every sample, checks JSON values parse, and
     /// checks every allocation belongs to exactly one value.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(&mut dataformats_core::progress::none())
+    }
+
+    /// [`Reader::validate`], reporting the samples checked so far out of
+    /// all samples.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         let n = self.layout.num_allocations;
         let mut used = vec![0u64; n.div_ceil(64) as usize];
         let mut count = 0u64;
@@ -899,6 +905,7 @@ impl Reader {
                     count += 1;
                 }
             }
+            progress.advance(i + 1, self.layout.num_samples);
         }
         if count != n {
             return Err(err(

@@ -546,9 +546,18 @@ impl Reader {
     /// Decodes every block of every live column in the order of `idv.md`
     /// §10.1 step 4; the first failure is reported.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(&mut dataformats_core::progress::none())
+    }
+
+    /// [`Reader::validate`], reporting the blocks decoded so far out of
+    /// all blocks of the live columns.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         if self.header.row_count == 0 {
             return Ok(());
         }
+        let live = self.columns.iter().filter(|c| !c.is_dead()).count() as u64;
+        let total = live.saturating_mul(self.block_count());
+        let mut done = 0u64;
         for col in 0..self.columns.len() {
             if self.columns.get(col).is_none_or(Column::is_dead) {
                 continue;
@@ -556,6 +565,8 @@ impl Reader {
             self.lookup(col)?;
             for b in 0..self.block_count() {
                 self.read_block(col, b)?;
+                done += 1;
+                progress.advance(done, total);
             }
         }
         Ok(())

@@ -729,6 +729,12 @@ impl Reader {
     /// Full validation (§9.2): the allocation table, the CRC, every value,
     /// then every allocation referenced.
     pub fn validate(&self) -> Result<()> {
+        self.validate_with(&mut dataformats_core::progress::none())
+    }
+
+    /// [`Reader::validate`], reporting the samples whose values were
+    /// checked so far out of all samples.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         let h = &self.header;
         let mut prev: Option<Alloc> = None;
         for k in 0..self.num_allocs {
@@ -804,6 +810,7 @@ impl Reader {
                 self.value_checked(i, j, Some(&mut seen))
                     .map_err(|e| e.in_value(i, &f.name))?;
             }
+            progress.advance(i + 1, h.num_samples);
         }
         let opaque = self
             .fields

@@ -497,15 +497,19 @@ impl Reader {
     /// Checks the whole file in the conformance order: every sample (bounds,
     /// sizes, decode, CRC-16), then the metadata section.
     pub fn validate(&self) -> Result<()> {
-        self.validate_with(|_| {})
+        self.validate_with(&mut dataformats_core::progress::none())
     }
 
-    /// [`Reader::validate`], calling `progress` with each sample's decoded length.
-    pub fn validate_with(&self, mut progress: impl FnMut(u64)) -> Result<()> {
+    /// [`Reader::validate`], reporting the stored bytes of the samples
+    /// checked so far out of all samples' stored bytes.
+    pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
+        let total: u64 = self.index.iter().map(|e| u64::from(e.size)).sum();
+        let mut done = 0u64;
         let mut buf = Vec::new();
-        for i in 0..self.index.len() {
+        for (i, e) in self.index.iter().enumerate() {
             self.read_sample_into(i, &mut buf)?;
-            progress(buf.len() as u64);
+            done += u64::from(e.size);
+            progress.advance(done, total);
         }
         self.metadata_blocks().map(|_| ())
     }

@@ -276,8 +276,10 @@ impl Dataset for Blp {
             })
             .collect())
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.0.validate().map_err(fe(Format::Bloscpack))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.0
+            .validate_with(progress)
+            .map_err(fe(Format::Bloscpack))
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.3.clone()

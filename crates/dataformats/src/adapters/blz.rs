@@ -189,9 +189,11 @@ impl Dataset for Blz {
         }
         Ok(out)
     }
-    fn validate(&self) -> Result<(), Error> {
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        // One step: the directory is checked as a whole.
+        progress.advance(0, 1);
         crate::bloscpack::blz::BlzDir::open_validated(&self.root, self.limits)
-            .map(|_| ())
+            .map(|_| progress.advance(1, 1))
             .map_err(fe(Format::Blz))
     }
 }

@@ -308,8 +308,8 @@ impl Dataset for Cntk {
             })
             .collect())
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.r.validate().map_err(fe(Format::Cntk))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.r.validate_with(progress).map_err(fe(Format::Cntk))
     }
     fn schema(&self) -> SchemaRef {
         self.schema.clone()

@@ -212,7 +212,7 @@ impl Dataset for Ffcv {
             })
             .collect()
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.0.validate().map_err(fe(Format::Ffcv))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.0.validate_with(progress).map_err(fe(Format::Ffcv))
     }
 }

@@ -308,8 +308,8 @@ impl Dataset for Idv {
             .map(|j| columns.iter().map(|v| idv_value(v, j)).collect())
             .collect())
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.r.validate().map_err(fe(Format::Idv))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.r.validate_with(progress).map_err(fe(Format::Idv))
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.schema.clone()

@@ -207,8 +207,8 @@ impl Dataset for Mldf {
         }
         Ok(out)
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.0.validate().map_err(fe(Format::Mldf))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.0.validate_with(progress).map_err(fe(Format::Mldf))
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()

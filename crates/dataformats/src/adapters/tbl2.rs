@@ -96,8 +96,8 @@ impl Dataset for Tbl2 {
             meta.unwrap_or(Value::Null),
         ])
     }
-    fn validate(&self) -> Result<(), Error> {
-        self.0.validate().map_err(fe(Format::Tbl2))
+    fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
+        self.0.validate_with(progress).map_err(fe(Format::Tbl2))
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()
