@@ -41,11 +41,14 @@ for entry in manifest:
         want = [(c["name"], c["type"], c["annotations"]) for c in entry["columns"]]
         if seen != want:
             problems.append("schema: ML.NET sees %r, we wrote %r" % (seen, want))
-        out = File.Create(path + ".mlnet.idv")
-        try:
-            BinaryLoaderSaverCatalog.SaveAsBinary(ctx.Data, dv, out, True)
-        finally:
-            out.Dispose()
+        # ML.NET's saver refuses a view without columns ("No valid columns
+        # to save"), whoever wrote it: such a file is only loaded.
+        if entry["columns"]:
+            out = File.Create(path + ".mlnet.idv")
+            try:
+                BinaryLoaderSaverCatalog.SaveAsBinary(ctx.Data, dv, out, True)
+            finally:
+                out.Dispose()
     except Exception as e:  # ML.NET's exceptions come through as Python ones
         problems.append("ML.NET failed: %s" % e)
     if problems:

@@ -31,6 +31,9 @@ pub const DIM_KEY: &str = "dataformats.dim";
 pub const NAME_KEY: &str = "dataformats.name";
 /// Field metadata key prefix of IDV annotations (`dataformats.annotation.SlotNames`).
 pub const ANNOTATION_PREFIX: &str = "dataformats.annotation.";
+/// Field metadata key: the kinds of a column's IDV annotations in the
+/// file's order, as a JSON list (ML.NET keeps annotations in that order).
+pub const ANNOTATION_ORDER_KEY: &str = "dataformats.annotations";
 /// Prefix of the field metadata keys that give an annotation's own type
 /// (IDV: `Vector<String, 3>`, `Boolean`, ...).
 pub const ANNOTATION_TYPE_PREFIX: &str = "dataformats.annotation_type.";

@@ -465,10 +465,12 @@ pub(crate) mod typed {
             .ok_or_else(|| Error::invalid(format!("column {:?} has no type", c.name)))?;
         let (f, kind) = type_field(&c.name, ty, key_values(c))?;
         let mut md = f.metadata().clone();
+        let mut order = Vec::new();
         for a in &c.annotations {
             let (Some(v), Some(aty)) = (&a.value, a.codec.ty.as_ref()) else {
                 continue;
             };
+            order.push(serde_json::Value::String(a.kind.clone()));
             md.insert(
                 format!("{ANNOTATION_PREFIX}{}", a.kind),
                 annotation_json(aty, v)?,
@@ -476,6 +478,12 @@ pub(crate) mod typed {
             md.insert(
                 format!("{ANNOTATION_TYPE_PREFIX}{}", a.kind),
                 aty.to_string(),
+            );
+        }
+        if !order.is_empty() {
+            md.insert(
+                crate::typed::ANNOTATION_ORDER_KEY.to_string(),
+                serde_json::Value::Array(order).to_string(),
             );
         }
         Ok((f.with_metadata(md), kind))

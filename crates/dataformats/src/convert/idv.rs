@@ -217,12 +217,22 @@ fn column_type(f: &Field, first: Option<&ArrayRef>) -> Option<ColumnType> {
 /// The annotations `f`'s metadata carries, as the writer takes them.
 fn annotations(f: &Field) -> Result<Vec<(String, ColumnType, Values)>, Error> {
     let mut out = Vec::new();
+    // The file's order where the view kept it, then any others by name.
+    let order: Vec<String> = f
+        .metadata()
+        .get(crate::typed::ANNOTATION_ORDER_KEY)
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default();
+    let rank = |k: &str| {
+        let kind = k.trim_start_matches(ANNOTATION_PREFIX);
+        order.iter().position(|o| o == kind).unwrap_or(usize::MAX)
+    };
     let mut kinds: Vec<&String> = f
         .metadata()
         .keys()
         .filter(|k| k.starts_with(ANNOTATION_PREFIX))
         .collect();
-    kinds.sort();
+    kinds.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
     for key in kinds {
         let kind = key.trim_start_matches(ANNOTATION_PREFIX);
         let Some(ty) = f
