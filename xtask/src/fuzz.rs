@@ -480,7 +480,7 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
-        "facade_open_bytes" => {
+        "facade_open_bytes" | "facade_convert" => {
             // Small valid files of every format with a file form.
             for (format, suffix) in [
                 ("idv", ".idv"),

@@ -50,3 +50,78 @@ pub fn open_bytes(data: &[u8]) {
     }
     let _ = d.validate();
 }
+
+/// Arbitrary bytes opened as in [`open_bytes`], then their first records
+/// (at most 256) converted with `lossy` into every target this build
+/// writes, each written file opened and read again. Nothing may panic or
+/// allocate without bound; a refused conversion is fine. Files go to a
+/// folder of this process under the system's temporary directory.
+#[cfg(all(
+    feature = "export",
+    feature = "mldf",
+    feature = "idv",
+    feature = "cntk",
+    feature = "tbl2",
+    feature = "bloscpack"
+))]
+pub fn convert_bytes(data: &[u8]) {
+    use crate::convert::{ConvertOptions, Report, Target};
+    use crate::dataset::BatchStream;
+    let opts = crate::OpenOptions::with_limits(crate::core::Limits::fuzzing());
+    let Ok(d) = crate::open_bytes_with(data.to_vec(), &opts) else {
+        return;
+    };
+    let schema = d.schema();
+    let n = d.len().min(256);
+    let Ok(batch) = d.read_batch(None, 0..n) else {
+        return;
+    };
+    /// One batch, given once.
+    struct One(arrow_schema::SchemaRef, Option<arrow_array::RecordBatch>);
+    impl BatchStream for One {
+        fn schema(&self) -> arrow_schema::SchemaRef {
+            self.0.clone()
+        }
+        fn next_batch(&mut self) -> Option<Result<arrow_array::RecordBatch, crate::DatasetError>> {
+            self.1.take().map(Ok)
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("df-fuzz-convert-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let copts = ConvertOptions {
+        lossy: true,
+        open: opts,
+        ..Default::default()
+    };
+    for t in [
+        Target::Mldf,
+        Target::Idv,
+        Target::Cntk,
+        Target::Tbl2,
+        Target::Bloscpack,
+        Target::Blz,
+        Target::Parquet,
+        Target::ArrowStream,
+        Target::JsonLines,
+    ] {
+        let out = dir.join(format!("out.{}", t.extension()));
+        if out.is_dir() {
+            let _ = std::fs::remove_dir_all(&out);
+        } else {
+            let _ = std::fs::remove_file(&out);
+        }
+        let mut stream = One(schema.clone(), Some(batch.clone()));
+        let mut report = Report::default();
+        if crate::convert::write(t, &mut stream, &out, &copts, &mut report, &mut |_| {}).is_err() {
+            continue;
+        }
+        // What was written reads again (tables through the import).
+        if let Ok(mut back) = crate::convert::open_input(&out, &copts) {
+            while let Some(b) = back.stream.next_batch() {
+                if b.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -6,3 +6,8 @@ use dataformats::core::testing::replay_regressions;
 fn facade_open_bytes_regressions() {
     replay_regressions("facade_open_bytes", dataformats::fuzzing::open_bytes);
 }
+
+#[test]
+fn facade_convert_regressions() {
+    replay_regressions("facade_convert", dataformats::fuzzing::convert_bytes);
+}
