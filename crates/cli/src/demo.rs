@@ -9,6 +9,10 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
 
 use dataformats::Format;
 use dataformats::core::codec::{self, BloscCompressor, BloscParams, Codec, Shuffle, blosc};
@@ -79,398 +83,250 @@ fn dir_size(p: &Path) -> u64 {
     }
 }
 
-/// Writes, reads back, validates and converts one small file per landed format.
+/// The feature table as typed columns: `id`, `features` (x, y), `label`
+/// as a class name (a dictionary), a one-hot `label_onehot` (sparse), a
+/// small BMP image per row with its format and dimensions, and a label
+/// missing in every tenth row.
+fn typed_table(table: &[u8]) -> Result<RecordBatch, String> {
+    use arrow_array::builder::{
+        BinaryBuilder, FixedSizeListBuilder, Float32Builder, ListBuilder, StringDictionaryBuilder,
+    };
+    use arrow_array::types::UInt32Type;
+    use arrow_array::{
+        Array, ArrayRef, Int64Array, StringArray, StructArray, UInt16Array, UInt32Array,
+    };
+    let item = Arc::new(Field::new("item", DataType::Float32, false));
+    let rows: Vec<&[u8]> = table.chunks_exact(13).collect();
+    let le4 = |r: &[u8], o: usize| -> [u8; 4] {
+        r.get(o..o + 4)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or_default()
+    };
+    let mut features = FixedSizeListBuilder::new(Float32Builder::new(), 2).with_field(item);
+    let mut label = StringDictionaryBuilder::<UInt32Type>::new();
+    let mut maybe = StringDictionaryBuilder::<UInt32Type>::new();
+    let mut image = BinaryBuilder::new();
+    let (mut sides, mut seq) = (Vec::new(), Vec::new());
+    for (i, r) in rows.iter().enumerate() {
+        features
+            .values()
+            .append_value(f32::from_le_bytes(le4(r, 4)));
+        features
+            .values()
+            .append_value(f32::from_le_bytes(le4(r, 8)));
+        features.append(true);
+        let class = r.get(12).copied().unwrap_or(0);
+        label.append_value(format!("class{class}"));
+        if i % 10 == 9 {
+            maybe.append_null();
+        } else {
+            maybe.append_value(format!("class{class}"));
+        }
+        // A BMP of side 4..7 filled with the row's first bytes.
+        let side = 4 + (i % 4) as u32;
+        let mut bmp = vec![0u8; 54];
+        bmp.splice(0..2, *b"BM");
+        bmp.splice(18..22, side.to_le_bytes());
+        bmp.splice(22..26, side.to_le_bytes());
+        for _ in 0..side * side {
+            bmp.extend_from_slice(r.get(..3).unwrap_or_default());
+        }
+        image.append_value(&bmp);
+        sides.push(side as u16);
+        seq.push(i as i64 / 100);
+    }
+    let list = |t: DataType| DataType::List(Arc::new(Field::new("item", t, false)));
+    let onehot_fields: arrow_schema::Fields = vec![
+        Field::new("indices", list(DataType::Int32), false),
+        Field::new("values", list(DataType::Float32), false),
+    ]
+    .into();
+    let mut ix = ListBuilder::new(arrow_array::builder::Int32Builder::new())
+        .with_field(Arc::new(Field::new("item", DataType::Int32, false)));
+    let mut vals = ListBuilder::new(Float32Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Float32,
+        false,
+    )));
+    for r in &rows {
+        ix.values()
+            .append_value(i32::from(r.get(12).copied().unwrap_or(0)));
+        ix.append(true);
+        vals.values().append_value(1.0);
+        vals.append(true);
+    }
+    let onehot = StructArray::new(
+        onehot_fields.clone(),
+        vec![Arc::new(ix.finish()) as ArrayRef, Arc::new(vals.finish())],
+        None,
+    );
+    let ids: Vec<u32> = rows.iter().map(|r| u32::from_le_bytes(le4(r, 0))).collect();
+    let features = features.finish();
+    let label = label.finish();
+    let maybe = maybe.finish();
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::UInt32, false),
+        Field::new("features", features.data_type().clone(), false),
+        Field::new("label", label.data_type().clone(), false),
+        Field::new("maybe_label", maybe.data_type().clone(), true),
+        Field::new("label_onehot", DataType::Struct(onehot_fields), false)
+            .with_metadata([(dataformats::typed::DIM_KEY.to_string(), "10".to_string())].into()),
+        Field::new("_sequence", DataType::Int64, false),
+        Field::new("data", DataType::Binary, false),
+        Field::new("format", DataType::Utf8, false),
+        Field::new("width", DataType::UInt16, false),
+        Field::new("height", DataType::UInt16, false),
+    ]);
+    let n = rows.len();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(ids)),
+        Arc::new(features),
+        Arc::new(label),
+        Arc::new(maybe),
+        Arc::new(onehot),
+        Arc::new(Int64Array::from(seq)),
+        Arc::new(image.finish()),
+        Arc::new(StringArray::from(vec!["bmp"; n])),
+        Arc::new(UInt16Array::from(sides.clone())),
+        Arc::new(UInt16Array::from(sides)),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| e.to_string())
+}
+
+/// One batch, given once (a stream for the library's writers).
+struct One(Option<RecordBatch>, arrow_schema::SchemaRef);
+
+impl dataformats::dataset::BatchStream for One {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.1.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, dataformats::DatasetError>> {
+        self.0.take().map(Ok)
+    }
+}
+
+/// `b` as lossless JSON lines (how the demo compares typed views).
+fn json_lines(b: &RecordBatch) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    dataformats::export::write_json_lines(b, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Writes, validates and reads back one file per landed format, each
+/// through the library's writer of typed batches, from the columns of the
+/// typed table that the format holds.
 fn format_runs(dir: &Path, table: &[u8]) -> Vec<FormatRun> {
-    use dataformats::bloscpack::blz::{ArrayOptions, BlzDir, ColumnData, Layout, create_table};
-    use dataformats::bloscpack::dtype::Dtype;
-    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
-    use dataformats::bloscpack::{ReadOptions, Reader, WriteOptions, npy, pack_bytes};
-
-    let rows = table.len() / 13;
-    let record = "[('id', '<u4'), ('x', '<f4'), ('y', '<f4'), ('label', '|u1')]";
+    use dataformats::convert::{ConvertOptions, Report, Target, write};
+    let typed = match typed_table(table) {
+        Ok(b) => b,
+        Err(e) => {
+            return vec![FormatRun {
+                format: "typed table",
+                path: dir.to_path_buf(),
+                bytes: 0,
+                result: Err(e),
+            }];
+        }
+    };
+    // (format, file, columns, what else to check)
+    let plan: [(&str, &str, &[&str]); 6] = [
+        ("bloscpack", "table.blp", &["id", "features"]),
+        ("blz", "table.bcolz", &["id", "features"]),
+        ("tbl2", "table.tbl", &["data", "format", "width", "height"]),
+        (
+            "cntk",
+            "table.cbf.bin",
+            &["_sequence", "features", "label_onehot"],
+        ),
+        ("idv", "table.idv", &["id", "features", "label"]),
+        (
+            "mldf",
+            "table.mldf",
+            &["id", "features", "maybe_label", "data"],
+        ),
+    ];
     let mut runs = Vec::new();
-
-    // Bloscpack: the table as a structured numpy array.
-    let blp = dir.join("table.blp");
-    let result = (|| -> Result<String, String> {
-        let dtype = Dtype::parse_python_literal(record).map_err(|e| e.to_string())?;
-        let meta = NumpyMeta {
-            dtype,
-            shape: vec![rows as u64],
-            order: Order::C,
-        };
-        let opts = WriteOptions::default()
-            .chunk_size(13 * 4096)
-            .codec(BloscCompressor::Lz4)
-            .checksum(ChecksumKind::Sha256);
-        let bytes = pack_bytes(table, Some(&meta.to_value()), &opts).map_err(|e| e.to_string())?;
-        let mut f = AtomicFile::create(&blp).map_err(|e| e.to_string())?;
-        f.write_all(&bytes).map_err(|e| e.to_string())?;
-        f.finish().map_err(|e| e.to_string())?;
-        // SAFETY: the demo just wrote this file and nothing modifies it while mapped.
-        let src = unsafe { Source::map(&blp) }.map_err(|e| e.to_string())?;
-        let r = Reader::with_options(src, ReadOptions::default()).map_err(|e| e.to_string())?;
-        r.validate().map_err(|e| e.to_string())?;
-        if r.read_all().map_err(|e| e.to_string())? != table {
-            return Err("read back differs".into());
+    for (format, file, columns) in plan {
+        let path = dir.join(file);
+        if path.is_dir() {
+            let _ = std::fs::remove_dir_all(&path);
         }
-        let npy_path = dir.join("table.npy");
-        npy::bloscpack_to_npy(&r, &npy_path).map_err(|e| e.to_string())?;
-        Ok(format!(
-            "{} chunks, sha256 digests verified, read back equal, converted to {}",
-            r.nchunks(),
-            npy_path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "bloscpack",
-        bytes: std::fs::metadata(&blp).map_or(0, |m| m.len()),
-        path: blp,
-        result,
-    });
-
-    // BLZ/bcolz: the same table as a bcolz ctable, one column directory per field.
-    let blz = dir.join("table.bcolz");
-    let _ = std::fs::remove_dir_all(&blz);
-    let result = (|| -> Result<String, String> {
-        let cols: Vec<(&str, &str, usize, usize)> = vec![
-            ("id", "'<u4'", 0, 4),
-            ("x", "'<f4'", 4, 4),
-            ("y", "'<f4'", 8, 4),
-            ("label", "'|u1'", 12, 1),
-        ];
-        let mut data = Vec::new();
-        let mut dtypes = Vec::new();
-        for (_, lit, off, size) in &cols {
-            data.push(
-                table
-                    .chunks_exact(13)
-                    .flat_map(|r| r.get(*off..off + size).unwrap_or_default().to_vec())
-                    .collect::<Vec<u8>>(),
-            );
-            dtypes.push(Dtype::parse_python_literal(lit).map_err(|e| e.to_string())?);
-        }
-        let columns: Vec<ColumnData<'_>> = cols
-            .iter()
-            .zip(&dtypes)
-            .zip(&data)
-            .map(|(((name, ..), dtype), data)| ColumnData {
-                name,
-                dtype,
-                trailing: &[],
-                data,
-            })
-            .collect();
-        let t = create_table(
-            &blz,
-            &columns,
-            &serde_json::json!({"made_by": "dataformats demo"}),
-            &ArrayOptions::new(Layout::Bcolz),
-        )
-        .map_err(|e| e.to_string())?;
-        BlzDir::open_validated(&blz, dataformats::core::Limits::default())
-            .map_err(|e| e.to_string())?;
-        if t.read_all().map_err(|e| e.to_string())? != table {
-            return Err("rows read back differ".into());
-        }
-        Ok(format!(
-            "{} columns x {} rows, validated, rows read back equal",
-            t.names().len(),
-            t.nrows()
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "blz",
-        bytes: dir_size(&blz),
-        path: blz,
-        result,
-    });
-
-    // TBL v2: rows as small BMP images (dimensions are sniffed), through tar and back.
-    let tbl = dir.join("table.tbl");
-    let result = (|| -> Result<String, String> {
-        use dataformats::tbl2::{
-            Reader as TblReader, SampleFormat, SampleInfo, Writer as TblWriter, dims, tar,
-        };
-        let e = |x: dataformats::tbl2::Error| x.to_string();
-        let mut w = TblWriter::create(&tbl, true).map_err(e)?;
-        for (i, row) in table.chunks_exact(13).take(500).enumerate() {
-            let side = 4 + (i % 4) as u32;
-            let mut head = [0u8; 54];
-            head[..2].copy_from_slice(b"BM");
-            head[18..22].copy_from_slice(&side.to_le_bytes());
-            head[22..26].copy_from_slice(&side.to_le_bytes());
-            let mut bmp = head.to_vec();
-            for _ in 0..side * side {
-                bmp.extend_from_slice(row.get(..3).unwrap_or_default());
-            }
-            let (width, height) = dims::sniff(SampleFormat::BMP, &bmp);
-            w.add_sample(
-                &bmp,
-                SampleInfo {
-                    format: SampleFormat::BMP,
-                    width,
-                    height,
-                },
+        let result = (|| -> Result<String, String> {
+            let idx: Vec<usize> = columns
+                .iter()
+                .map(|c| typed.schema().index_of(c).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            let part = typed.project(&idx).map_err(|e| e.to_string())?;
+            let mut opts = ConvertOptions::default();
+            opts.mldf.writer.compressed = true;
+            opts.mldf.writer.checksummed = true;
+            opts.mldf.writer.page_size = 1 << 16;
+            let target = Target::from_path(&path).ok_or("no target")?;
+            let mut report = Report::default();
+            let schema = part.schema();
+            write(
+                target,
+                &mut One(Some(part.clone()), schema),
+                &path,
+                &opts,
+                &mut report,
+                &mut |_| {},
             )
-            .map_err(e)?;
-        }
-        w.finish().map_err(e)?;
-        let r = TblReader::open(&tbl).map_err(e)?;
-        r.validate().map_err(e)?;
-        let tar_path = dir.join("table.tar");
-        tar::tbl_to_tar(&r, &tar_path, |_| {}).map_err(e)?;
-        let again = dir.join("table.again.tbl");
-        tar::convert_tar_file(&tar_path, &again, true, 2, |_| {}).map_err(e)?;
-        let read = |p: &Path| std::fs::read(p).map_err(|x| x.to_string());
-        if read(&tbl)? != read(&again)? {
-            return Err("tbl -> tar -> tbl changed the bytes".into());
-        }
-        let first = r.entry(0).map_err(e)?;
-        Ok(format!(
-            "{} samples, CRC-16s verified, dimensions sniffed from headers ({}x{} first), tbl -> tar -> tbl byte-identical",
-            r.len(),
-            first.width,
-            first.height
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "tbl2",
-        bytes: std::fs::metadata(&tbl).map_or(0, |m| m.len()),
-        path: tbl,
-        result,
-    });
-
-    // CNTK binary: each group of 100 rows a sequence, (x, y) dense and the label one-hot sparse.
-    let cbf = dir.join("table.cbf.bin");
-    let result = (|| -> Result<String, String> {
-        use dataformats::cntk::{
-            Chunking, ElemType, Reader as CbfReader, Record, RecordData, StreamDesc, StreamKind,
-            Writer as CbfWriter,
-        };
-        let e = |x: dataformats::cntk::Error| x.to_string();
-        let streams = [
-            StreamDesc {
-                name: "features".into(),
-                kind: StreamKind::Dense,
-                elem: ElemType::F32,
-                dim: 2,
-            },
-            StreamDesc {
-                name: "label".into(),
-                kind: StreamKind::Sparse,
-                elem: ElemType::F32,
-                dim: 10,
-            },
-        ];
-        let mut w = CbfWriter::create(&cbf, &streams, Chunking::Target(64 << 10)).map_err(e)?;
-        let f32_at = |r: &[u8], o: usize| {
-            let mut b = [0u8; 4];
-            for (d, s) in b.iter_mut().zip(r.iter().skip(o)) {
-                *d = *s;
-            }
-            f64::from(f32::from_le_bytes(b))
-        };
-        let mut first_x = 0.0;
-        for (q, group) in table.chunks_exact(13 * 100).enumerate() {
-            let rows: Vec<&[u8]> = group.chunks_exact(13).collect();
-            let xs: Vec<f64> = rows
+            .map_err(|e| e.to_string())?;
+            let d = dataformats::open(&path).map_err(|e| e.to_string())?;
+            d.validate().map_err(|e| e.to_string())?;
+            let back = d.read_batch(None, 0..d.len()).map_err(|e| e.to_string())?;
+            // The written columns as the format gives them back (CNTK
+            // numbers its sequences itself; TBL v2 adds a metadata column).
+            let compared: Vec<&str> = columns
                 .iter()
-                .flat_map(|r| [f32_at(r, 4), f32_at(r, 8)])
+                .copied()
+                .filter(|c| *c != "_sequence")
                 .collect();
-            let labels: Vec<Vec<(u32, f64)>> = rows
-                .iter()
-                .map(|r| vec![(u32::from(r.get(12).copied().unwrap_or(0)), 1.0)])
-                .collect();
-            if q == 0 {
-                first_x = xs.first().copied().unwrap_or(0.0);
-            }
-            w.add_sequence(&[
-                RecordData::Dense {
-                    samples: rows.len() as u32,
-                    values: &xs,
-                },
-                RecordData::Sparse(&labels),
-            ])
-            .map_err(e)?;
-        }
-        w.finish().map_err(e)?;
-        let r = CbfReader::open(&cbf).map_err(e)?;
-        r.validate().map_err(e)?;
-        let ch = r.read_chunk(0).map_err(e)?;
-        let back = match ch.records.first().and_then(|p| p.first()) {
-            Some(Record::Dense { values, .. }) => values.first().copied().unwrap_or(f64::NAN),
-            _ => f64::NAN,
-        };
-        if back.to_bits() != first_x.to_bits() {
-            return Err("first value read back differs".into());
-        }
-        let seqs: u32 = r.chunks().iter().map(|c| c.num_sequences).sum();
-        Ok(format!(
-            "{seqs} sequences in {} chunks, dense + sparse streams, validated and read back",
-            r.chunks().len()
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "cntk",
-        bytes: std::fs::metadata(&cbf).map_or(0, |m| m.len()),
-        path: cbf,
-        result,
-    });
-
-    // ML.NET IDV: the table as columns (id, a Vector<Single, 2> of features,
-    // the label as a key with its names), then dumped rows compared.
-    let idv = dir.join("table.idv");
-    let result = (|| -> Result<String, String> {
-        use dataformats::idv::{
-            ColumnSpec, ColumnType, ItemType, KeyWidth, Reader as IdvReader, TextValues, Values,
-            VectorValues, Writer as IdvWriter, WriterOptions,
-        };
-        let e = |x: dataformats::idv::Error| x.to_string();
-        let u32_at = |r: &[u8], o: usize| {
-            let mut b = [0u8; 4];
-            for (d, s) in b.iter_mut().zip(r.iter().skip(o)) {
-                *d = *s;
-            }
-            b
-        };
-        let recs: Vec<&[u8]> = table.chunks_exact(13).collect();
-        let ids: Vec<u32> = recs
-            .iter()
-            .map(|r| u32::from_le_bytes(u32_at(r, 0)))
-            .collect();
-        let mut feats = VectorValues::new(ItemType::F32);
-        for r in &recs {
-            let xy = Values::F32(vec![
-                f32::from_le_bytes(u32_at(r, 4)),
-                f32::from_le_bytes(u32_at(r, 8)),
-            ]);
-            feats.push_dense(&xy);
-        }
-        let labels: Vec<u64> = recs
-            .iter()
-            .map(|r| u64::from(r.get(12).copied().unwrap_or(0)) + 1)
-            .collect();
-        let key = ItemType::Key {
-            width: KeyWidth::U32,
-            count: 10,
-        };
-        let names: TextValues = (0..10).map(|i| format!("class{i}")).collect();
-        let mut names_vec = VectorValues::new(ItemType::Text);
-        names_vec.push_dense(&Values::Text(names));
-        let columns = vec![
-            ColumnSpec::new("id", ColumnType::Scalar(ItemType::U32)),
-            ColumnSpec::new("features", ColumnType::vector(ItemType::F32, 2)),
-            ColumnSpec::new("label", ColumnType::Scalar(key)).annotation(
-                "KeyValues",
-                ColumnType::vector(ItemType::Text, 10),
-                Values::Vector(names_vec),
-            ),
-        ];
-        let mut w = IdvWriter::create(&idv, columns, WriterOptions::default()).map_err(e)?;
-        w.write_batch(&[
-            Values::U32(ids.clone()),
-            Values::Vector(feats),
-            Values::Key(labels.clone()),
-        ])
-        .map_err(e)?;
-        w.finish().map_err(e)?;
-        let r = IdvReader::open(&idv).map_err(e)?;
-        r.validate().map_err(e)?;
-        if r.column::<u32>("id").map_err(e)? != ids
-            || r.column::<u64>("label").map_err(e)? != labels
-        {
-            return Err("columns read back differ".into());
-        }
-        let kinds = r.columns().get(2).map_or(0, |c| c.annotations.len());
-        Ok(format!(
-            "{} rows x {} columns in {} block(s) per column, {kinds} annotation, validated and read back",
-            r.row_count(),
-            r.columns().len(),
-            r.block_count()
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "idv",
-        bytes: std::fs::metadata(&idv).map_or(0, |m| m.len()),
-        path: idv,
-        result,
-    });
-
-    // MLDF: the table as an INT id, a 2-float NDARRAY and a nullable label
-    // (missing for every 10th row), compressed and checksummed, streamed;
-    // then validated, read back field by field and compared with itself.
-    let mldf = dir.join("table.mldf");
-    let result = (|| -> Result<String, String> {
-        use dataformats::mldf::{
-            Dtype, Field, FieldType, FieldValue, Reader as MReader, Value as MValue,
-            Writer as MWriter, WriterOptions as MOptions,
-        };
-        let e = |x: dataformats::mldf::Error| x.to_string();
-        let fields = vec![
-            Field::new("id", FieldType::Int, false),
-            Field::new(
-                "xy",
-                FieldType::NdArray {
-                    dtype: Dtype::F32,
-                    shape: vec![2],
-                },
-                false,
-            ),
-            Field::new("label", FieldType::Int, true),
-        ];
-        let opts = MOptions {
-            compressed: true,
-            checksummed: true,
-            page_size: 1 << 16,
-            ..MOptions::default()
-        };
-        let mut w = MWriter::create(&mldf, fields, opts).map_err(e)?;
-        let recs: Vec<&[u8]> = table.chunks_exact(13).collect();
-        for (i, r) in recs.iter().enumerate() {
-            let id = i64::from(
-                r.get(..4)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u32::from_le_bytes),
-            );
-            let label = if i % 10 == 9 {
-                FieldValue::Missing
-            } else {
-                FieldValue::Int(i64::from(r.get(12).copied().unwrap_or(0)))
+            let pick = |b: &RecordBatch| -> Result<RecordBatch, String> {
+                let idx: Vec<usize> = compared
+                    .iter()
+                    .map(|c| b.schema().index_of(c).map_err(|e| e.to_string()))
+                    .collect::<Result<_, _>>()?;
+                b.project(&idx).map_err(|e| e.to_string())
             };
-            w.add_sample(&[
-                FieldValue::Int(id),
-                FieldValue::NdArray(r.get(4..12).unwrap_or_default()),
-                label,
-            ])
-            .map_err(e)?;
-        }
-        w.finish().map_err(e)?;
-        let r = MReader::open(&mldf).map_err(e)?;
-        r.validate().map_err(e)?;
-        let last = r.num_samples().saturating_sub(1);
-        let missing = (0..r.num_samples())
-            .filter(|&i| matches!(r.value(i, 2), Ok(MValue::Missing)))
-            .count();
-        match r.value(last, 1).map_err(e)? {
-            MValue::NdArray(b)
-                if b.as_ref() == recs.last().and_then(|x| x.get(4..12)).unwrap_or_default() => {}
-            _ => return Err("last array read back differs".into()),
-        }
-        Ok(format!(
-            "{} samples, zstd per value, CRC-32 verified, {missing} missing labels, read back equal",
-            r.num_samples()
-        ))
-    })();
-    runs.push(FormatRun {
-        format: "mldf",
-        bytes: std::fs::metadata(&mldf).map_or(0, |m| m.len()),
-        path: mldf,
-        result,
-    });
+            let same = json_lines(&pick(&part)?)? == json_lines(&pick(&back)?)?;
+            if !same {
+                return Err("read back differs from what was written".into());
+            }
+            let extra = match format {
+                "bloscpack" => {
+                    dataformats::convert::convert(&path, &dir.join("table.npy"), &opts)
+                        .map_err(|e| e.to_string())?;
+                    ", converted to table.npy"
+                }
+                "tbl2" => {
+                    let (tar, again) = (dir.join("table.tar"), dir.join("table.again.tbl"));
+                    dataformats::convert::convert(&path, &tar, &opts).map_err(|e| e.to_string())?;
+                    dataformats::convert::convert(&tar, &again, &opts)
+                        .map_err(|e| e.to_string())?;
+                    let read = |p: &Path| std::fs::read(p).map_err(|x| x.to_string());
+                    if read(&path)? != read(&again)? {
+                        return Err("tbl -> tar -> tbl changed the bytes".into());
+                    }
+                    ", tbl -> tar -> tbl byte-identical"
+                }
+                "mldf" => ", zstd per value, CRC-32 verified",
+                _ => "",
+            };
+            Ok(format!(
+                "{} record(s) of {}, validated, read back equal{extra}",
+                d.len(),
+                columns.join(", ")
+            ))
+        })();
+        runs.push(FormatRun {
+            format,
+            bytes: dir_size(&path),
+            path,
+            result,
+        });
+    }
     runs
 }
 
@@ -672,58 +528,26 @@ struct Conversion {
 /// their source format.
 fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
     let made = |name: &str| formats.iter().any(|f| f.format == name && f.result.is_ok());
-    // (source format, input, output, file the output must equal record for record)
-    let mut plan: Vec<(&str, &str, &str, Option<&str>)> = Vec::new();
-    if made("idv") && made("mldf") {
-        plan.push(("idv", "table.idv", "table.from-idv.mldf", None));
-        plan.push((
-            "mldf",
-            "table.from-idv.mldf",
-            "table.back.idv",
-            Some("table.idv"),
-        ));
-    }
-    if made("cntk") && made("mldf") {
-        plan.push(("cntk", "table.cbf.bin", "table.from-cntk.mldf", None));
-        plan.push((
-            "mldf",
-            "table.from-cntk.mldf",
-            "table.back.bin",
-            Some("table.cbf.bin"),
-        ));
-    }
-    if made("tbl2") && made("mldf") {
-        plan.push(("tbl2", "table.tbl", "table.from-tbl.mldf", None));
-        plan.push((
-            "mldf",
-            "table.from-tbl.mldf",
-            "table.back.tbl",
-            Some("table.tbl"),
-        ));
-    }
-    if made("bloscpack") && made("mldf") {
-        plan.push(("bloscpack", "table.blp", "table.from-blp.mldf", None));
-        plan.push((
-            "mldf",
-            "table.from-blp.mldf",
-            "table.back.blp",
-            Some("table.blp"),
-        ));
-    }
-    if made("blz") && made("mldf") {
-        plan.push(("blz", "table.bcolz", "table.from-bcolz.mldf", None));
-        plan.push((
-            "mldf",
-            "table.from-bcolz.mldf",
-            "table.back.bcolz",
-            Some("table.bcolz"),
-        ));
+    // (input, output, file the output must equal record for record)
+    let mut plan: Vec<(String, String, Option<String>)> = Vec::new();
+    for (format, file, tag, ext) in [
+        ("idv", "table.idv", "idv", "idv"),
+        ("cntk", "table.cbf.bin", "cntk", "bin"),
+        ("tbl2", "table.tbl", "tbl", "tbl"),
+        ("bloscpack", "table.blp", "blp", "blp"),
+        ("blz", "table.bcolz", "bcolz", "bcolz"),
+    ] {
+        if made(format) {
+            let m = format!("table.from-{tag}.mldf");
+            plan.push((file.into(), m.clone(), None));
+            plan.push((m, format!("table.back.{ext}"), Some(file.into())));
+        }
     }
     if made("mldf") {
-        plan.push(("mldf", "table.mldf", "table.jsonl", None));
+        plan.push(("table.mldf".into(), "table.jsonl".into(), None));
     }
     let mut out = Vec::new();
-    for (_, input, output, same_as) in plan {
+    for (input, output, same_as) in plan {
         let (input, output) = (dir.join(input), dir.join(output));
         let same_as = same_as.map(|p| dir.join(p));
         if output.is_dir() {

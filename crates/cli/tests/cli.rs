@@ -830,7 +830,7 @@ fn jsonl_to_mldf_and_back_diff_and_tbl2() {
     ]);
     assert!(c.status.success(), "{}", text(&c.stderr));
     assert!(
-        text(&c.stdout).contains(": 500 records from tbl2"),
+        text(&c.stdout).contains(": 20000 records from tbl2"),
         "{}",
         text(&c.stdout)
     );
