@@ -165,14 +165,6 @@ pub(crate) fn validate(path: &Path, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// `dump x.idv [--range A..B] [--format csv|jsonl]`.
 pub(crate) fn dump(
     path: &Path,
@@ -193,24 +185,30 @@ pub(crate) fn dump(
     let (start, end) = range.unwrap_or((0, r.row_count()));
     let end = end.min(r.row_count());
     let start = start.min(end);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let names: Vec<&str> = live
         .iter()
         .filter_map(|&i| r.columns().get(i).map(|c| c.name.as_str()))
         .collect();
-    let io = |e: std::io::Error| Failure::new(1, "io", None, e.to_string());
-    if format == "csv" {
-        writeln!(
-            out,
-            "{}",
-            names
-                .iter()
-                .map(|n| csv_field(n))
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-        .map_err(io)?;
+    // A reader that went away (`dump x.idv | head`) ends the dump quietly.
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        Failure::new(1, "io", None, e.to_string())
+    };
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    // CSV through the csv crate (its quoting), JSON lines by hand.
+    let (mut csv, mut lines) = if format == "csv" {
+        (Some(csv::Writer::from_writer(out)), None)
+    } else {
+        (None, Some(out))
+    };
+    let csv_io = |e: csv::Error| match e.into_kind() {
+        csv::ErrorKind::Io(e) => io(e),
+        k => Failure::new(1, "io", None, format!("{k:?}")),
+    };
+    if let Some(w) = csv.as_mut() {
+        w.write_record(&names).map_err(csv_io)?;
     }
     // A block group at a time, so memory stays at one block per column.
     let rpb = r
@@ -226,16 +224,13 @@ pub(crate) fn dump(
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| fail(path, &e))?;
         for k in 0..(stop - at) as usize {
-            if format == "csv" {
-                let fields: Vec<String> = cols
-                    .iter()
-                    .map(|v| match v {
-                        Values::Vector(_) => csv_field(&render::json_value(v, k)),
-                        flat => csv_field(&render::text_scalar(flat, k)),
-                    })
-                    .collect();
-                writeln!(out, "{}", fields.join(",")).map_err(io)?;
-            } else {
+            if let Some(w) = csv.as_mut() {
+                w.write_record(cols.iter().map(|v| match v {
+                    Values::Vector(_) => render::json_value(v, k),
+                    flat => render::text_scalar(flat, k),
+                }))
+                .map_err(csv_io)?;
+            } else if let Some(out) = lines.as_mut() {
                 let mut line = String::from("{");
                 for (j, (n, v)) in names.iter().zip(&cols).enumerate() {
                     if j > 0 {
@@ -251,7 +246,13 @@ pub(crate) fn dump(
         }
         at = stop;
     }
-    out.flush().map_err(io)
+    if let Some(w) = csv.as_mut() {
+        w.flush().map_err(io)?;
+    }
+    if let Some(out) = lines.as_mut() {
+        out.flush().map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Settings for CSV → IDV.

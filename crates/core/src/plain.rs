@@ -22,8 +22,9 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A fixed-size number type with no padding and no invalid bit patterns.
-pub trait Plain: Copy + Default + sealed::Sealed + 'static {
+/// A fixed-size number type with no padding and no invalid bit patterns
+/// (`bytemuck::Pod`, which does the casts).
+pub trait Plain: bytemuck::Pod + Default + sealed::Sealed {
     /// Size in bytes.
     const SIZE: usize;
     /// Decodes one value from exactly `SIZE` little-endian bytes (shorter input reads as zero bytes).
@@ -52,15 +53,11 @@ plain!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
 /// of `T::SIZE`, the start is aligned for `T` and the machine is
 /// little-endian; `None` otherwise (then use [`copy_into`]).
 pub fn cast_slice<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
-    if cfg!(target_endian = "big") || bytes.len() % T::SIZE != 0 {
+    if cfg!(target_endian = "big") {
         return None;
     }
-    // SAFETY: `Plain` is sealed to primitive numbers: no padding, every bit
-    // pattern valid, so any aligned, in-bounds `T`-sized run of initialized
-    // bytes is a valid `T`. `align_to` only returns a correctly aligned middle
-    // part inside `bytes`, which keeps the borrow's lifetime.
-    let (head, mid, tail) = unsafe { bytes.align_to::<T>() };
-    (head.is_empty() && tail.is_empty()).then_some(mid)
+    // Fails on a length that is not a multiple of the size or a misaligned start.
+    bytemuck::try_cast_slice(bytes).ok()
 }
 
 /// `values` as writable bytes, so that a decoder can fill a `[T]` in place
@@ -70,12 +67,7 @@ pub fn bytes_of_mut<T: Plain>(values: &mut [T]) -> Option<&mut [u8]> {
     if cfg!(target_endian = "big") {
         return None;
     }
-    let len = values.len() * T::SIZE;
-    // SAFETY: `Plain` is sealed to primitive numbers: no padding and every
-    // bit pattern valid, so any bytes written through the view leave valid
-    // `T`s; u8 has alignment 1; the view covers exactly the slice's memory
-    // and borrows it mutably for its whole life.
-    Some(unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) })
+    Some(bytemuck::cast_slice_mut(values))
 }
 
 /// Decodes `bytes` (little-endian `T`s) into `out`; fails, writing nothing,
