@@ -281,3 +281,68 @@ mod tests {
         assert!(check(format!("1{}", "0".repeat(309)).as_bytes()).is_err());
     }
 }
+
+/// The first integer literal of a JSON text (outside strings) that no
+/// 64-bit integer holds: serde_json reads such a number as a float, which
+/// changes it, so a reader that must keep integers exact refuses the text.
+pub fn wide_integer(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while let Some(&c) = b.get(i) {
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while b
+                    .get(i)
+                    .is_some_and(|c| c.is_ascii_digit() || b"-+.eE".contains(c))
+                {
+                    i += 1;
+                }
+                let lit = line.get(start..i).unwrap_or_default();
+                let integer = !lit.contains(['.', 'e', 'E']);
+                if integer && lit.parse::<i64>().is_err() && lit.parse::<u64>().is_err() {
+                    return Some(lit);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod wide_integer_tests {
+    use super::wide_integer;
+
+    #[test]
+    fn integers_beyond_64_bits_are_found_outside_strings() {
+        assert_eq!(wide_integer(r#"{"a": 18446744073709551615}"#), None);
+        assert_eq!(wide_integer(r#"{"a": -9223372036854775808}"#), None);
+        assert_eq!(
+            wide_integer(r#"{"a": 18446744073709551616}"#),
+            Some("18446744073709551616")
+        );
+        assert_eq!(
+            wide_integer(r#"{"a": [1, -9223372036854775809]}"#),
+            Some("-9223372036854775809")
+        );
+        assert_eq!(wide_integer(r#"{"a": "99999999999999999999999"}"#), None);
+        assert_eq!(wide_integer(r#"{"a": "x\"", "b": 1e400}"#), None);
+        assert_eq!(
+            wide_integer(r#"{"a": 1.5e3, "b": 123456789012345678901.0}"#),
+            None
+        );
+    }
+}

@@ -433,6 +433,21 @@ fn json_lines_are_an_input_with_inferred_types() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
+    // An integer no 64-bit type holds is refused with its line, in the
+    // lines types are inferred from and after them.
+    for (text, line) in [
+        ("{\"a\": 1}\n{\"a\": 18446744073709551616}\n", "line 2"),
+        ("{\"a\": [-9223372036854775809]}\n", "line 1"),
+    ] {
+        std::fs::write(&src, text).unwrap();
+        let out = dir.path().join("wide.mldf");
+        let e = convert(&src, &out, &ConvertOptions::default()).unwrap_err();
+        assert!(
+            e.to_string().contains(line) && e.to_string().contains("64 bits"),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
 }
 
 /// MLDF's images become TBL v2 samples with their format and dimensions,

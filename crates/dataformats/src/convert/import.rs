@@ -332,6 +332,13 @@ fn infer_json(path: &Path) -> Result<arrow_schema::Schema, Error> {
         }
         let v: serde_json::Value =
             serde_json::from_str(&line).map_err(|e| json_err(path, n + 1, e))?;
+        if let Some(lit) = crate::core::json::wide_integer(&line) {
+            return Err(json_err(
+                path,
+                n + 1,
+                format!("the integer {lit} does not fit 64 bits (it would become a rounded float)"),
+            ));
+        }
         let serde_json::Value::Object(m) = v else {
             return Err(json_err(path, n + 1, "not a JSON object"));
         };
@@ -380,6 +387,14 @@ impl Iterator for JsonLines {
             };
             if l.trim().is_empty() {
                 continue;
+            }
+            if let Some(lit) = crate::core::json::wide_integer(&l) {
+                return Some(Err(bad(
+                    self.line,
+                    format!(
+                        "the integer {lit} does not fit 64 bits (it would become a rounded float)"
+                    ),
+                )));
             }
             match serde_json::from_str::<serde_json::Value>(&l) {
                 Ok(serde_json::Value::Object(m)) => rows.push((self.line, m)),

@@ -304,45 +304,6 @@ fn field_value<'a>(f: &Field, c: &'a Cell) -> FieldValue<'a> {
     }
 }
 
-/// The first integer literal of a JSON text (outside strings) that no
-/// 64-bit integer holds: serde_json would read it as a float and change it.
-fn wide_integer(line: &str) -> Option<&str> {
-    let b = line.as_bytes();
-    let (mut i, mut in_string) = (0, false);
-    while let Some(&c) = b.get(i) {
-        if in_string {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        match c {
-            b'"' => in_string = true,
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                while b
-                    .get(i)
-                    .is_some_and(|c| c.is_ascii_digit() || b"-+.eE".contains(c))
-                {
-                    i += 1;
-                }
-                let lit = line.get(start..i).unwrap_or_default();
-                let integer = !lit.contains(['.', 'e', 'E']);
-                if integer && lit.parse::<i64>().is_err() && lit.parse::<u64>().is_err() {
-                    return Some(lit);
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
 /// Writes one MLDF sample per non-blank line of `input`; returns the
 /// samples written. `progress` gets the bytes read so far.
 pub(crate) fn write(
@@ -380,7 +341,7 @@ pub(crate) fn write(
             message: format!("{}: line {}: {m}", input.display(), ln + 1),
         };
         if has_json {
-            if let Some(lit) = wide_integer(&line) {
+            if let Some(lit) = crate::core::json::wide_integer(&line) {
                 return Err(loc(format!(
                     "the integer {lit} does not fit 64 bits (a JSON field would keep it only as a rounded float)"
                 )));
@@ -408,26 +369,6 @@ pub(crate) fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn integers_beyond_64_bits_are_found_outside_strings() {
-        assert_eq!(wide_integer(r#"{"a": 18446744073709551615}"#), None);
-        assert_eq!(wide_integer(r#"{"a": -9223372036854775808}"#), None);
-        assert_eq!(
-            wide_integer(r#"{"a": 18446744073709551616}"#),
-            Some("18446744073709551616")
-        );
-        assert_eq!(
-            wide_integer(r#"{"a": [1, -9223372036854775809]}"#),
-            Some("-9223372036854775809")
-        );
-        assert_eq!(wide_integer(r#"{"a": "99999999999999999999999"}"#), None);
-        assert_eq!(wide_integer(r#"{"a": "x\"", "b": 1e400}"#), None);
-        assert_eq!(
-            wide_integer(r#"{"a": 1.5e3, "b": 123456789012345678901.0}"#),
-            None
-        );
-    }
 
     #[test]
     fn bfloat16_from_json_rounds_to_nearest_even() {
