@@ -686,3 +686,37 @@ fn direct_paths_are_library_calls() {
     assert!(e.to_string().contains("18446744073709551616"), "{e}");
     assert!(!p("out2.mldf").exists());
 }
+
+/// A numpy `.npy` file is an input: its rows give the same typed view as
+/// the Bloscpack file it came from (a Fortran-order array of several
+/// dimensions is refused, naming the way through Bloscpack).
+#[test]
+fn npy_files_are_an_input() {
+    let Some(dir) = dataformats::core::testing::vectors_dir("bloscpack") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (src, valid) in dataformats::core::testing::vector_files("bloscpack", "blp") {
+        if !valid {
+            continue;
+        }
+        let npy = out.path().join("x.npy");
+        let _ = std::fs::remove_file(&npy);
+        if convert(&src, &npy, &ConvertOptions::default()).is_err() {
+            continue; // raw bytes: no numpy array
+        }
+        match open_input(&npy, &ConvertOptions::default()) {
+            Ok(_) => {
+                assert_eq!(read_all(&npy), read_all(&src), "{}", src.display());
+                checked += 1;
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), "unsupported", "{}: {e}", src.display());
+                assert!(e.to_string().contains("Fortran"), "{e}");
+            }
+        }
+    }
+    assert!(checked > 10, "{checked}");
+    let _ = dir;
+}

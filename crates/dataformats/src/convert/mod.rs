@@ -39,6 +39,8 @@ pub mod json;
 pub mod mldf;
 #[cfg(feature = "mldf")]
 pub mod mldf_json;
+#[cfg(feature = "bloscpack")]
+mod npy;
 #[cfg(feature = "tbl2")]
 pub mod tbl2;
 #[cfg(feature = "idv")]
@@ -509,6 +511,14 @@ pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
         if matches!(crate::detect(input), Ok(None)) {
             return import::open(input, kind, opts);
         }
+    }
+    #[cfg(feature = "bloscpack")]
+    if input
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        && matches!(crate::detect(input), Ok(None))
+    {
+        return npy::open(input, opts);
     }
     let format = crate::detect(input)
         .map_err(|e| Error::Io {
