@@ -51,16 +51,21 @@ pub fn replay_regressions(target: &str, f: fn(&[u8])) {
 /// Peak resident memory of this process in MiB (`VmHWM`; 0 where unknown),
 /// for the benches that report memory.
 pub fn peak_rss_mib() -> u64 {
+    proc_status_kib("VmHWM") / 1024
+}
+
+/// A memory figure of this process from `/proc/self/status` in KiB
+/// (`VmHWM`, `RssAnon`, ...; 0 where unknown).
+pub fn proc_status_kib(key: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<u64>().ok())
         })
         .unwrap_or(0)
-        / 1024
 }
 
 /// Panics unless the files `ours` and `reference` hold the same bytes,

@@ -83,15 +83,7 @@ impl BatchStream for Synthetic {
 
 /// `RssAnon` of this process in KiB.
 fn rss_anon_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("RssAnon:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    dataformats::core::testing::proc_status_kib("RssAnon")
 }
 
 fn lossy() -> ConvertOptions {

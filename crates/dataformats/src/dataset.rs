@@ -504,15 +504,18 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
 /// [`open`] with the caller's options.
 pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Box<dyn Dataset>, Error> {
     let path = path.as_ref();
-    let format = detect(path)
-        .map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?
-        .ok_or_else(|| Error::Unrecognized {
-            what: path.display().to_string(),
-        })?;
+    let format = detect_path(path)?.ok_or_else(|| Error::Unrecognized {
+        what: path.display().to_string(),
+    })?;
     open_as_with(path, format, opts)
+}
+
+/// [`detect`], its failure (the file cannot be read) as this crate's error.
+pub(crate) fn detect_path(path: &Path) -> Result<Option<Format>, Error> {
+    detect(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    })
 }
 
 /// Opens `path` as `format` (files are memory mapped; they must not change

@@ -12,6 +12,39 @@ use crate::format::SampleFormat;
 use crate::read::Reader;
 use crate::write::{SampleInfo, Writer, encode_sample};
 
+/// One member's header, as the converter reads it.
+struct MemberHeader {
+    name: String,
+    size: u64,
+    /// The size rounded up to whole 512-byte records.
+    padded: u64,
+    /// The sample format of a regular file with a sample's extension.
+    format: Option<SampleFormat>,
+}
+
+/// The next member's header; `None` at the end (a zero block or a short
+/// read).
+fn next_header(tar: &mut impl Read) -> Result<Option<MemberHeader>> {
+    let mut header = [0u8; 512];
+    let n = read_full(tar, &mut header)?;
+    if n < 512 || header[0] == 0 {
+        return Ok(None);
+    }
+    let size = parse_size(header.get(124..136).unwrap_or_default());
+    let name = member_name(&header);
+    let format = if matches!(header[156], b'0' | 0) {
+        format_of(&name)
+    } else {
+        None
+    };
+    Ok(Some(MemberHeader {
+        name,
+        size,
+        padded: size.div_ceil(512) * 512,
+        format,
+    }))
+}
+
 /// What a tar holds, as the converter sees it ([`scan_tar`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TarScan {
@@ -31,22 +64,14 @@ pub struct TarScan {
 /// members' bytes into memory: what a conversion would make of it.
 pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
     let mut scan = TarScan::default();
-    let mut header = [0u8; 512];
-    loop {
-        let n = read_full(tar, &mut header)?;
-        if n < 512 || header[0] == 0 {
-            break;
-        }
+    while let Some(MemberHeader {
+        name,
+        size,
+        padded,
+        format,
+    }) = next_header(tar)?
+    {
         scan.members += 1;
-        let size = parse_size(header.get(124..136).unwrap_or_default());
-        let padded = size.div_ceil(512) * 512;
-        let typeflag = header[156];
-        let name = member_name(&header);
-        let format = if typeflag == b'0' || typeflag == 0 {
-            format_of(&name)
-        } else {
-            None
-        };
         match format.filter(|_| size > 0) {
             Some(f) => {
                 let got = io::copy(&mut tar.by_ref().take(size), &mut io::sink())?;
@@ -197,21 +222,13 @@ pub fn tar_to_tbl(
         batch.clear();
         Ok(())
     };
-    let mut header = [0u8; 512];
-    loop {
-        let n = read_full(tar, &mut header)?;
-        if n < 512 || header[0] == 0 {
-            break;
-        }
-        let size = parse_size(header.get(124..136).unwrap_or_default());
-        let padded = size.div_ceil(512) * 512;
-        let typeflag = header[156];
-        let name = member_name(&header);
-        let format = if typeflag == b'0' || typeflag == 0 {
-            format_of(&name)
-        } else {
-            None
-        };
+    while let Some(MemberHeader {
+        name,
+        size,
+        padded,
+        format,
+    }) = next_header(tar)?
+    {
         let Some(format) = format.filter(|_| size > 0) else {
             report.skipped += 1;
             if !skip(tar, padded)? {

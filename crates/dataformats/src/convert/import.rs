@@ -179,25 +179,11 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             (schema, None, Box::new(r))
         }
     };
-    let columns: Vec<usize> = match &opts.columns {
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                schema.index_of(n).map_err(|_| Error::InvalidArgument {
-                    format: None,
-                    message: format!("no column {n:?} in {}", path.display()),
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        None => (0..schema.fields().len()).collect(),
-    };
+    let columns = opts.column_indices(&schema, path)?;
     let projected = Arc::new(schema.project(&columns)?);
-    let range = opts.rows.clone().unwrap_or(0..u64::MAX);
-    let skip = range.start;
-    let mut left = range.end.saturating_sub(range.start);
-    if let Some(l) = opts.limit {
-        left = left.min(l);
-    }
+    // The record count may be unknown: select from an unbounded range.
+    let range = opts.record_range(u64::MAX);
+    let (skip, left) = (range.start, range.end - range.start);
     let total = records
         .map(|r| r.saturating_sub(skip).min(left))
         .unwrap_or(0);

@@ -250,6 +250,63 @@ impl Default for ConvertOptions {
     }
 }
 
+impl ConvertOptions {
+    /// The records `rows` and `limit` select out of `len`.
+    pub(crate) fn record_range(&self, len: u64) -> std::ops::Range<u64> {
+        let rows = self.rows.clone().unwrap_or(0..len);
+        let end = rows.end.min(len);
+        let start = rows.start.min(end);
+        let end = self.limit.map_or(end, |n| end.min(start.saturating_add(n)));
+        start..end
+    }
+
+    /// The indices in `schema` of the columns `columns` selects (all when
+    /// `None`); an unknown name is an error naming it and `path`.
+    pub(crate) fn column_indices(
+        &self,
+        schema: &arrow_schema::Schema,
+        path: &Path,
+    ) -> Result<Vec<usize>, Error> {
+        match &self.columns {
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema.index_of(n).map_err(|_| Error::InvalidArgument {
+                        format: None,
+                        message: format!("no column {n:?} in {}", path.display()),
+                    })
+                })
+                .collect(),
+            None => Ok((0..schema.fields().len()).collect()),
+        }
+    }
+}
+
+/// Gives the pages of a conversion's memory-mapped input back to the
+/// kernel every [`RELEASE_EVERY`] records, so that a pass over a large
+/// file keeps its resident memory flat.
+pub(crate) struct PageRelease {
+    src: crate::core::Source,
+    released: u64,
+}
+
+impl PageRelease {
+    pub(crate) fn new(src: crate::core::Source, start: u64) -> Self {
+        PageRelease {
+            src,
+            released: start,
+        }
+    }
+
+    /// Records up to `end` have been read.
+    pub(crate) fn read_to(&mut self, end: u64) {
+        if end.saturating_sub(self.released) >= RELEASE_EVERY {
+            self.src.release_pages();
+            self.released = end;
+        }
+    }
+}
+
 /// The kinds of change a lossy conversion makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -439,10 +496,7 @@ struct Owned {
     end: u64,
     batch: u64,
     failed: bool,
-    /// The input's mapping, released every [`RELEASE_EVERY`] records so
-    /// that a pass over a large file keeps its resident memory flat.
-    pages: Option<crate::core::Source>,
-    released: u64,
+    pages: Option<PageRelease>,
 }
 
 impl BatchStream for Owned {
@@ -468,11 +522,8 @@ impl BatchStream for Owned {
             });
         self.failed = r.is_err();
         self.next = end;
-        if let Some(src) = &self.pages {
-            if end - self.released >= RELEASE_EVERY {
-                src.release_pages();
-                self.released = end;
-            }
+        if let Some(p) = &mut self.pages {
+            p.read_to(end);
         }
         Some(r)
     }
@@ -506,28 +557,31 @@ fn is_table(p: &Path) -> bool {
 /// columns and records `opts` selects. An MLDF file written by a
 /// conversion gives back the schema it came from.
 pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
-    #[cfg(feature = "export")]
-    if let Some(kind) = import::Table::from_path(input) {
-        if matches!(crate::detect(input), Ok(None)) {
+    open_detected(input, crate::dataset::detect_path(input)?, opts)
+}
+
+/// [`open_input`] of a file whose format `detect` gave.
+fn open_detected(
+    input: &Path,
+    detected: Option<crate::Format>,
+    opts: &ConvertOptions,
+) -> Result<Input, Error> {
+    let Some(format) = detected else {
+        #[cfg(feature = "export")]
+        if let Some(kind) = import::Table::from_path(input) {
             return import::open(input, kind, opts);
         }
-    }
-    #[cfg(feature = "bloscpack")]
-    if input
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
-        && matches!(crate::detect(input), Ok(None))
-    {
-        return npy::open(input, opts);
-    }
-    let format = crate::detect(input)
-        .map_err(|e| Error::Io {
-            path: input.display().to_string(),
-            source: std::io::Error::other(e),
-        })?
-        .ok_or_else(|| Error::Unrecognized {
+        #[cfg(feature = "bloscpack")]
+        if input
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        {
+            return npy::open(input, opts);
+        }
+        return Err(Error::Unrecognized {
             what: input.display().to_string(),
-        })?;
+        });
+    };
     if input.is_dir() {
         return from_dataset(crate::open_as_with(input, format, &opts.open)?, opts, None);
     }
@@ -544,14 +598,7 @@ fn from_dataset(
     pages: Option<crate::core::Source>,
 ) -> Result<Input, Error> {
     let from = d.format().name().to_string();
-    let len = d.len();
-    let rows = opts.rows.clone().unwrap_or(0..len);
-    let end = rows.end.min(len);
-    let start = rows.start.min(end);
-    let end = match opts.limit {
-        Some(n) => end.min(start.saturating_add(n)),
-        None => end,
-    };
+    let std::ops::Range { start, end } = opts.record_range(d.len());
     let batch = opts.batch_size.max(1) as u64;
     let columns = d.column_indices(opts.columns.as_deref())?;
     let schema = Arc::new(d.schema().project(&columns)?);
@@ -566,8 +613,7 @@ fn from_dataset(
             end,
             batch,
             failed: false,
-            pages,
-            released: start,
+            pages: pages.map(|src| PageRelease::new(src, start)),
         }),
     })
 }
@@ -600,14 +646,11 @@ pub fn convert_with_progress(
             ))
         })?,
     };
-    let from = crate::detect(input).map_err(|e| Error::Io {
-        path: input.display().to_string(),
-        source: std::io::Error::other(e),
-    })?;
+    let from = crate::dataset::detect_path(input)?;
     if let Some(r) = direct::convert(input, output, from, target, opts, progress) {
         return r;
     }
-    let mut inp = open_input(input, opts)?;
+    let mut inp = open_detected(input, from, opts)?;
     let total = inp.records;
     let mut report = Report {
         from: inp.from.clone(),

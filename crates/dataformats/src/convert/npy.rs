@@ -8,13 +8,14 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{ConvertOptions, Input};
+use super::{ConvertOptions, Input, PageRelease};
 use crate::Format;
 use crate::adapters::numpy::{self, NpColumn};
 use crate::dataset::{BatchStream, Error};
 
 struct Npy {
     src: crate::core::Source,
+    pages: PageRelease,
     cols: Vec<NpColumn>,
     /// Indices into `cols` of the selected columns.
     pick: Vec<usize>,
@@ -63,9 +64,7 @@ impl BatchStream for Npy {
         })();
         self.failed = r.is_err();
         self.next = end;
-        if end % (1 << 15) < self.batch {
-            self.src.release_pages();
-        }
+        self.pages.read_to(end);
         Some(r)
     }
 }
@@ -101,25 +100,14 @@ pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> 
     let cols =
         numpy::columns(&m.dtype, &outer, "row").map_err(|e| e.in_format(Format::Bloscpack))?;
     let all = numpy::schema(&cols).map_err(|e| e.in_format(Format::Bloscpack))?;
-    let pick: Vec<usize> = match &opts.columns {
-        None => (0..cols.len()).collect(),
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                all.index_of(n)
-                    .map_err(|_| Error::invalid(format!("no column {n:?}")))
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let pick = opts.column_indices(&all, input)?;
     let schema = Arc::new(all.project(&pick)?);
-    let range = opts.rows.clone().unwrap_or(0..rows);
-    let end = range.end.min(rows);
-    let start = range.start.min(end);
-    let end = opts.limit.map_or(end, |n| end.min(start.saturating_add(n)));
+    let std::ops::Range { start, end } = opts.record_range(rows);
     Ok(Input {
         from: "npy".into(),
         records: end - start,
         stream: Box::new(Npy {
+            pages: PageRelease::new(src.clone(), start),
             src,
             cols,
             pick,
