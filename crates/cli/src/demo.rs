@@ -564,7 +564,7 @@ fn conversion_runs(dir: &Path, formats: &[FormatRun]) -> Vec<Conversion> {
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default()
         );
-        let result = crate::output::quietly(|| convert_one(&input, &output))
+        let result = convert_one(&input, &output)
             .and_then(|()| check_converted(&input, &output))
             .and_then(|what| match &same_as {
                 Some(original) => same_records(original, &output).map(|()| {

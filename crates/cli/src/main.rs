@@ -5,25 +5,21 @@
 //! this build.
 
 mod args;
-mod bloscpack;
-mod blz;
-mod cntk;
-mod common;
 mod demo;
-mod idv;
-mod mldf;
 mod output;
 mod progress;
-mod tbl2;
 mod typed;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use dataformats::convert::{ConvertOptions, Target};
-use dataformats::{Format, detect};
+use dataformats::describe::{self, Description, DumpForm, DumpOptions, InspectOptions};
+use dataformats::{DatasetError, Format};
 use serde_json::json;
+
+use crate::args::{DumpFormat, Select, parse_range};
 
 use crate::output::say;
 
@@ -82,7 +78,7 @@ enum Command {
         columns: Option<Vec<String>>,
         /// Start at records of this range (`A..B`, `A..`, `..B`).
         #[arg(long, value_parser = parse_range)]
-        range: Option<(u64, u64)>,
+        range: Option<Range<u64>>,
     },
     /// Print a file's records.
     Dump {
@@ -90,60 +86,24 @@ enum Command {
         path: PathBuf,
         /// Only records in this range, `A..B` (end exclusive), `A..` or `..B`.
         #[arg(long, value_parser = parse_range)]
-        range: Option<(u64, u64)>,
+        range: Option<Range<u64>>,
         /// Columns and a record limit: the typed view's records as JSON lines.
         #[command(flatten)]
-        select: typed::Select,
+        select: Select,
         /// TBL v2: write this sample's decoded bytes to `--out`.
-        #[arg(long)]
+        #[arg(long, requires = "out")]
         sample: Option<u64>,
         /// Where `--sample` goes.
-        #[arg(long)]
+        #[arg(long, requires = "sample")]
         out: Option<PathBuf>,
-        /// `jsonl`: JSON lines (IDV: in ML.NET's text forms; other formats: the
-        /// typed view's records); IDV also `csv` (its default).
+        /// `csv` or `jsonl`: IDV in ML.NET's text forms, other formats the
+        /// typed view's CSV or JSON lines (default: each format's own text,
+        /// or its own JSON with --json).
         #[arg(long, value_enum)]
-        format: Option<args::DumpFormat>,
+        format: Option<DumpFormat>,
     },
     /// Convert a file to another format (chosen by the output's extension).
-    Convert {
-        /// The input file or directory.
-        input: PathBuf,
-        /// The output path, its format named by its extension (or --to); it
-        /// appears only when the conversion succeeded. `-`: stdout (with
-        /// --to jsonl, csv, arrows, arrow or parquet).
-        output: PathBuf,
-        /// The output format, when the extension does not name it.
-        #[arg(long, value_enum)]
-        to: Option<args::To>,
-        /// Typed exports: only records in this range (`A..B`, `A..`, `..B`).
-        #[arg(long, value_parser = parse_range)]
-        range: Option<(u64, u64)>,
-        /// Typed exports: columns and a record limit.
-        #[command(flatten)]
-        select: typed::Select,
-        /// Settings when the output is a Bloscpack file.
-        #[command(flatten)]
-        pack: bloscpack::PackArgs,
-        /// Settings for CNTK text -> binary.
-        #[command(flatten)]
-        ctf: cntk::CtfArgs,
-        /// Settings for CSV -> IDV.
-        #[command(flatten)]
-        idv: idv::IdvArgs,
-        /// JSON lines -> MLDF: the fields and writer options (see docs/formats/mldf.md).
-        #[arg(long)]
-        schema: Option<PathBuf>,
-        /// Convert even when the target cannot hold a value as it is (the changes are listed).
-        #[arg(long)]
-        lossy: bool,
-        /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
-        #[arg(long, default_value_t = 1, help_heading = "TBL v2 output")]
-        workers: usize,
-        /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.
-        #[arg(long, help_heading = "TBL v2 output")]
-        no_compress: bool,
-    },
+    Convert(args::ConvertArgs),
     /// Compare two MLDF files: header, schema and, with --content, every value.
     Diff {
         /// The first file.
@@ -167,25 +127,6 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-}
-
-/// `A..B`, `A..` (to the end) or `..B` (from the start); end exclusive.
-fn parse_range(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("`{s}` is not a range like 10..20, 10.. or ..20"))?;
-    let a: u64 = match a.trim() {
-        "" => 0,
-        a => a.parse().map_err(|e| format!("range start `{a}`: {e}"))?,
-    };
-    let b: u64 = match b.trim() {
-        "" => u64::MAX,
-        b => b.parse().map_err(|e| format!("range end `{b}`: {e}"))?,
-    };
-    if b < a {
-        return Err(format!("range end {b} is before its start {a}"));
-    }
-    Ok((a, b))
 }
 
 /// A failure with the exit code it maps to.
@@ -228,6 +169,48 @@ impl From<dataformats::Error> for Failure {
     }
 }
 
+/// The failure of a facade error on `path`, its exit code taken from the
+/// error: 3 for input this build cannot read, 2 for a bad request (an
+/// unknown column, a range), 1 for a damaged file or a failed operation;
+/// its kind is the format crate's own word for a file it refused.
+pub(crate) fn fail(path: &Path, e: &DatasetError) -> Failure {
+    match e {
+        DatasetError::Unrecognized { .. } => Failure::new(
+            3,
+            "unrecognized",
+            Some(path),
+            "unrecognized format: no known magic number or layout",
+        ),
+        DatasetError::Unsupported { .. } => Failure::new(3, "unsupported", None, e.to_string()),
+        DatasetError::InvalidArgument { .. } => Failure::new(2, "usage", Some(path), e.to_string()),
+        DatasetError::Io { .. } => Failure::new(1, "io", None, e.to_string()),
+        _ => Failure::new(1, e.kind(), Some(path), e.to_string()),
+    }
+}
+
+/// A write to stdout that ended because its reader went away
+/// (`dataformats dump x | head`) is a success.
+pub(crate) fn stdout_result(path: &Path, r: Result<(), DatasetError>) -> Result<(), Failure> {
+    match r {
+        Err(DatasetError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(())
+        }
+        r => r.map_err(|e| fail(path, &e)),
+    }
+}
+
+/// Prints a description (its warnings on stderr).
+fn show(path: &Path, d: &Description, json: bool) {
+    for w in &d.warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
+    if json {
+        say!("{}", d.json);
+    } else {
+        say!("{d}");
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
@@ -259,38 +242,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
         progress::set_quiet();
     }
     match cli.command {
-        Command::Inspect { path, .. } if unsniffed(&path, "npy") => {
-            bloscpack::npy_file(&path, false, cli.json)
+        Command::Inspect { path, all } => {
+            let opts = InspectOptions::default().all_samples(all);
+            let d = describe::inspect(&path, &opts).map_err(|e| fail(&path, &e))?;
+            show(&path, &d, cli.json);
+            Ok(())
         }
-        Command::Validate { path } if unsniffed(&path, "npy") => {
-            bloscpack::npy_file(&path, true, cli.json)
+        Command::Validate { path } => {
+            let bar = progress::units("validate", cli.json);
+            let d = describe::validate(&path, &mut progress::report(&bar));
+            bar.finish_and_clear();
+            show(&path, &d.map_err(|e| fail(&path, &e))?, cli.json);
+            Ok(())
         }
-        Command::Inspect { path, .. } if unsniffed(&path, "tar") => {
-            tbl2::tar_file(&path, false, cli.json)
-        }
-        Command::Validate { path } if unsniffed(&path, "tar") => {
-            tbl2::tar_file(&path, true, cli.json)
-        }
-        Command::Inspect { path, all } => match sniff(&path)? {
-            Format::Bloscpack => bloscpack::inspect(&path, cli.json),
-            Format::Blz => blz::inspect(&path, cli.json),
-            Format::Tbl2 => tbl2::inspect(&path, all, cli.json),
-            Format::Cntk => cntk::inspect(&path, cli.json),
-            Format::Idv => idv::inspect(&path, cli.json),
-            Format::Mldf => mldf::inspect(&path, cli.json),
-            Format::Ffcv => common::inspect(&path, cli.json),
-            f => Err(not_supported(&path, f)),
-        },
-        Command::Validate { path } => match sniff(&path)? {
-            Format::Bloscpack => bloscpack::validate(&path, cli.json),
-            Format::Blz => blz::validate(&path, cli.json),
-            Format::Tbl2 => tbl2::validate(&path, cli.json),
-            Format::Cntk => cntk::validate(&path, cli.json),
-            Format::Idv => idv::validate(&path, cli.json),
-            Format::Mldf => mldf::validate(&path, cli.json),
-            Format::Ffcv => common::validate(&path, cli.json),
-            f => Err(not_supported(&path, f)),
-        },
         Command::Schema { path } => typed::schema(&path, cli.json),
         Command::Count { path } => typed::count(&path, cli.json),
         Command::Head {
@@ -301,7 +265,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => typed::rows(
             &path,
             range,
-            &typed::Select {
+            &Select {
                 columns,
                 limit: Some(n),
             },
@@ -312,116 +276,59 @@ fn run(cli: Cli) -> Result<(), Failure> {
             select,
             ..
         } if select.is_set() => typed::rows(&path, range, &select),
-        // JSON lines of any format other than IDV (whose own dump writes
-        // them in ML.NET's text forms): the typed view's records.
         Command::Dump {
             path,
-            range,
-            format: Some(args::DumpFormat::Jsonl),
+            sample: Some(i),
+            out: Some(out),
             ..
-        } if !matches!(sniff(&path), Ok(Format::Idv)) => {
-            typed::rows(&path, range, &typed::Select::default())
-        }
+        } => extract(&path, i, &out),
         Command::Dump {
             path,
             range,
-            sample,
-            out,
             format,
             ..
-        } => match sniff(&path)? {
-            Format::Bloscpack => bloscpack::dump(&path, range, cli.json),
-            Format::Blz => blz::dump(&path, range, cli.json),
-            Format::Cntk => cntk::dump(&path, range, cli.json),
-            Format::Idv => idv::dump(&path, range, format, cli.json),
-            Format::Mldf => mldf::dump(&path, range),
-            Format::Ffcv => common::dump(&path, range),
-            Format::Tbl2 => match (sample, out) {
-                (Some(i), Some(o)) => tbl2::extract(&path, i, &o),
-                (None, None) => tbl2::dump(&path, range, cli.json),
-                _ => Err(Failure::new(
-                    2,
-                    "usage",
-                    None,
-                    "--sample and --out go together",
-                )),
-            },
-            f => Err(not_supported(&path, f)),
-        },
-        Command::Convert {
-            input,
-            output,
-            pack,
-            ..
-        } if pack.append => bloscpack::append(&input, &output, &pack, cli.json),
-        // JSON lines of a whole file keep the dump's JSON forms.
-        Command::Convert {
-            input,
-            output,
-            range: None,
-            select,
-            to: None,
-            ..
-        } if !select.is_set()
-            && output != Path::new("-")
-            && Target::from_path(&output) == Some(Target::JsonLines)
-            && detect(&input).is_ok_and(|f| f.is_some_and(|f| f != Format::Ctf)) =>
-        {
-            match sniff(&input)? {
-                Format::Mldf => mldf::to_jsonl(&input, &output),
-                _ => common::to_jsonl(&input, &output, cli.json),
-            }
-        }
-        Command::Convert {
-            input,
-            output,
-            range,
-            select,
-            pack,
-            ctf,
-            idv,
-            schema,
-            lossy,
-            workers,
-            no_compress,
-            to,
         } => {
-            let usage = |m: String| Failure::new(2, "usage", None, m);
-            let mut opts = ConvertOptions {
-                to: to.map(args::To::target),
-                columns: select.columns.clone(),
-                rows: range.map(|(a, b)| a..b),
-                limit: select.limit,
-                lossy,
-                ..Default::default()
+            let form = match format {
+                Some(DumpFormat::Csv) => DumpForm::Csv,
+                Some(DumpFormat::Jsonl) => DumpForm::JsonLines,
+                None if cli.json => DumpForm::Json,
+                None => DumpForm::Text,
             };
-            opts.tbl2.compress = !no_compress;
-            opts.tbl2.workers = workers;
-            opts.bloscpack.write = pack.options()?;
-            let chunk = match &pack.chunk_size {
-                Some(s) => Some(
-                    bloscpack::parse_size(s)
-                        .ok_or_else(|| usage(format!("bad chunk size {s:?}")))?
-                        as u64,
-                ),
-                None => None,
-            };
-            ctf.apply(&mut opts, chunk)?;
-            idv.apply(&mut opts, no_compress)?;
-            if let Some(s) = &schema {
-                let text = std::fs::read_to_string(s)
-                    .map_err(|e| Failure::new(1, "io", Some(s), e.to_string()))?;
-                opts.mldf.json_schema = Some(
-                    dataformats::convert::mldf_json::JsonSchema::from_json(&text)
-                        .map_err(|e| Failure::new(2, "usage", Some(s), e.to_string()))?,
+            let mut opts = DumpOptions::new(form);
+            opts.rows = range;
+            let r = describe::dump(&path, &opts, &mut std::io::stdout());
+            stdout_result(&path, r)
+        }
+        Command::Convert(c) if c.pack.append => {
+            let a = dataformats::convert::direct::append(&c.input, &c.output, &c.pack.options()?)
+                .map_err(|e| fail(&c.output, &e))?;
+            if cli.json {
+                say!(
+                    "{}",
+                    json!({"appended": a.bytes, "new_chunks": a.new_chunks, "nchunks": a.nchunks,
+                        "payload_bytes": a.payload_bytes, "max_app_chunks": a.slots_left})
+                );
+            } else if !progress::quiet() {
+                say!(
+                    "{}: appended {} bytes ({} new chunk(s)); now {} chunk(s), {} payload bytes, {} slot(s) left",
+                    c.output.display(),
+                    a.bytes,
+                    a.new_chunks,
+                    a.nchunks,
+                    a.payload_bytes,
+                    a.slots_left
                 );
             }
-            if output == Path::new("-") {
-                return typed::to_stdout(&input, &opts);
-            }
-            typed::library(&input, &output, &opts, cli.json)
+            Ok(())
         }
-        Command::Diff { a, b, content } => mldf::diff(&a, &b, content, cli.json),
+        Command::Convert(c) => {
+            let opts = c.options()?;
+            if c.output == Path::new("-") {
+                return typed::to_stdout(&c.input, &opts);
+            }
+            typed::library(&c.input, &c.output, &opts, cli.json)
+        }
+        Command::Diff { a, b, content } => diff(&a, &b, content, cli.json),
         Command::Formats => {
             formats(cli.json);
             Ok(())
@@ -436,61 +343,59 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-/// Whether `path` has no format `detect` knows and the extension `ext`
-/// (`.npy` and `.tar`, which `convert` reads).
-fn unsniffed(path: &Path, ext: &str) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
-        && matches!(detect(path), Ok(None))
+/// `dump FILE --sample I --out PATH`: one TBL v2 sample's decoded bytes
+/// to a file.
+fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failure> {
+    let tbl = |e: dataformats::tbl2::Error| fail(path, &DatasetError::Tbl2(e));
+    let r = dataformats::tbl2::Reader::open(path).map_err(tbl)?;
+    let i = usize::try_from(sample).unwrap_or(usize::MAX);
+    let data = r.read_sample(i).map_err(tbl)?;
+    std::fs::write(out, &data).map_err(|e| Failure::new(1, "io", Some(out), e.to_string()))?;
+    say!(
+        "sample {sample}: {} bytes written to {}",
+        data.len(),
+        out.display()
+    );
+    Ok(())
 }
 
-/// Detects `path`'s format, or fails with exit code 3 (unrecognised) / 1 (unreadable).
-fn sniff(path: &Path) -> Result<Format, Failure> {
-    match detect(path) {
-        Ok(Some(f)) => Ok(f),
-        Ok(None) => Err(Failure::new(
-            3,
-            "unrecognized",
-            Some(path),
-            "unrecognized format: no known magic number or layout",
-        )),
-        Err(e) => Err(Failure::new(1, "io", Some(path), e.to_string())),
-    }
-}
-
-fn not_supported(path: &Path, format: Format) -> Failure {
-    if format == Format::Ctf && format.is_available() {
-        return Failure::new(
-            3,
-            "unsupported",
-            Some(path),
-            "CTF text carries no stream definitions, so it is read by converting it: \
-             `dataformats convert x.ctf x.bin --stream NAME:dense|sparse:DIM ...` (or --streams FILE)",
+/// `diff a.mldf b.mldf [--content]`: exit 0 when equal, 1 when different.
+fn diff(a: &Path, b: &Path, content: bool, as_json: bool) -> Result<(), Failure> {
+    let open =
+        |p: &Path| dataformats::mldf::Reader::open(p).map_err(|e| fail(p, &DatasetError::Mldf(e)));
+    let (ra, rb) = (open(a)?, open(b)?);
+    let d = dataformats::mldf::diff::diff(&ra, &rb, content, 50)
+        .map_err(|e| fail(a, &DatasetError::Mldf(e)))?;
+    if as_json {
+        let list: Vec<String> = d.iter().map(ToString::to_string).collect();
+        say!(
+            "{}",
+            json!({"same": d.is_empty(), "content_compared": content, "differences": list})
+        );
+    } else if d.is_empty() {
+        say!(
+            "{} and {}: same header, schema{}",
+            a.display(),
+            b.display(),
+            if content {
+                " and values"
+            } else {
+                " (values not compared; --content compares them)"
+            }
         );
     }
-    if format.is_available() {
-        return Failure::new(
-            3,
-            "unsupported",
-            Some(path),
-            format!(
-                "this command does not handle {} ({}) yet",
-                format.name(),
-                format.description()
-            ),
-        );
+    for x in d.iter().filter(|_| !as_json) {
+        say!("{x}");
     }
-    Failure::new(
-        3,
-        "unsupported",
-        Some(path),
-        format!(
-            "detected {} ({}), but this build does not support it yet: the {} crate has not landed",
-            format.name(),
-            format.description(),
-            format.crate_name()
-        ),
-    )
+    if d.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        1,
+        "different",
+        None,
+        format!("{} difference(s)", d.len()),
+    ))
 }
 
 fn formats(json: bool) {

@@ -3,41 +3,14 @@
 
 use std::path::Path;
 
-use dataformats::ReadOptions;
-use dataformats::export::json_value;
+use dataformats::convert::{ConvertOptions, Target};
 
-use crate::Failure;
-use crate::common::{fail, open};
+use crate::args::Select;
 use crate::output::say;
+use crate::{Failure, fail};
 
-/// Which records and columns to read.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct Select {
-    /// Only these columns, in this order (comma-separated names).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) columns: Option<Vec<String>>,
-    /// At most this many records.
-    #[arg(long)]
-    pub(crate) limit: Option<u64>,
-}
-
-impl Select {
-    /// Whether anything is selected.
-    pub(crate) fn is_set(&self) -> bool {
-        self.columns.is_some() || self.limit.is_some()
-    }
-
-    fn options(&self, range: Option<(u64, u64)>, batch_size: usize) -> ReadOptions {
-        let (start, mut end) = range.unwrap_or((0, u64::MAX));
-        if let Some(n) = self.limit {
-            end = end.min(start.saturating_add(n));
-        }
-        ReadOptions {
-            columns: self.columns.clone(),
-            rows: Some(start..end),
-            batch_size,
-        }
-    }
+fn open(path: &Path) -> Result<Box<dyn dataformats::Dataset>, Failure> {
+    dataformats::open(path).map_err(|e| fail(path, &e))
 }
 
 /// `dataformats schema FILE`: the Arrow schema, one field a line (or JSON).
@@ -75,33 +48,21 @@ pub(crate) fn count(path: &Path, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `head` and typed `dump`: records as JSON lines (lossless: see
-/// `docs/arrow.md`).
-pub(crate) fn rows(path: &Path, range: Option<(u64, u64)>, select: &Select) -> Result<(), Failure> {
-    let d = open(path)?;
-    let mut reader = d
-        .reader(&select.options(range, 1024))
-        .map_err(|e| fail(path, &e))?;
-    let mut line = String::new();
-    while let Some(b) = reader.next_batch() {
-        let b = b.map_err(|e| fail(path, &e))?;
-        let schema = b.schema();
-        for i in 0..b.num_rows() {
-            line.clear();
-            line.push('{');
-            for (k, (c, f)) in b.columns().iter().zip(schema.fields()).enumerate() {
-                if k > 0 {
-                    line.push_str(", ");
-                }
-                line.push_str(&serde_json::Value::String(f.name().clone()).to_string());
-                line.push_str(": ");
-                json_value(c.as_ref(), i, &mut line);
-            }
-            line.push('}');
-            say!("{line}");
-        }
-    }
-    Ok(())
+/// `head` and typed `dump`: records as the typed view's lossless JSON
+/// lines (`docs/arrow.md`).
+pub(crate) fn rows(
+    path: &Path,
+    range: Option<std::ops::Range<u64>>,
+    select: &Select,
+) -> Result<(), Failure> {
+    let opts = ConvertOptions {
+        to: Some(Target::JsonLines),
+        columns: select.columns.clone(),
+        rows: range,
+        limit: select.limit,
+        ..ConvertOptions::default()
+    };
+    to_stdout(path, &opts)
 }
 
 /// `convert IN OUT` through the library ([`dataformats::convert`]): any
@@ -110,7 +71,7 @@ pub(crate) fn rows(path: &Path, range: Option<(u64, u64)>, select: &Select) -> R
 pub(crate) fn library(
     input: &Path,
     output: &Path,
-    opts: &dataformats::convert::ConvertOptions,
+    opts: &ConvertOptions,
     json: bool,
 ) -> Result<(), Failure> {
     use dataformats::convert::convert_with_progress;
@@ -153,22 +114,13 @@ pub(crate) fn library(
 
 /// `convert IN - --to FORMAT`: the conversion written to stdout (the
 /// typed exports: JSON lines, CSV, Arrow IPC, Parquet).
-pub(crate) fn to_stdout(
-    input: &Path,
-    opts: &dataformats::convert::ConvertOptions,
-) -> Result<(), Failure> {
+pub(crate) fn to_stdout(input: &Path, opts: &ConvertOptions) -> Result<(), Failure> {
     let target = opts
         .to
         .ok_or_else(|| Failure::new(2, "usage", None, "output `-` (stdout) needs --to FORMAT"))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
-    match dataformats::convert::convert_to_writer(input, target, &mut out, opts) {
-        Ok(_) => Ok(()),
-        // `dataformats convert x - --to jsonl | head`: the reader went away.
-        Err(dataformats::DatasetError::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::BrokenPipe =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(fail(input, &e)),
-    }
+    crate::stdout_result(
+        input,
+        dataformats::convert::convert_to_writer(input, target, &mut out, opts).map(|_| ()),
+    )
 }

@@ -108,12 +108,7 @@ fn a_million_doubles_and_every_u64_come_back_exactly() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let x = v["x"].as_f64().unwrap();
         assert_eq!(x.to_bits(), doubles[k].to_bits(), "line {}: {line}", k + 1);
-        assert_eq!(
-            v["n"]["values"][0].as_u64(),
-            Some(ints[k]),
-            "line {}",
-            k + 1
-        );
+        assert_eq!(v["n"][0].as_u64(), Some(ints[k]), "line {}", k + 1);
         assert_eq!(v["i"].as_i64(), Some(ints[k] as i64), "line {}", k + 1);
         lines += 1;
     }

@@ -548,12 +548,17 @@ pub(crate) fn open_mapped(
     if !has_view(format) || format == Format::Blz {
         return Err(no_view(format, &path.display().to_string()));
     }
+    let src = map_file(path)?;
+    Ok((from_source(src.clone(), format, opts)?, src))
+}
+
+/// Maps `path` into memory (files must not change while mapped).
+pub(crate) fn map_file(path: &Path) -> Result<crate::core::Source, Error> {
     // SAFETY: the facade documents that files must not change while open.
-    let src = unsafe { crate::core::Source::map(path) }.map_err(|x| Error::Io {
+    unsafe { crate::core::Source::map(path) }.map_err(|x| Error::Io {
         path: path.display().to_string(),
         source: std::io::Error::other(x),
-    })?;
-    Ok((from_source(src.clone(), format, opts)?, src))
+    })
 }
 
 /// Opens an in-memory file, whatever its format (detected by magic number,

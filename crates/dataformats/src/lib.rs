@@ -42,6 +42,7 @@
 mod adapters;
 pub mod convert;
 pub mod dataset;
+pub mod describe;
 mod detect;
 pub mod error;
 #[cfg(feature = "export")]

@@ -351,3 +351,50 @@ fn blz_to_npy(
     .map_err(Error::Blz)?;
     Ok(meta.shape.first().copied().unwrap_or(1))
 }
+
+/// What [`append`] did to a Bloscpack file.
+#[cfg(feature = "bloscpack")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Appended {
+    /// Bytes added to the payload.
+    pub bytes: u64,
+    /// Chunks written for them.
+    pub new_chunks: u64,
+    /// The file's chunks now.
+    pub nchunks: u64,
+    /// The file's payload bytes now.
+    pub payload_bytes: u64,
+    /// Offset slots still free for appends.
+    pub slots_left: u64,
+}
+
+/// Appends `input`'s bytes (an `.npy` file's array bytes, any other file
+/// whole) to the Bloscpack file `output` in place, using the offset slots
+/// its writer reserved (`WriteOptions::max_app_chunks`); the chunk
+/// settings of `opts` apply to the new chunks.
+#[cfg(feature = "bloscpack")]
+pub fn append(
+    input: &Path,
+    output: &Path,
+    opts: &crate::bloscpack::WriteOptions,
+) -> Result<Appended, Error> {
+    let bytes = if ext(input) == "npy" {
+        let src = crate::dataset::map_file(input)?;
+        let h = crate::bloscpack::npy::read_header(&src).map_err(Error::Bloscpack)?;
+        let len = src.len().saturating_sub(h.data_offset);
+        src.read_vec(h.data_offset, len, &crate::core::Limits::default())
+            .map_err(Error::limit)?
+    } else {
+        std::fs::read(input).map_err(io(input))?
+    };
+    let new_chunks = crate::bloscpack::append(output, &bytes, opts).map_err(Error::Bloscpack)?;
+    let r = crate::bloscpack::Reader::open(output).map_err(Error::Bloscpack)?;
+    Ok(Appended {
+        bytes: bytes.len() as u64,
+        new_chunks,
+        nchunks: r.nchunks() as u64,
+        payload_bytes: r.payload_len(),
+        slots_left: u64::try_from(r.header().max_app_chunks).unwrap_or(0),
+    })
+}

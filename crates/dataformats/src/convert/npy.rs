@@ -73,12 +73,7 @@ impl BatchStream for Npy {
 /// selects.
 pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
     let bad = |e: crate::bloscpack::Error| Error::Bloscpack(e);
-    // SAFETY: as everywhere in the facade, the file must not change while
-    // it is open.
-    let src = unsafe { crate::core::Source::map(input) }.map_err(|e| Error::Io {
-        path: input.display().to_string(),
-        source: std::io::Error::other(e),
-    })?;
+    let src = crate::dataset::map_file(input)?;
     let h = crate::bloscpack::npy::read_header(&src).map_err(bad)?;
     let m = &h.array;
     if m.order == crate::bloscpack::Order::F && m.shape.iter().filter(|&&d| d > 1).count() > 1 {
