@@ -60,6 +60,9 @@ pub(crate) fn rows(
         columns: select.columns.clone(),
         rows: range,
         limit: select.limit,
+        // A display, not a conversion: text that is not Unicode is shown
+        // with U+FFFD.
+        lossy: true,
         ..ConvertOptions::default()
     };
     to_stdout(path, &opts)

@@ -195,17 +195,99 @@ pub(crate) fn fe<E: FormatError>(format: Format) -> impl Fn(E) -> Error + Copy {
 }
 
 /// How to open a dataset.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// Bounds on every allocation and count made from the file's numbers,
     /// when opening and when reading records and batches.
     pub limits: crate::core::Limits,
+    /// What the typed view does with text that is not Unicode.
+    pub text: TextRepair,
 }
 
 impl OpenOptions {
     /// Options with `limits`.
     pub fn with_limits(limits: crate::core::Limits) -> Self {
-        OpenOptions { limits }
+        OpenOptions {
+            limits,
+            ..OpenOptions::default()
+        }
+    }
+}
+
+/// What the typed view does with text that is not Unicode: IDV text
+/// values holding half of a UTF-16 surrogate pair, which ML.NET writes and
+/// the IDV crate keeps (as WTF-8), but Arrow's UTF-8 text cannot hold.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum TextRepair {
+    /// Each unpaired surrogate becomes U+FFFD (`docs/arrow.md`).
+    #[default]
+    Replace,
+    /// Such a value is an error ([`Error::Lossy`]) naming its record and
+    /// column (what a conversion does unless it is lossy).
+    Refuse,
+    /// Replace, and count the values in the tally (a lossy conversion
+    /// reports them).
+    Count(std::sync::Arc<RepairTally>),
+}
+
+/// Text values [`TextRepair::Count`] replaced.
+#[derive(Debug, Default)]
+pub struct RepairTally {
+    values: std::sync::atomic::AtomicU64,
+    first: std::sync::Mutex<Option<(u64, String)>>,
+}
+
+impl RepairTally {
+    /// How many values were replaced.
+    pub fn count(&self) -> u64 {
+        self.values.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The first replaced value's `(record, column)` (the lowest record).
+    pub fn first(&self) -> Option<(u64, String)> {
+        self.first.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Counts `n` values replaced in `column`, the first at `record`.
+    pub(crate) fn add(&self, column: &str, record: u64, n: u64) {
+        self.values
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut f) = self.first.lock() {
+            if f.as_ref().is_none_or(|(r, _)| record < *r) {
+                *f = Some((record, column.to_string()));
+            }
+        }
+    }
+}
+
+impl TextRepair {
+    /// Applies the policy to the lone surrogates `found` (row of the first
+    /// within rows starting at `start`, and how many) of `column`.
+    pub(crate) fn check(
+        &self,
+        column: &str,
+        start: u64,
+        found: Option<(usize, u64)>,
+    ) -> Result<(), Error> {
+        let Some((row, n)) = found else {
+            return Ok(());
+        };
+        let record = start + row as u64;
+        match self {
+            TextRepair::Replace => Ok(()),
+            TextRepair::Refuse => Err(Error::Lossy {
+                message: format!(
+                    "record {record}, field {column:?}: text holding half of a UTF-16 \
+                     surrogate pair, which UTF-8 cannot hold (a lossy conversion writes \
+                     U+FFFD and counts it)"
+                ),
+            }),
+            TextRepair::Count(t) => {
+                t.add(column, record, n);
+                Ok(())
+            }
+        }
     }
 }
 

@@ -26,8 +26,9 @@
 //! features: `arrow` (`arrow::record_batch` turns any dataset into an
 //! Arrow `RecordBatch`) and `ndarray` (views and arrays of numeric data,
 //! borrowed from the memory map where the format allows it). The
-//! conversions of the `dataformats convert` command are described in
-//! `docs/conversions.md`.
+//! conversions of the `dataformats convert` command are [`convert`] calls
+//! (described in `docs/conversions.md`), and its `inspect`, `validate` and
+//! `dump` are [`describe`]'s.
 //!
 //! ```
 //! use dataformats::{Format, detect_bytes};
@@ -55,8 +56,8 @@ pub mod typed;
 
 pub use dataformats_core as core;
 pub use dataset::{
-    BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, open, open_as, open_as_with,
-    open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
+    BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, TextRepair, open, open_as,
+    open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
 };
 pub use error::Error as DatasetError;
 

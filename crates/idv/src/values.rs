@@ -51,6 +51,21 @@ impl TextValues {
         Some(wtf8_to_str_lossy(self.wtf8(i)?))
     }
 
+    /// The indices of the values that are not UTF-8 (those holding half
+    /// of a UTF-16 surrogate pair), in order.
+    pub fn not_utf8(&self) -> impl Iterator<Item = usize> + '_ {
+        // Whole values back to back: all UTF-8 when their bytes are.
+        let n = if std::str::from_utf8(&self.bytes).is_ok() {
+            0
+        } else {
+            self.len()
+        };
+        (0..n).filter(|&i| {
+            self.wtf8(i)
+                .is_some_and(|b| std::str::from_utf8(b).is_err())
+        })
+    }
+
     /// Every value, lossily as [`TextValues::get`].
     pub fn iter(&self) -> impl Iterator<Item = Cow<'_, str>> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
@@ -323,6 +338,31 @@ pub enum Values {
     Key(Vec<u64>),
     /// Vectors.
     Vector(VectorValues),
+}
+
+impl Values {
+    /// Text values (scalars or vector items) holding half of a UTF-16
+    /// surrogate pair, which only WTF-8 keeps: the row of the first and
+    /// how many values there are, or `None` when every text is UTF-8.
+    pub fn lone_surrogates(&self) -> Option<(usize, u64)> {
+        match self {
+            Values::Text(t) => {
+                let mut bad = t.not_utf8();
+                let first = bad.next()?;
+                Some((first, 1 + bad.count() as u64))
+            }
+            Values::Vector(v) => match v.values.as_ref() {
+                Values::Text(t) => {
+                    let mut bad = t.not_utf8();
+                    let k = bad.next()?;
+                    let row = v.value_ends.partition_point(|&end| end <= k);
+                    Some((row, 1 + bad.count() as u64))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 macro_rules! each_flat {

@@ -42,6 +42,7 @@ pub(crate) fn open(
         kinds,
         schema,
         limits: opts.limits,
+        text: opts.text.clone(),
         last_block: std::sync::Mutex::new(None),
     }))
 }
@@ -157,6 +158,8 @@ struct Idv {
     kinds: Vec<typed::Kind>,
     schema: arrow_schema::SchemaRef,
     limits: crate::core::Limits,
+    /// What to do with text that is not UTF-8.
+    text: crate::dataset::TextRepair,
     /// The last inflated block of a plain column `(column, block, bytes)`:
     /// batches smaller than a block slice it instead of inflating again.
     last_block: std::sync::Mutex<Option<(usize, u64, arrow_buffer::Buffer)>>,
@@ -342,6 +345,9 @@ impl Dataset for Idv {
                 continue;
             }
             let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
+            if !matches!(self.text, crate::dataset::TextRepair::Replace) {
+                self.text.check(f.name(), start, v.lone_surrogates())?;
+            }
             let a = typed::array(kind, f.data_type(), &v, start, &self.limits).map_err(|e| {
                 e.in_format(Format::Idv)
                     .context(&format!("column {:?}", f.name()))

@@ -198,6 +198,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             left,
             failed: false,
         }),
+        repaired: None,
     })
 }
 

@@ -325,11 +325,14 @@ pub enum ChangeKind {
     /// A missing value the target cannot hold was written as the type's
     /// default.
     NullFilled,
+    /// A value the typed view cannot hold was replaced (IDV text holding
+    /// half of a UTF-16 surrogate pair: U+FFFD in its place).
+    Replaced,
 }
 
 impl ChangeKind {
     /// A short name (`schema_not_carried`, `rounded`, `dropped`, `retyped`,
-    /// `null_filled`).
+    /// `null_filled`, `replaced`).
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::SchemaNotCarried => "schema_not_carried",
@@ -337,6 +340,7 @@ impl ChangeKind {
             ChangeKind::Dropped => "dropped",
             ChangeKind::Retyped => "retyped",
             ChangeKind::NullFilled => "null_filled",
+            ChangeKind::Replaced => "replaced",
         }
     }
 }
@@ -538,6 +542,27 @@ pub struct Input {
     pub records: u64,
     /// The batches.
     pub stream: Box<dyn BatchStream>,
+    /// Text values the reader replaced (IDV text that is not Unicode,
+    /// read for a lossy conversion), counted while the stream is read.
+    pub repaired: Option<Arc<crate::dataset::RepairTally>>,
+}
+
+impl Input {
+    /// Notes the replaced text values in `report`.
+    fn report_repairs(&self, report: &mut Report) {
+        let Some(t) = &self.repaired else { return };
+        if let (n @ 1.., Some((record, field))) = (t.count(), t.first()) {
+            report.note(Change {
+                kind: ChangeKind::Replaced,
+                field,
+                first_record: record,
+                count: n,
+                detail: "text holding half of a UTF-16 surrogate pair, written with U+FFFD \
+                         in its place"
+                    .into(),
+            });
+        }
+    }
 }
 
 /// Whether `p` names a table import (Parquet, Arrow IPC, CSV, JSON lines)
@@ -585,8 +610,22 @@ fn open_detected(
     if input.is_dir() {
         return from_dataset(crate::open_as_with(input, format, &opts.open)?, opts, None);
     }
-    let (d, src) = crate::dataset::open_mapped(input, format, &opts.open)?;
-    from_dataset(d, opts, Some(src))
+    // IDV text that is not Unicode: refused, or replaced and reported.
+    let mut open = opts.open.clone();
+    let mut repaired = None;
+    if format == crate::Format::Idv {
+        open.text = if opts.lossy {
+            let tally = Arc::new(crate::dataset::RepairTally::default());
+            repaired = Some(tally.clone());
+            crate::dataset::TextRepair::Count(tally)
+        } else {
+            crate::dataset::TextRepair::Refuse
+        };
+    }
+    let (d, src) = crate::dataset::open_mapped(input, format, &open)?;
+    let mut input = from_dataset(d, opts, Some(src))?;
+    input.repaired = repaired;
+    Ok(input)
 }
 
 /// Records read between two releases of the input's mapped pages.
@@ -615,6 +654,7 @@ fn from_dataset(
             failed: false,
             pages: pages.map(|src| PageRelease::new(src, start)),
         }),
+        repaired: None,
     })
 }
 
@@ -666,6 +706,7 @@ pub fn convert_with_progress(
         &mut report,
         &mut tick,
     )?;
+    inp.report_repairs(&mut report);
     Ok(report)
 }
 
@@ -696,6 +737,7 @@ pub fn convert_to_writer<W: std::io::Write + Send>(
         path: "the output".into(),
         source,
     })?;
+    inp.report_repairs(&mut report);
     Ok(report)
 }
 

@@ -115,5 +115,6 @@ pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> 
             limits: opts.open.limits,
             failed: false,
         }),
+        repaired: None,
     })
 }

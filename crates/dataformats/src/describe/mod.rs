@@ -333,6 +333,9 @@ fn typed(
     {
         let convert = ConvertOptions {
             rows: opts.rows.clone(),
+            // A display, not a conversion: text that is not Unicode is
+            // shown with U+FFFD.
+            lossy: true,
             ..ConvertOptions::default()
         };
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
