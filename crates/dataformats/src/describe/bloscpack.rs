@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Description, DumpOptions, io, put};
+use super::{Description, DumpOptions, Listing, io, put};
 use crate::bloscpack::blz::{BlzDir, CArray};
 use crate::bloscpack::format::checksum_name;
 use crate::bloscpack::{Order, ReadOptions, Reader, npy, values};
@@ -175,39 +175,28 @@ pub(super) fn dump(
     let dtype = r.numpy().map(|n| n.dtype.clone());
     let itemsize = dtype.as_ref().map_or(1, |d| d.itemsize().max(1)) as u64;
     let range = opts.clamp(r.payload_len() / itemsize);
-    let mut out = std::io::BufWriter::new(out);
+    let mut list = Listing::new(out, as_json)?;
     // Decode in slices of at most 1 MiB worth of elements.
     let step = ((1u64 << 20) / itemsize).max(1);
     let mut buf = Vec::new();
-    if as_json {
-        out.write_all(b"[").map_err(io)?;
-    }
     let mut i = range.start;
     while i < range.end {
         let n = step.min(range.end - i);
         buf.resize((n * itemsize) as usize, 0);
         r.read_range_into(i * itemsize, &mut buf)
             .map_err(Error::Bloscpack)?;
-        match (&dtype, as_json) {
-            (Some(d), _) => {
+        match &dtype {
+            Some(d) => {
                 for (k, e) in buf.chunks_exact(itemsize as usize).enumerate() {
-                    let (idx, v) = (i + k as u64, values::element(d, e));
-                    if as_json {
-                        let sep = if idx == range.start { "" } else { "," };
-                        write!(out, "{sep}{v}")
-                    } else {
-                        writeln!(out, "{idx}\t{v}")
-                    }
-                    .map_err(io)?;
+                    list.item(i + k as u64, &values::element(d, e))?;
                 }
             }
-            (None, true) => {
+            None if as_json => {
                 for (k, b) in buf.iter().enumerate() {
-                    let sep = if i + k as u64 == range.start { "" } else { "," };
-                    write!(out, "{sep}{b}").map_err(io)?;
+                    list.item(i + k as u64, b)?;
                 }
             }
-            (None, false) => {
+            None => {
                 for (row, line) in buf.chunks(16).enumerate() {
                     let hex: Vec<String> = line.iter().map(|x| format!("{x:02x}")).collect();
                     let text: String = line
@@ -218,16 +207,13 @@ pub(super) fn dump(
                         })
                         .collect();
                     let at = i + row as u64 * 16;
-                    writeln!(out, "{at:08x}  {:<47}  {text}", hex.join(" ")).map_err(io)?;
+                    writeln!(list.text(), "{at:08x}  {:<47}  {text}", hex.join(" ")).map_err(io)?;
                 }
             }
         }
         i += n;
     }
-    if as_json {
-        out.write_all(b"]\n").map_err(io)?;
-    }
-    out.flush().map_err(io)
+    list.finish()
 }
 
 fn blz_err(e: crate::bloscpack::Error) -> Error {
@@ -339,11 +325,8 @@ pub(super) fn dump_blz(
     .max(1);
     let per_atom = (atom / row_dtype.itemsize().max(1) as u64).max(1);
     let step = ((1u64 << 20) / atom).max(1);
-    let mut out = std::io::BufWriter::new(out);
+    let mut list = Listing::new(out, as_json)?;
     let mut buf = Vec::new();
-    if as_json {
-        out.write_all(b"[").map_err(io)?;
-    }
     let mut i = range.start;
     while i < range.end {
         let n = step.min(range.end - i);
@@ -354,26 +337,16 @@ pub(super) fn dump_blz(
         }
         .map_err(blz_err)?;
         for (k, atom_bytes) in buf.chunks_exact(atom as usize).enumerate() {
-            let idx = i + k as u64;
             let v = if per_atom == 1 {
                 values::element(&row_dtype, atom_bytes)
             } else {
                 values::head(Some(&row_dtype), atom_bytes, per_atom as usize)
             };
-            if as_json {
-                let sep = if idx == range.start { "" } else { "," };
-                write!(out, "{sep}{v}")
-            } else {
-                writeln!(out, "{idx}\t{v}")
-            }
-            .map_err(io)?;
+            list.item(i + k as u64, &v)?;
         }
         i += n;
     }
-    if as_json {
-        out.write_all(b"]\n").map_err(io)?;
-    }
-    out.flush().map_err(io)
+    list.finish()
 }
 
 /// An `.npy` file's header, and whether the array bytes it promises are

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Description, DumpOptions, io, put};
+use super::{Description, DumpOptions, Listing, io, put};
 use crate::cntk::{Reader, Record, StreamKind};
 use crate::core::{Limits, Progress};
 use crate::dataset::Error;
@@ -139,12 +139,9 @@ pub(super) fn dump(
     let r = open(path)?;
     let total: u64 = r.chunks().iter().map(|c| u64::from(c.num_sequences)).sum();
     let range = opts.clamp(total);
-    let mut out = std::io::BufWriter::new(out);
+    let mut list = Listing::new(out, as_json)?;
     let mut id = 0u64;
     let mut text = String::new();
-    if as_json {
-        out.write_all(b"[").map_err(io)?;
-    }
     for (i, c) in r.chunks().iter().enumerate() {
         let n = u64::from(c.num_sequences);
         if id + n <= range.start {
@@ -158,7 +155,6 @@ pub(super) fn dump(
         for q in 0..n as usize {
             if range.contains(&id) {
                 let recs: Vec<&Record> = ch.records.iter().filter_map(|p| p.get(q)).collect();
-                text.clear();
                 if as_json {
                     let mut m = serde_json::Map::new();
                     for (s, rec) in r.streams().iter().zip(&recs) {
@@ -173,18 +169,15 @@ pub(super) fn dump(
                         };
                         m.insert(s.name.clone(), v);
                     }
-                    let sep = if id == range.start { "" } else { "," };
-                    let _ = write!(text, "{sep}{}", json!({"sequence": id, "streams": m}));
+                    list.item(id, &json!({"sequence": id, "streams": m}))?;
                 } else {
+                    text.clear();
                     ctf_lines(&r, id, &recs, &mut text);
+                    list.text().write_all(text.as_bytes()).map_err(io)?;
                 }
-                out.write_all(text.as_bytes()).map_err(io)?;
             }
             id += 1;
         }
     }
-    if as_json {
-        out.write_all(b"]\n").map_err(io)?;
-    }
-    out.flush().map_err(io)
+    list.finish()
 }

@@ -233,6 +233,53 @@ pub(crate) fn io(source: std::io::Error) -> Error {
     }
 }
 
+/// A dump's records, written as `index<TAB>value` lines or as the items of
+/// one JSON array.
+pub(crate) struct Listing<'a> {
+    out: std::io::BufWriter<&'a mut dyn Write>,
+    json: bool,
+    first: bool,
+}
+
+impl<'a> Listing<'a> {
+    pub(crate) fn new(out: &'a mut dyn Write, json: bool) -> Result<Self, Error> {
+        let mut out = std::io::BufWriter::new(out);
+        if json {
+            out.write_all(b"[").map_err(io)?;
+        }
+        Ok(Listing {
+            out,
+            json,
+            first: true,
+        })
+    }
+
+    /// Record `index` with its value.
+    pub(crate) fn item(&mut self, index: u64, value: &dyn std::fmt::Display) -> Result<(), Error> {
+        let sep = if self.first { "" } else { "," };
+        self.first = false;
+        if self.json {
+            write!(self.out, "{sep}{value}")
+        } else {
+            writeln!(self.out, "{index}\t{value}")
+        }
+        .map_err(io)
+    }
+
+    /// The output, for text of the format's own shape.
+    pub(crate) fn text(&mut self) -> &mut dyn Write {
+        &mut self.out
+    }
+
+    /// Closes the array and flushes.
+    pub(crate) fn finish(mut self) -> Result<(), Error> {
+        if self.json {
+            self.out.write_all(b"]\n").map_err(io)?;
+        }
+        self.out.flush().map_err(io)
+    }
+}
+
 /// Describes `path`: its format, header, schema and layout.
 pub fn inspect(path: &Path, opts: &InspectOptions) -> Result<Description, Error> {
     match input(path)? {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{Description, DumpOptions, io, put};
+use super::{Description, DumpOptions, Listing, put};
 use crate::core::Progress;
 use crate::dataset::Error;
 use crate::tbl2::{ErrorKind, ReadOptions, Reader, Stage};
@@ -169,29 +169,17 @@ pub(super) fn dump(
 ) -> Result<(), Error> {
     let r = open(path)?;
     let range = opts.clamp(r.len() as u64);
-    let mut out = std::io::BufWriter::new(out);
-    if as_json {
-        out.write_all(b"[").map_err(io)?;
-    }
-    for i in range.clone() {
+    let mut list = Listing::new(out, as_json)?;
+    for i in range {
         let e = *r.entry(i as usize).map_err(Error::Tbl2)?;
         let meta = r.read_metadata(i as usize).map_err(Error::Tbl2)?;
         let meta =
             meta.map(|(k, d)| json!({"type": k.name(), "text": String::from_utf8_lossy(&d)}));
         let bytes = r.sample_len(i as usize).map_err(Error::Tbl2)?;
         let row = json!({"sample": i, "format": e.format.name(), "width": e.width, "height": e.height, "bytes": bytes, "metadata": meta});
-        if as_json {
-            let sep = if i == range.start { "" } else { "," };
-            write!(out, "{sep}{row}")
-        } else {
-            writeln!(out, "{i}\t{row}")
-        }
-        .map_err(io)?;
+        list.item(i, &row)?;
     }
-    if as_json {
-        out.write_all(b"]\n").map_err(io)?;
-    }
-    out.flush().map_err(io)
+    list.finish()
 }
 
 /// A tar's members as TurboLoader's converter sees them (read through,
