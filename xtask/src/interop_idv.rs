@@ -409,20 +409,7 @@ fn lone_surrogates(path: &Path) -> Result<bool, String> {
     let e = |x: dataformats::idv::Error| format!("{}: {x}", path.display());
     let r = Reader::open(path).map_err(e)?;
     for (i, c) in r.columns().iter().enumerate() {
-        if c.is_dead() {
-            continue;
-        }
-        let text = |v: &Values| match v {
-            Values::Text(t) => {
-                (0..t.len()).any(|k| t.wtf8(k).is_some_and(|b| std::str::from_utf8(b).is_err()))
-            }
-            _ => false,
-        };
-        let found = match r.read_column(i).map_err(e)? {
-            Values::Vector(vv) => text(vv.values()),
-            v => text(&v),
-        };
-        if found {
+        if !c.is_dead() && r.read_column(i).map_err(e)?.lone_surrogates().is_some() {
             return Ok(true);
         }
     }
