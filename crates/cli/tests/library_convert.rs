@@ -97,6 +97,10 @@ fn dump_format_jsonl_is_honoured_for_every_format() {
     for line in dumped.lines() {
         let _: serde_json::Value = serde_json::from_str(line).unwrap();
     }
+    // --format csv: the typed view's CSV, a header line and a line a record.
+    let csv = stdout(&["dump", &s(&v), "--format", "csv"]);
+    assert_eq!(csv, stdout(&["convert", &s(&v), "-", "--to", "csv"]));
+    assert_eq!(csv.lines().count(), dumped.lines().count() + 1);
 }
 
 /// `-` writes a stream export to stdout, `--to` names a format the
