@@ -307,6 +307,61 @@ impl PageRelease {
     }
 }
 
+/// A stream's walk over records `next..end`, a batch at a time: stops
+/// after the first error, releases mapped pages as it goes.
+pub(crate) struct Batches {
+    schema: SchemaRef,
+    next: u64,
+    end: u64,
+    batch: u64,
+    failed: bool,
+    pages: Option<PageRelease>,
+}
+
+impl Batches {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        rows: std::ops::Range<u64>,
+        opts: &ConvertOptions,
+        pages: Option<PageRelease>,
+    ) -> Self {
+        Batches {
+            schema,
+            next: rows.start,
+            end: rows.end,
+            batch: opts.batch_size.max(1) as u64,
+            failed: false,
+            pages,
+        }
+    }
+
+    /// The next batch, its columns read by `read` for its record range.
+    pub(crate) fn next_with(
+        &mut self,
+        read: impl FnOnce(std::ops::Range<u64>) -> Result<Vec<arrow_array::ArrayRef>, Error>,
+    ) -> Option<Result<RecordBatch, Error>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let end = self.end.min(self.next.saturating_add(self.batch));
+        let rows = usize::try_from(end - self.next).unwrap_or(usize::MAX);
+        let r = read(self.next..end).and_then(|arrays| {
+            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+            Ok(RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                arrays,
+                &opts,
+            )?)
+        });
+        self.failed = r.is_err();
+        self.next = end;
+        if let Some(p) = &mut self.pages {
+            p.read_to(end);
+        }
+        Some(r)
+    }
+}
+
 /// The kinds of change a lossy conversion makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -495,41 +550,16 @@ pub(crate) fn keep_columns<T>(
 struct Owned {
     d: Box<dyn Dataset>,
     columns: Vec<usize>,
-    schema: SchemaRef,
-    next: u64,
-    end: u64,
-    batch: u64,
-    failed: bool,
-    pages: Option<PageRelease>,
+    batches: Batches,
 }
 
 impl BatchStream for Owned {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.batches.schema.clone()
     }
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-        if self.failed || self.next >= self.end {
-            return None;
-        }
-        let end = self.end.min(self.next.saturating_add(self.batch));
-        let r = self
-            .d
-            .read_arrays(&self.columns, self.next..end)
-            .and_then(|arrays| {
-                let opts = arrow_array::RecordBatchOptions::new()
-                    .with_row_count(Some(usize::try_from(end - self.next).unwrap_or(usize::MAX)));
-                Ok(RecordBatch::try_new_with_options(
-                    self.schema.clone(),
-                    arrays,
-                    &opts,
-                )?)
-            });
-        self.failed = r.is_err();
-        self.next = end;
-        if let Some(p) = &mut self.pages {
-            p.read_to(end);
-        }
-        Some(r)
+        let (d, columns) = (&self.d, &self.columns);
+        self.batches.next_with(|rows| d.read_arrays(columns, rows))
     }
 }
 
@@ -638,7 +668,6 @@ fn from_dataset(
 ) -> Result<Input, Error> {
     let from = d.format().name().to_string();
     let std::ops::Range { start, end } = opts.record_range(d.len());
-    let batch = opts.batch_size.max(1) as u64;
     let columns = d.column_indices(opts.columns.as_deref())?;
     let schema = Arc::new(d.schema().project(&columns)?);
     Ok(Input {
@@ -647,12 +676,12 @@ fn from_dataset(
         stream: Box::new(Owned {
             d,
             columns,
-            schema,
-            next: start,
-            end,
-            batch,
-            failed: false,
-            pages: pages.map(|src| PageRelease::new(src, start)),
+            batches: Batches::new(
+                schema,
+                start..end,
+                opts,
+                pages.map(|src| PageRelease::new(src, start)),
+            ),
         }),
         repaired: None,
     })

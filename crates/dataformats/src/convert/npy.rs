@@ -8,64 +8,51 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{ConvertOptions, Input, PageRelease};
+use super::{Batches, ConvertOptions, Input, PageRelease};
 use crate::Format;
 use crate::adapters::numpy::{self, NpColumn};
 use crate::dataset::{BatchStream, Error};
 
 struct Npy {
     src: crate::core::Source,
-    pages: PageRelease,
     cols: Vec<NpColumn>,
     /// Indices into `cols` of the selected columns.
     pick: Vec<usize>,
-    schema: SchemaRef,
     data_offset: u64,
     row_size: u64,
-    next: u64,
-    end: u64,
-    batch: u64,
     limits: crate::core::Limits,
-    failed: bool,
+    batches: Batches,
 }
 
 impl BatchStream for Npy {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.batches.schema.clone()
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-        if self.failed || self.next >= self.end {
-            return None;
-        }
-        let end = self.end.min(self.next.saturating_add(self.batch));
-        let n = end - self.next;
-        let r = (|| {
-            let at = self.data_offset + self.next * self.row_size;
-            let bytes = self
-                .src
-                .bytes(at, n * self.row_size)
-                .map_err(|e| Error::invalid(format!(".npy rows {}..{end}: {e}", self.next)))?;
-            let arrays = self
-                .pick
-                .iter()
-                .zip(self.schema.fields())
-                .map(|(&k, f)| match self.cols.get(k) {
-                    Some(c) => numpy::array(c, f.data_type(), &bytes, n as usize, &self.limits),
+        let Npy {
+            src,
+            cols,
+            pick,
+            data_offset,
+            row_size,
+            limits,
+            batches,
+        } = self;
+        let schema = batches.schema.clone();
+        batches.next_with(|rows| {
+            let n = rows.end - rows.start;
+            let bytes = src
+                .bytes(*data_offset + rows.start * *row_size, n * *row_size)
+                .map_err(|e| Error::invalid(format!(".npy rows {rows:?}: {e}")))?;
+            pick.iter()
+                .zip(schema.fields())
+                .map(|(&k, f)| match cols.get(k) {
+                    Some(c) => numpy::array(c, f.data_type(), &bytes, n as usize, limits),
                     None => Err(Error::invalid("no such column")),
                 })
-                .collect::<Result<Vec<_>, _>>()?;
-            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(n as usize));
-            Ok(RecordBatch::try_new_with_options(
-                self.schema.clone(),
-                arrays,
-                &opts,
-            )?)
-        })();
-        self.failed = r.is_err();
-        self.next = end;
-        self.pages.read_to(end);
-        Some(r)
+                .collect()
+        })
     }
 }
 
@@ -102,18 +89,18 @@ pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> 
         from: "npy".into(),
         records: end - start,
         stream: Box::new(Npy {
-            pages: PageRelease::new(src.clone(), start),
+            batches: Batches::new(
+                schema,
+                start..end,
+                opts,
+                Some(PageRelease::new(src.clone(), start)),
+            ),
             src,
             cols,
             pick,
-            schema,
             data_offset: h.data_offset,
             row_size,
-            next: start,
-            end,
-            batch: opts.batch_size.max(1) as u64,
             limits: opts.open.limits,
-            failed: false,
         }),
         repaired: None,
     })
