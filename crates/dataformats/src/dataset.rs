@@ -32,7 +32,7 @@ pub enum Value {
     List(Vec<Value>),
     /// A dense array: element type name, shape, little-endian C-order bytes.
     Tensor {
-        /// Element type (`float32`, `int64`, a numpy descr, ...).
+        /// Element type (`float16`, `float32`, `int64`, `uint8`, ...).
         dtype: String,
         /// Dimensions.
         shape: Vec<u64>,
@@ -319,24 +319,59 @@ pub trait Dataset: Send + Sync {
     fn format(&self) -> Format;
     /// The file's format version.
     fn version(&self) -> String;
-    /// The columns every record has, in order.
-    fn columns(&self) -> Vec<Column>;
+    /// The columns every record has, in order: the
+    /// [`schema`](Dataset::schema)'s fields in the convenience view's
+    /// words (the format's own type name, the tensor shape).
+    fn columns(&self) -> Vec<Column> {
+        columns_from_schema(&self.schema())
+    }
     /// Number of records (rows, samples, sequences).
     fn len(&self) -> u64;
     /// Whether there are no records.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Record `i`: one value per column.
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error>;
-    /// Records `range` (clamped to the records there are), in order. Formats
-    /// that store values in compressed blocks decode each block once here,
-    /// so reading a file in batches is much faster than record by record.
+    /// Record `i`: one value per column, derived from its typed batch
+    /// (see [`value_at`]).
+    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
+        if i >= self.len() {
+            return Err(Error::InvalidArgument {
+                format: Some(self.format()),
+                message: format!("no record {i}: there are {}", self.len()),
+            });
+        }
+        let mut rows = self.records(i..i + 1)?;
+        rows.pop().ok_or_else(|| Error::Data {
+            format: Some(self.format()),
+            message: format!("record {i} is missing from its batch"),
+        })
+    }
+    /// Records `range` (clamped to the records there are), in order,
+    /// derived from one typed batch of every column, so compressed blocks
+    /// are decoded once per call.
     fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
         let end = range.end.min(self.len());
-        (range.start.min(end)..end)
-            .map(|i| self.record(i))
-            .collect()
+        let start = range.start.min(end);
+        let schema = self.schema();
+        let all: Vec<usize> = (0..schema.fields().len()).collect();
+        let arrays = self.read_arrays(&all, start..end)?;
+        let n = match arrays.first() {
+            Some(a) => a.len(),
+            // No column: empty records, as many as asked for within the
+            // default count limit (nothing bounds them otherwise).
+            None => crate::core::Limits::default()
+                .check_count("records of no columns", end - start)
+                .map_err(|e| Error::limit(e).in_format(self.format()))?,
+        };
+        Ok((0..n)
+            .map(|k| {
+                arrays
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(a, f)| value_at(a.as_ref(), f, k))
+                    .collect()
+            })
+            .collect())
     }
     /// Checks the whole file the way the format's validator does.
     fn validate(&self) -> Result<(), Error> {
@@ -772,17 +807,8 @@ pub fn value_at(array: &dyn arrow_array::Array, field: &arrow_schema::Field, i: 
                 A::List(_) => array.as_list::<i32>().value(i),
                 _ => array.as_fixed_size_list().value(i),
             };
-            let shape = field
-                .metadata()
-                .get(crate::typed::EXTENSION_METADATA)
-                .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
-                .and_then(|m| {
-                    m.get("shape")?
-                        .as_array()?
-                        .iter()
-                        .map(serde_json::Value::as_u64)
-                        .collect::<Option<Vec<u64>>>()
-                })
+            let shape = tensor_shape(field)
+                .filter(|s| s.iter().product::<u64>() == values.len() as u64)
                 .unwrap_or_else(|| vec![values.len() as u64]);
             let dtype = match f.data_type() {
                 A::Int8 => "int8",
@@ -833,16 +859,16 @@ pub fn value_at(array: &dyn arrow_array::Array, field: &arrow_schema::Field, i: 
     }
 }
 
-/// Record `i` of `d` through its typed batches.
-pub(crate) fn record_from_arrays(d: &dyn Dataset, i: u64) -> Result<Vec<Value>, Error> {
-    let schema = d.schema();
-    let all: Vec<usize> = (0..schema.fields().len()).collect();
-    let arrays = d.read_arrays(&all, i..i + 1)?;
-    Ok(arrays
+/// The shape of an `arrow.fixed_shape_tensor` field (from its extension
+/// metadata), if it has one.
+fn tensor_shape(field: &arrow_schema::Field) -> Option<Vec<u64>> {
+    let m = field.metadata().get(crate::typed::EXTENSION_METADATA)?;
+    let m = serde_json::from_str::<serde_json::Value>(m).ok()?;
+    m.get("shape")?
+        .as_array()?
         .iter()
-        .zip(schema.fields())
-        .map(|(a, f)| value_at(a.as_ref(), f, 0))
-        .collect())
+        .map(serde_json::Value::as_u64)
+        .collect()
 }
 
 /// The columns of a typed schema, in the convenience view's words.
@@ -858,7 +884,9 @@ pub(crate) fn columns_from_schema(schema: &arrow_schema::Schema) -> Vec<Column> 
                 .cloned()
                 .unwrap_or_else(|| f.data_type().to_string()),
             shape: match f.data_type() {
-                arrow_schema::DataType::FixedSizeList(_, n) => vec![*n as u64],
+                arrow_schema::DataType::FixedSizeList(_, n) => tensor_shape(f)
+                    .filter(|s| s.iter().product::<u64>() == *n as u64)
+                    .unwrap_or_else(|| vec![*n as u64]),
                 arrow_schema::DataType::List(_) => vec![0],
                 _ => Vec::new(),
             },

@@ -335,64 +335,6 @@ pub(crate) fn swap_bytes(bytes: &mut [u8], width: usize) {
     }
 }
 
-/// An array of `dt` from convenience-view values (numbers, text, bytes,
-/// tensors of the element type's bytes; `Null` for a missing value).
-pub(crate) fn from_values(
-    dt: &DataType,
-    values: &[crate::dataset::Value],
-    limits: &Limits,
-) -> Result<ArrayRef, Error> {
-    use crate::dataset::Value as V;
-    let n = values.len();
-    match dt {
-        DataType::Binary | DataType::Utf8 => {
-            let mut cells = VarCells::new(n, limits);
-            for v in values {
-                match v {
-                    V::Null => cells.push(None)?,
-                    V::Bytes(b) => cells.push(Some(b))?,
-                    V::Text(t) => cells.push(Some(t.as_bytes()))?,
-                    other => return Err(Error::invalid(format!("{other:?} is not {dt}"))),
-                }
-            }
-            cells.finish(dt)
-        }
-        DataType::Dictionary(_, value) if **value == DataType::Utf8 => {
-            let strings: Vec<Option<&str>> = values
-                .iter()
-                .map(|v| match v {
-                    V::Text(t) => Some(t.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let a: arrow_array::DictionaryArray<arrow_array::types::UInt8Type> =
-                strings.into_iter().collect();
-            Ok(Arc::new(a))
-        }
-        _ => {
-            let mut cells = FixedCells::new(dt, n, limits)?;
-            for v in values {
-                let bytes: Option<Vec<u8>> = match (v, dt) {
-                    (V::Null, _) => None,
-                    (V::Int(x), DataType::Int64) => Some(x.to_le_bytes().to_vec()),
-                    (V::Float(x), DataType::Float64) => Some(x.to_le_bytes().to_vec()),
-                    (V::UInt(x), DataType::UInt16) => Some(
-                        u16::try_from(*x)
-                            .map_err(|_| Error::invalid(format!("{x} is not a u16")))?
-                            .to_le_bytes()
-                            .to_vec(),
-                    ),
-                    (V::Tensor { data, .. }, _) => Some(data.clone()),
-                    (V::Bytes(b), _) => Some(b.clone()),
-                    (other, _) => return Err(Error::invalid(format!("{other:?} is not {dt}"))),
-                };
-                cells.push(bytes.as_deref())?;
-            }
-            cells.finish(dt)
-        }
-    }
-}
-
 /// The typed schema as JSON: `{"fields": [{"name", "type", "nullable",
 /// "metadata"}]}`, types spelled by [`type_name`].
 pub fn schema_json(schema: &arrow_schema::Schema) -> serde_json::Value {

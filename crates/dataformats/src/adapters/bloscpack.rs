@@ -1,10 +1,7 @@
 //! The bloscpack adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
-use std::path::Path;
+use crate::dataset::{Dataset, Error, err, fe};
 
 pub(crate) fn open(
     src: crate::core::Source,
@@ -128,16 +125,6 @@ impl Blp {
         Ok(out)
     }
 
-    fn rows(&self) -> Option<(&crate::bloscpack::numpy::NumpyMeta, u64, u64)> {
-        let m = self.0.numpy()?;
-        if m.order != crate::bloscpack::numpy::Order::C {
-            return None;
-        }
-        let rows = m.shape.first().copied().unwrap_or(1);
-        let per_row = m.shape.iter().skip(1).product::<u64>() * m.dtype.itemsize() as u64;
-        Some((m, rows, per_row))
-    }
-
     /// Payload bytes `[start, start + out.len())`, through the chunk
     /// cache when they lie in one chunk.
     fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
@@ -167,25 +154,6 @@ impl Blp {
     }
 }
 
-/// The named fields of a packed structured dtype with their byte
-/// offsets in a record; `None` for a scalar dtype.
-fn record_fields(
-    d: &crate::bloscpack::dtype::Dtype,
-) -> Option<Vec<(&crate::bloscpack::dtype::Field, usize)>> {
-    let crate::bloscpack::dtype::Dtype::Record(fields) = d else {
-        return None;
-    };
-    let mut at = 0usize;
-    let mut out = Vec::new();
-    for f in fields {
-        if !f.name.is_empty() {
-            out.push((f, at));
-        }
-        at += f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
-    }
-    Some(out)
-}
-
 impl Dataset for Blp {
     fn format(&self) -> Format {
         Format::Bloscpack
@@ -193,88 +161,8 @@ impl Dataset for Blp {
     fn version(&self) -> String {
         self.0.header().format_version.to_string()
     }
-    fn columns(&self) -> Vec<Column> {
-        if self.rows().is_none() && self.0.numpy().is_some() {
-            return crate::dataset::columns_from_schema(&self.3);
-        }
-        match self.rows() {
-            Some((m, _, _)) => {
-                let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
-                match record_fields(&m.dtype) {
-                    Some(fields) => fields
-                        .into_iter()
-                        .map(|(f, _)| Column {
-                            name: f.name.clone(),
-                            ty: f.dtype.to_string(),
-                            shape: outer.iter().chain(&f.shape).copied().collect(),
-                        })
-                        .collect(),
-                    None => vec![Column {
-                        name: "row".into(),
-                        ty: m.dtype.to_string(),
-                        shape: outer,
-                    }],
-                }
-            }
-            None => vec![Column {
-                name: "chunk".into(),
-                ty: "bytes".into(),
-                shape: vec![0],
-            }],
-        }
-    }
     fn len(&self) -> u64 {
         self.typed_len()
-    }
-    /// A row of a C-order array: one tensor, or for a structured dtype
-    /// one tensor per named field (numpy's padding fields are left out).
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        let e = fe::<crate::bloscpack::Error>(Format::Bloscpack);
-        if i >= self.len() {
-            return Err(err(
-                Format::Bloscpack,
-                "invalid_argument",
-                format!("no record {i}"),
-            ));
-        }
-        if self.rows().is_none() && self.0.numpy().is_some() {
-            // Fortran order: the row through the typed view.
-            return crate::dataset::record_from_arrays(self, i);
-        }
-        let Some((m, _, per_row)) = self.rows() else {
-            return Ok(vec![Value::Bytes(
-                self.0.read_chunk(i as usize).map_err(e)?,
-            )]);
-        };
-        let mut data = self
-            .4
-            .alloc_zeroed("Bloscpack row", per_row)
-            .map_err(|x| err(Format::Bloscpack, "limit_exceeded", x))?;
-        self.read_row(i * per_row, &mut data).map_err(e)?;
-        let outer: Vec<u64> = m.shape.iter().skip(1).copied().collect();
-        let Some(fields) = record_fields(&m.dtype) else {
-            return Ok(vec![Value::Tensor {
-                dtype: m.dtype.to_string(),
-                shape: outer,
-                data,
-            }]);
-        };
-        let item = m.dtype.itemsize().max(1);
-        Ok(fields
-            .into_iter()
-            .map(|(f, at)| {
-                let size = f.dtype.itemsize() * f.shape.iter().product::<u64>() as usize;
-                let part: Vec<u8> = data
-                    .chunks_exact(item)
-                    .flat_map(|rec| rec.get(at..at + size).unwrap_or_default().iter().copied())
-                    .collect();
-                Value::Tensor {
-                    dtype: f.dtype.to_string(),
-                    shape: outer.iter().chain(&f.shape).copied().collect(),
-                    data: part,
-                }
-            })
-            .collect())
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.0

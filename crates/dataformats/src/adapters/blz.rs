@@ -1,9 +1,7 @@
 //! The blz adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use crate::dataset::{Dataset, Error, err, fe};
 use std::path::Path;
 
 pub(crate) fn open(path: &Path, opts: &crate::OpenOptions) -> Result<Box<dyn Dataset>, Error> {
@@ -75,65 +73,8 @@ impl Dataset for Blz {
             BlzDir::Table(t) => t.layout().name().to_string(),
         }
     }
-    fn columns(&self) -> Vec<Column> {
-        self.arrays()
-            .into_iter()
-            .map(|(n, a)| Column {
-                name: n.to_string(),
-                ty: a.dtype_storage_string().to_string(),
-                shape: a.shape().iter().skip(1).copied().collect(),
-            })
-            .collect()
-    }
     fn len(&self) -> u64 {
         self.arrays().first().map_or(0, |(_, a)| a.len())
-    }
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        let mut out = Vec::new();
-        for (_, a) in self.arrays() {
-            if i >= a.len() {
-                return Err(err(
-                    Format::Blz,
-                    "invalid_argument",
-                    format!("no record {i}"),
-                ));
-            }
-            let mut data = self
-                .limits
-                .alloc_zeroed("BLZ row", a.atomsize())
-                .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
-            a.read_atoms_into(i, &mut data).map_err(fe(Format::Blz))?;
-            out.push(Value::Tensor {
-                dtype: a.dtype_storage_string().to_string(),
-                shape: a.shape().iter().skip(1).copied().collect(),
-                data,
-            });
-        }
-        Ok(out)
-    }
-    fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
-        let end = range.end.min(self.len());
-        let start = range.start.min(end);
-        let n = usize::try_from(end - start).unwrap_or(0);
-        let mut rows: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
-        for (_, a) in self.arrays() {
-            let atom = usize::try_from(a.atomsize()).unwrap_or(0);
-            let mut data = self
-                .limits
-                .alloc_zeroed("BLZ rows", a.atomsize().saturating_mul(n as u64))
-                .map_err(|x| err(Format::Blz, "limit_exceeded", x))?;
-            a.read_atoms_into(start, &mut data)
-                .map_err(fe(Format::Blz))?;
-            let shape: Vec<u64> = a.shape().iter().skip(1).copied().collect();
-            for (row, part) in rows.iter_mut().zip(data.chunks_exact(atom.max(1))) {
-                row.push(Value::Tensor {
-                    dtype: a.dtype_storage_string().to_string(),
-                    shape: shape.clone(),
-                    data: part.to_vec(),
-                });
-            }
-        }
-        Ok(rows)
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.schema.clone()

@@ -11,7 +11,7 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
+use crate::dataset::{Dataset, Error, err, fe};
 use crate::typed::{DIM_KEY, FixedCells, TYPE_KEY, field, item};
 
 pub(crate) fn open(
@@ -251,62 +251,8 @@ impl Dataset for Cntk {
     fn version(&self) -> String {
         crate::cntk::VERSION.to_string()
     }
-    fn columns(&self) -> Vec<Column> {
-        use crate::cntk::StreamKind;
-        let mut out = vec![Column {
-            name: "_sequence".into(),
-            ty: "uint64".into(),
-            shape: Vec::new(),
-        }];
-        out.extend(self.r.streams().iter().map(|s| Column {
-            name: s.name.clone(),
-            ty: format!(
-                "{} {}",
-                if s.kind == StreamKind::Dense {
-                    "dense"
-                } else {
-                    "sparse"
-                },
-                s.elem.name()
-            ),
-            shape: vec![u64::from(s.dim)],
-        }));
-        out
-    }
     fn len(&self) -> u64 {
         self.samples
-    }
-    /// Sample `i`, derived from its one-record batch.
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        if i >= self.samples {
-            return Err(err(
-                Format::Cntk,
-                "invalid_argument",
-                format!("no sample {i}"),
-            ));
-        }
-        let all: Vec<usize> = (0..self.schema.fields().len()).collect();
-        let arrays = self.read_arrays(&all, i..i + 1)?;
-        Ok(arrays
-            .iter()
-            .zip(self.schema.fields())
-            .map(|(a, f)| crate::dataset::value_at(a.as_ref(), f, 0))
-            .collect())
-    }
-    fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
-        let end = range.end.min(self.samples);
-        let start = range.start.min(end);
-        let all: Vec<usize> = (0..self.schema.fields().len()).collect();
-        let arrays = self.read_arrays(&all, start..end)?;
-        Ok((0..(end - start) as usize)
-            .map(|k| {
-                arrays
-                    .iter()
-                    .zip(self.schema.fields())
-                    .map(|(a, f)| crate::dataset::value_at(a.as_ref(), f, k))
-                    .collect()
-            })
-            .collect())
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.r.validate_with(progress).map_err(fe(Format::Cntk))

@@ -1,10 +1,9 @@
 //! The ffcv adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
-use std::path::Path;
+use crate::dataset::{Dataset, Error, err, fe};
+use crate::ffcv::Value;
+use arrow_schema::DataType;
 
 pub(crate) fn open(
     src: crate::core::Source,
@@ -106,72 +105,8 @@ impl Dataset for Ffcv {
     fn version(&self) -> String {
         self.0.layout().version.to_string()
     }
-    fn columns(&self) -> Vec<Column> {
-        use crate::ffcv::FieldType as T;
-        let mut out = Vec::new();
-        for f in self.0.fields() {
-            let shape = match &f.ty {
-                T::Int | T::Float => Vec::new(),
-                t => t.array().map_or(vec![0], |(_, _, s)| s.to_vec()),
-            };
-            out.push(Column {
-                name: f.name.clone(),
-                ty: f.ty.name().to_string(),
-                shape,
-            });
-            if f.ty == T::RgbImage {
-                for (suffix, ty) in [("mode", "text"), ("width", "uint16"), ("height", "uint16")] {
-                    out.push(Column {
-                        name: format!("{}.{suffix}", f.name),
-                        ty: ty.to_string(),
-                        shape: Vec::new(),
-                    });
-                }
-            }
-        }
-        out
-    }
     fn len(&self) -> u64 {
         self.0.num_samples()
-    }
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        use crate::ffcv::{ImageMode, Value as F};
-        let mut out = Vec::new();
-        for (j, f) in self.0.fields().iter().enumerate() {
-            let v = self.0.value(i, j).map_err(fe(Format::Ffcv))?;
-            match v {
-                F::Int(x) => out.push(Value::Int(x)),
-                F::Float(x) => out.push(Value::Float(x)),
-                F::Bytes(b) => out.push(Value::Bytes(b.into_owned())),
-                F::Json(t) => out.push(Value::Text(t.into_owned())),
-                F::Array(b) => match f.ty.array() {
-                    Some((dtype, _, shape)) => out.push(Value::Tensor {
-                        dtype: crate::dataset::numpy_dtype_name(dtype),
-                        shape: shape.to_vec(),
-                        data: b.into_owned(),
-                    }),
-                    None => out.push(Value::Bytes(b.into_owned())),
-                },
-                F::Image {
-                    mode,
-                    width,
-                    height,
-                    data,
-                } => {
-                    out.push(Value::Bytes(data.into_owned()));
-                    out.push(Value::Text(
-                        match mode {
-                            ImageMode::Jpeg => "jpg",
-                            ImageMode::Raw => "raw",
-                        }
-                        .to_string(),
-                    ));
-                    out.push(Value::UInt(u64::from(width)));
-                    out.push(Value::UInt(u64::from(height)));
-                }
-            }
-        }
-        Ok(out)
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()
@@ -187,25 +122,55 @@ impl Dataset for Ffcv {
         self.2
             .check_count("FFCV samples", n as u64)
             .map_err(|e| Error::limit(e).in_format(Format::Ffcv))?;
-        let mut cols: Vec<Vec<Value>> = vec![Vec::with_capacity(n); columns.len()];
+        let parts = parts(&self.0);
+        let mut out = columns
+            .iter()
+            .map(|&j| {
+                let (Some(&(_, part)), Some(f)) = (parts.get(j), self.1.fields().get(j)) else {
+                    return Err(err(
+                        Format::Ffcv,
+                        "invalid_argument",
+                        format!("no column {j}"),
+                    ));
+                };
+                let dt = f.data_type();
+                Ok(match (part, dt) {
+                    (Part::Mode, _) => Cells::Mode(Vec::with_capacity(n)),
+                    (_, DataType::Binary | DataType::Utf8) => {
+                        Cells::Var(crate::typed::VarCells::new(n, &self.2))
+                    }
+                    _ => Cells::Fixed(crate::typed::FixedCells::new(dt, n, &self.2)?),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        // One sample's values, each field read once however many of its
+        // columns are asked for.
+        let mut row: Vec<Option<Value<'_>>> = vec![None; self.0.fields().len()];
         for i in start..end {
-            let mut r = self.record(i)?;
-            for (c, &j) in cols.iter_mut().zip(columns) {
-                let v = r
-                    .get_mut(j)
-                    .map(|v| std::mem::replace(v, Value::Null))
-                    .ok_or_else(|| {
-                        err(Format::Ffcv, "invalid_argument", format!("no column {j}"))
-                    })?;
-                c.push(v);
+            row.iter_mut().for_each(|v| *v = None);
+            for (cells, &j) in out.iter_mut().zip(columns) {
+                let Some(&(fj, part)) = parts.get(j) else {
+                    continue;
+                };
+                let slot = row
+                    .get_mut(fj)
+                    .ok_or_else(|| Error::invalid(format!("no field {fj}")))?;
+                if slot.is_none() {
+                    *slot = Some(self.0.value(i, fj).map_err(fe(Format::Ffcv))?);
+                }
+                let Some(v) = slot.as_ref() else { continue };
+                push(cells, v, part).map_err(|e| {
+                    e.in_format(Format::Ffcv)
+                        .context(&format!("sample {i}, column {:?}", self.1.field(j).name()))
+                })?;
             }
         }
         columns
             .iter()
-            .zip(cols)
-            .map(|(&j, vals)| {
+            .zip(out)
+            .map(|(&j, cells)| {
                 let f = self.1.field(j);
-                crate::typed::from_values(f.data_type(), &vals, &self.2).map_err(|e| {
+                cells.finish(f.data_type()).map_err(|e| {
                     e.in_format(Format::Ffcv)
                         .context(&format!("field {:?}", f.name()))
                 })
@@ -214,5 +179,87 @@ impl Dataset for Ffcv {
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.0.validate_with(progress).map_err(fe(Format::Ffcv))
+    }
+}
+
+/// Which part of an FFCV field a column of the typed view holds: the
+/// value itself, or one of an image's mode, width and height.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Value,
+    Mode,
+    Width,
+    Height,
+}
+
+/// For every column of the schema (in order), its field and part.
+fn parts(r: &crate::ffcv::Reader) -> Vec<(usize, Part)> {
+    let mut out = Vec::new();
+    for (j, f) in r.fields().iter().enumerate() {
+        out.push((j, Part::Value));
+        if f.ty == crate::ffcv::FieldType::RgbImage {
+            out.extend([(j, Part::Mode), (j, Part::Width), (j, Part::Height)]);
+        }
+    }
+    out
+}
+
+/// The values of one column as they are read.
+enum Cells {
+    Fixed(crate::typed::FixedCells),
+    Var(crate::typed::VarCells),
+    Mode(Vec<&'static str>),
+}
+
+impl Cells {
+    fn finish(self, dt: &DataType) -> Result<arrow_array::ArrayRef, Error> {
+        match self {
+            Cells::Fixed(c) => c.finish(dt),
+            Cells::Var(c) => c.finish(dt),
+            Cells::Mode(m) => {
+                let a: arrow_array::DictionaryArray<arrow_array::types::UInt8Type> =
+                    m.into_iter().collect();
+                Ok(std::sync::Arc::new(a))
+            }
+        }
+    }
+}
+
+/// Appends `part` of value `v` to `cells`.
+fn push(cells: &mut Cells, v: &Value<'_>, part: Part) -> Result<(), Error> {
+    use crate::ffcv::ImageMode;
+    let mismatch = || Error::invalid(format!("a {} value in this column", value_kind(v)));
+    match (cells, v, part) {
+        (Cells::Fixed(c), Value::Int(x), Part::Value) => c.push(Some(&x.to_le_bytes())),
+        (Cells::Fixed(c), Value::Float(x), Part::Value) => c.push(Some(&x.to_le_bytes())),
+        (Cells::Fixed(c), Value::Array(b), Part::Value) => c.push(Some(b)),
+        (Cells::Var(c), Value::Bytes(b), Part::Value) => c.push(Some(b)),
+        (Cells::Var(c), Value::Json(t), Part::Value) => c.push(Some(t.as_bytes())),
+        (Cells::Var(c), Value::Image { data, .. }, Part::Value) => c.push(Some(data)),
+        (Cells::Mode(m), Value::Image { mode, .. }, Part::Mode) => {
+            m.push(match mode {
+                ImageMode::Jpeg => "jpg",
+                ImageMode::Raw => "raw",
+            });
+            Ok(())
+        }
+        (Cells::Fixed(c), Value::Image { width, .. }, Part::Width) => {
+            c.push(Some(&width.to_le_bytes()))
+        }
+        (Cells::Fixed(c), Value::Image { height, .. }, Part::Height) => {
+            c.push(Some(&height.to_le_bytes()))
+        }
+        _ => Err(mismatch()),
+    }
+}
+
+fn value_kind(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Int(_) => "int",
+        Value::Float(_) => "float",
+        Value::Bytes(_) => "bytes",
+        Value::Json(_) => "JSON",
+        Value::Array(_) => "array",
+        Value::Image { .. } => "image",
     }
 }

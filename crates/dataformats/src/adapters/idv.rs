@@ -1,10 +1,7 @@
 //! The idv adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
-use std::path::Path;
+use crate::dataset::{Dataset, Error, err, fe};
 
 pub(crate) fn open(
     src: crate::core::Source,
@@ -165,72 +162,6 @@ struct Idv {
     last_block: std::sync::Mutex<Option<(usize, u64, arrow_buffer::Buffer)>>,
 }
 
-/// Refuses vectors whose dense form (every slot, as the convenience view
-/// hands them out) would exceed `limits`, before anything is densified.
-fn check_dense(v: &crate::idv::Values, limits: &crate::core::Limits) -> Result<(), Error> {
-    if let crate::idv::Values::Vector(vv) = v {
-        let mut slots = 0u64;
-        for i in 0..vv.len() {
-            slots += u64::from(vv.get(i).map_or(0, |r| r.length));
-        }
-        limits
-            .check_alloc("densified IDV vectors", slots.saturating_mul(16))
-            .map_err(|e| Error::limit(e).in_format(Format::Idv))?;
-    }
-    Ok(())
-}
-
-fn idv_value(v: &crate::idv::Values, i: usize) -> Value {
-    use crate::idv::Values as V;
-    let at = |x: Option<Value>| x.unwrap_or(Value::Null);
-    match v {
-        V::I8(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-        V::U8(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-        V::I16(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-        V::U16(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-        V::I32(x) => at(x.get(i).map(|&y| Value::Int(i64::from(y)))),
-        V::U32(x) => at(x.get(i).map(|&y| Value::UInt(u64::from(y)))),
-        V::I64(x) => at(x.get(i).map(|&y| Value::Int(y))),
-        V::U64(x) | V::Key(x) => at(x.get(i).map(|&y| Value::UInt(y))),
-        V::F32(x) => at(x.get(i).map(|&y| Value::Float(f64::from(y)))),
-        V::F64(x) => at(x.get(i).map(|&y| Value::Float(y))),
-        V::Bool(x) => at(x.get(i).map(|&y| Value::Bool(y))),
-        V::Text(t) => at(t.get(i).map(|s| Value::Text(s.into_owned()))),
-        V::Vector(vv) => match vv.dense(i) {
-            Some(d) => tensor(&d)
-                .unwrap_or_else(|| Value::List((0..d.len()).map(|k| idv_value(&d, k)).collect())),
-            None => Value::Null,
-        },
-        other => Value::Text(crate::idv::render::text_scalar(other, i)),
-    }
-}
-
-/// A numeric vector as a 1-d tensor of its own type.
-fn tensor(d: &crate::idv::Values) -> Option<Value> {
-    use crate::idv::Values as V;
-    fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
-        v.iter().flat_map(|&x| f(x)).collect()
-    }
-    let (dtype, data) = match d {
-        V::I8(x) => ("int8", le(x, i8::to_le_bytes)),
-        V::U8(x) => ("uint8", x.clone()),
-        V::I16(x) => ("int16", le(x, i16::to_le_bytes)),
-        V::U16(x) => ("uint16", le(x, u16::to_le_bytes)),
-        V::I32(x) => ("int32", le(x, i32::to_le_bytes)),
-        V::U32(x) => ("uint32", le(x, u32::to_le_bytes)),
-        V::I64(x) => ("int64", le(x, i64::to_le_bytes)),
-        V::U64(x) => ("uint64", le(x, u64::to_le_bytes)),
-        V::F32(x) => ("float32", le(x, f32::to_le_bytes)),
-        V::F64(x) => ("float64", le(x, f64::to_le_bytes)),
-        _ => return None,
-    };
-    Some(Value::Tensor {
-        dtype: dtype.to_string(),
-        shape: vec![d.len() as u64],
-        data,
-    })
-}
-
 impl Dataset for Idv {
     fn format(&self) -> Format {
         Format::Idv
@@ -238,78 +169,8 @@ impl Dataset for Idv {
     fn version(&self) -> String {
         crate::idv::version_string(self.r.header().version)
     }
-    fn columns(&self) -> Vec<Column> {
-        self.r
-            .columns()
-            .iter()
-            .filter(|c| !c.is_dead())
-            .map(|c| {
-                let ty = c.ty().map(ToString::to_string).unwrap_or_default();
-                let shape = match c.ty() {
-                    Some(crate::idv::ColumnType::Vector { dims, .. }) => {
-                        if dims.is_empty() {
-                            vec![0]
-                        } else {
-                            dims.iter().map(|&d| u64::from(d)).collect()
-                        }
-                    }
-                    _ => Vec::new(),
-                };
-                Column {
-                    name: c.name.clone(),
-                    ty,
-                    shape,
-                }
-            })
-            .collect()
-    }
     fn len(&self) -> u64 {
         self.r.row_count()
-    }
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        let mut out = Vec::new();
-        for (k, c) in self.r.columns().iter().enumerate() {
-            if c.is_dead() {
-                continue;
-            }
-            let v = self.r.read_rows(k, i..i + 1).map_err(fe(Format::Idv))?;
-            check_dense(&v, &self.limits)?;
-            out.push(idv_value(&v, 0));
-        }
-        Ok(out)
-    }
-    fn records(&self, range: std::ops::Range<u64>) -> Result<Vec<Vec<Value>>, Error> {
-        let end = range.end.min(self.r.row_count());
-        let start = range.start.min(end);
-        // Decode first: the rows exist only once their blocks did.
-        let mut columns = Vec::new();
-        for (k, c) in self.r.columns().iter().enumerate() {
-            if !c.is_dead() {
-                let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
-                check_dense(&v, &self.limits)?;
-                columns.push(v);
-            }
-        }
-        let n = match columns.first() {
-            Some(v) => v.len(),
-            None => {
-                // No live column: rows of nothing, as many as the header
-                // says, within the limits.
-                let n = end - start;
-                let limit = self.limits.max_count;
-                if n > limit {
-                    return Err(err(
-                        Format::Idv,
-                        "limit_exceeded",
-                        format!("{n} records of no columns exceed the limit of {limit}"),
-                    ));
-                }
-                usize::try_from(n).unwrap_or(0)
-            }
-        };
-        Ok((0..n)
-            .map(|j| columns.iter().map(|v| idv_value(v, j)).collect())
-            .collect())
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.r.validate_with(progress).map_err(fe(Format::Idv))

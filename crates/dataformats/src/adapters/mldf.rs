@@ -1,10 +1,7 @@
 //! The mldf adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
-use std::path::Path;
+use crate::dataset::{Dataset, Error, err, fe};
 
 pub(crate) fn open(
     src: crate::core::Source,
@@ -34,7 +31,7 @@ pub(crate) fn open(
         }
         None => std::sync::Arc::new(own),
     };
-    Ok(Box::new(Mldf(r, schema, opts.limits, restore, carrier)))
+    Ok(Box::new(Mldf(r, schema, opts.limits, restore)))
 }
 
 /// An MLDF file: its reader, its typed schema (the carried one when the
@@ -45,8 +42,6 @@ struct Mldf(
     arrow_schema::SchemaRef,
     crate::core::Limits,
     Option<crate::convert::mldf::Restorer>,
-    /// The last field is the (hidden) schema carrier.
-    bool,
 );
 
 /// The format's own name of a field type, with its arguments.
@@ -151,61 +146,8 @@ impl Dataset for Mldf {
         let h = self.0.header();
         format!("{}.{}", h.version_major, h.version_minor)
     }
-    fn columns(&self) -> Vec<Column> {
-        use crate::mldf::FieldType as T;
-        if self.4 {
-            return crate::dataset::columns_from_schema(&self.1);
-        }
-        self.0
-            .fields()
-            .iter()
-            .map(|f| Column {
-                name: f.name.clone(),
-                ty: f.ty.name(),
-                shape: match &f.ty {
-                    T::NdArray { shape, .. } => shape.clone(),
-                    T::Int | T::Float => Vec::new(),
-                    _ => vec![0],
-                },
-            })
-            .collect()
-    }
     fn len(&self) -> u64 {
         self.0.num_samples()
-    }
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        use crate::mldf::{FieldType as T, Value as M};
-        if self.4 {
-            return crate::dataset::record_from_arrays(self, i);
-        }
-        let mut out = Vec::new();
-        for (j, f) in self.0.fields().iter().enumerate() {
-            let v = self.0.value(i, j).map_err(fe(Format::Mldf))?;
-            out.push(match v {
-                M::Missing => Value::Null,
-                M::Int(x) => Value::Int(x),
-                M::Float(x) => Value::Float(x),
-                M::Bytes(b) | M::Opaque(b) => Value::Bytes(b.into_owned()),
-                M::NdArray(b) => match &f.ty {
-                    T::NdArray { dtype, shape } => Value::Tensor {
-                        dtype: dtype.name().to_string(),
-                        shape: shape.clone(),
-                        data: b.into_owned(),
-                    },
-                    _ => Value::Bytes(b.into_owned()),
-                },
-                M::Json(t) | M::Text(t) => Value::Text(t.into_owned()),
-                M::Image { data, .. } | M::Audio { data, .. } => Value::Bytes(data.into_owned()),
-                t @ M::Tokens { .. } => Value::List(
-                    t.token_ids()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|x| Value::Int(i64::from(x)))
-                        .collect(),
-                ),
-            });
-        }
-        Ok(out)
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.0.validate_with(progress).map_err(fe(Format::Mldf))

@@ -1,10 +1,7 @@
 //! The tbl2 adapter of the common view.
 
-#![allow(unused_imports)]
-
 use crate::Format;
-use crate::dataset::{Column, Dataset, Error, Value, err, fe};
-use std::path::Path;
+use crate::dataset::{Dataset, Error, err, fe};
 
 pub(crate) fn open(
     src: crate::core::Source,
@@ -61,40 +58,8 @@ impl Dataset for Tbl2 {
     fn version(&self) -> String {
         self.0.header().version.to_string()
     }
-    fn columns(&self) -> Vec<Column> {
-        let c = |n: &str, t: &str| Column {
-            name: n.into(),
-            ty: t.into(),
-            shape: Vec::new(),
-        };
-        vec![
-            c("data", "bytes"),
-            c("format", "text"),
-            c("width", "uint16"),
-            c("height", "uint16"),
-            c("metadata", "bytes"),
-        ]
-    }
     fn len(&self) -> u64 {
         self.0.len() as u64
-    }
-    fn record(&self, i: u64) -> Result<Vec<Value>, Error> {
-        let e = fe::<crate::tbl2::Error>(Format::Tbl2);
-        let k = usize::try_from(i).unwrap_or(usize::MAX);
-        let entry = *self.0.entry(k).map_err(e)?;
-        let data = self.0.read_sample(k).map_err(e)?.into_owned();
-        let meta = self
-            .0
-            .read_metadata(k)
-            .map_err(e)?
-            .map(|(_, b)| Value::Bytes(b.into_owned()));
-        Ok(vec![
-            Value::Bytes(data),
-            Value::Text(entry.format.name()),
-            Value::UInt(u64::from(entry.width)),
-            Value::UInt(u64::from(entry.height)),
-            meta.unwrap_or(Value::Null),
-        ])
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.0.validate_with(progress).map_err(fe(Format::Tbl2))
