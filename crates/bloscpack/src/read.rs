@@ -594,6 +594,41 @@ impl Reader {
         Ok(())
     }
 
+    /// Payload bytes `start .. start + len` exactly as the file stores them,
+    /// when they lie in one chunk that Blosc stored uncompressed
+    /// (memcpyed): a view of the source with nothing decoded (borrowed from
+    /// memory-backed sources), after the chunk's digest check when the
+    /// options ask for it. `None` when the range is empty, spans chunks or
+    /// its chunk is compressed; an error when it lies outside the payload.
+    pub fn stored_range(&self, start: u64, len: u64) -> Result<Option<Cow<'_, [u8]>>> {
+        let end = check_range(start, len, self.payload_len()).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "bytes {start}..{start}+{len} are outside the {}-byte payload",
+                    self.payload_len()
+                ),
+            )
+        })?;
+        if start == end {
+            return Ok(None);
+        }
+        let i = self
+            .chunks
+            .partition_point(|c| c.payload_start + c.nbytes() <= start);
+        let Some(c) = self.chunks.get(i) else {
+            return Ok(None);
+        };
+        if !c.blosc.is_memcpyed() || end > c.payload_start + c.nbytes() {
+            return Ok(None);
+        }
+        if self.opts.verify_checksums {
+            self.verify_digest(i as u64, c)?;
+        }
+        let at = c.offset + blosc::HEADER_SIZE as u64 + (start - c.payload_start);
+        Ok(Some(self.src.bytes(at, len)?))
+    }
+
     /// Decodes elements `first .. first + count` of a numpy payload (element
     /// size from the metadata) into `dst`.
     pub fn read_elements_into(&self, first: u64, count: u64, dst: &mut [u8]) -> Result<()> {

@@ -93,3 +93,65 @@ fn repacking_reference_files_gives_the_same_layout() {
     }
     assert!(checked >= 25, "only {checked} vectors compared");
 }
+
+/// `stored_range` hands out exactly the bytes decoding gives, for every
+/// range inside one memcpyed chunk of every valid vector (python-bloscpack
+/// stores a chunk as it is when it would not compress), and nothing for a
+/// compressed chunk or a range across chunks.
+#[test]
+fn stored_ranges_equal_decoded_ranges() {
+    let Some(dir) = dataformats_core::testing::vectors_dir("bloscpack") else {
+        return;
+    };
+    let (mut stored, mut compressed) = (0, 0);
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let side = p.with_extension("json");
+        if p.extension().is_none_or(|x| x != "blp") || !side.is_file() {
+            continue;
+        }
+        let valid = serde_json::from_slice::<serde_json::Value>(&std::fs::read(&side).unwrap())
+            .unwrap()["valid"]
+            == true;
+        let Ok(r) = Reader::open(&p) else {
+            assert!(!valid, "{}", p.display());
+            continue;
+        };
+        if !valid || r.validate().is_err() {
+            continue;
+        }
+        for (i, c) in r.chunks().iter().enumerate() {
+            let n = c.nbytes();
+            if n == 0 {
+                continue;
+            }
+            for (a, b) in [(0, n), (n / 3, n - n / 4), (n - 1, n)] {
+                if a >= b {
+                    continue;
+                }
+                let got = r.stored_range(c.payload_start + a, b - a).unwrap();
+                if !c.blosc.is_memcpyed() {
+                    assert!(got.is_none(), "{} chunk {i}", p.display());
+                    compressed += 1;
+                    continue;
+                }
+                let mut want = vec![0u8; (b - a) as usize];
+                r.read_range_into(c.payload_start + a, &mut want).unwrap();
+                assert_eq!(got.as_deref(), Some(&want[..]), "{} chunk {i}", p.display());
+                stored += 1;
+            }
+            if i + 1 < r.nchunks() {
+                // Across this chunk's end: never one stored slice.
+                assert!(
+                    r.stored_range(c.payload_start + n - 1, 2)
+                        .unwrap()
+                        .is_none()
+                );
+            }
+        }
+        // Outside the payload: an error, not a slice.
+        assert!(r.stored_range(r.payload_len(), 1).is_err());
+    }
+    assert!(compressed > 0, "no compressed chunk seen");
+    assert!(stored > 0, "no memcpyed chunk among the vectors");
+}

@@ -142,3 +142,80 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bloscpack_rows_in_a_stored_chunk_borrow_the_map() {
+    use dataformats::bloscpack::{Reader, WriteOptions, pack_array};
+    use dataformats::core::ChecksumKind;
+    let dir = scratch("blp");
+    // Arrays in chunks of 4 MiB stored as they are (clevel 0: Blosc
+    // memcpys them), with and without a digest per chunk.
+    let n = 1usize << 20;
+    let bytes: Vec<u8> = (0..8 * n).map(|i| (i % 251) as u8).collect();
+    let floats: Vec<f64> = (0..n).map(|i| i as f64 * 0.5).collect();
+    for checksum in [ChecksumKind::None, ChecksumKind::Adler32] {
+        let mut o = WriteOptions::default();
+        o.clevel = 0;
+        o.chunk_size = 4 << 20;
+        o.checksum = checksum;
+
+        // uint8 (no alignment needed): rows inside the second chunk are
+        // the file's memory, whatever its offset.
+        let path = dir.join(format!("u8-{checksum:?}.blp"));
+        std::fs::write(&path, pack_array(&bytes, &o).unwrap()).unwrap();
+        let d = dataformats::open(&path).unwrap();
+        assert_eq!(d.len(), 8 * n as u64);
+        let chunk = (4 << 20) as u64;
+        let (b, got) = allocated(|| d.read_batch(None, chunk + 3..2 * chunk - 1).unwrap());
+        let data = (chunk - 4) as usize;
+        assert!(
+            got < data / 16,
+            "{checksum:?}: {got} bytes allocated for {data} bytes of rows"
+        );
+        let a = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::UInt8Array>()
+            .unwrap();
+        assert_eq!(a.len(), data);
+        assert!(
+            a.values()
+                .iter()
+                .zip(chunk + 3..)
+                .all(|(&x, i)| x == (i % 251) as u8)
+        );
+        // Across two chunks: decoded into one buffer, same values.
+        let b = d.read_batch(None, chunk - 5..chunk + 5).unwrap();
+        let a = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::UInt8Array>()
+            .unwrap();
+        let want: Vec<u8> = (chunk - 5..chunk + 5).map(|i| (i % 251) as u8).collect();
+        assert_eq!(a.values().to_vec(), want);
+
+        // float64: shared when the chunk's data is 8-aligned in the file
+        // (Arrow's alignment), else copied once.
+        let path = dir.join(format!("f8-{checksum:?}.blp"));
+        std::fs::write(&path, pack_array(&floats, &o).unwrap()).unwrap();
+        let aligned = Reader::open(&path).unwrap().chunks()[1].offset % 8 == 0;
+        let d = dataformats::open(&path).unwrap();
+        let half = (n / 2) as u64;
+        let (b, got) = allocated(|| d.read_batch(None, half + 3..2 * half).unwrap());
+        let data = (half as usize - 3) * 8;
+        let bound = if aligned { data / 16 } else { data + 4096 };
+        assert!(
+            got < bound,
+            "{checksum:?}, aligned {aligned}: {got} bytes allocated for {data} bytes of rows"
+        );
+        let a = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
+        assert_eq!(a.len(), data / 8);
+        assert_eq!(a.value(0), (half + 3) as f64 * 0.5);
+        assert_eq!(a.value(a.len() - 1), (n - 1) as f64 * 0.5);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

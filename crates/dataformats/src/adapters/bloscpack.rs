@@ -125,6 +125,30 @@ impl Blp {
         Ok(out)
     }
 
+    /// The bytes of rows `start..end` in C order as an Arrow buffer: the
+    /// file's own memory when the rows lie in one chunk stored uncompressed
+    /// (memcpyed) in a mapped file or a buffer, else decoded (or gathered)
+    /// once by [`row_bytes`](Self::row_bytes).
+    fn row_buffer(&self, start: u64, end: u64) -> Result<arrow_buffer::Buffer, Error> {
+        if let Some((m, _, per_row)) = self.np_rows()
+            && m.order == crate::bloscpack::numpy::Order::C
+        {
+            let stored = self
+                .0
+                .stored_range(
+                    start.saturating_mul(per_row),
+                    (end - start).saturating_mul(per_row),
+                )
+                .map_err(fe(Format::Bloscpack))?;
+            if let Some(std::borrow::Cow::Borrowed(sub)) = stored
+                && let Some(b) = crate::typed::shared_buffer(self.0.source(), sub)
+            {
+                return Ok(b);
+            }
+        }
+        Ok(arrow_buffer::Buffer::from_vec(self.row_bytes(start, end)?))
+    }
+
     /// Payload bytes `[start, start + out.len())`, through the chunk
     /// cache when they lie in one chunk.
     fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
@@ -214,7 +238,7 @@ impl Dataset for Blp {
         if columns.is_empty() {
             return Ok(Vec::new());
         }
-        let bytes = self.row_bytes(start, end)?;
+        let bytes = self.row_buffer(start, end)?;
         columns
             .iter()
             .map(|&j| {

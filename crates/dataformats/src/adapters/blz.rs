@@ -90,7 +90,8 @@ impl Dataset for Blz {
         let arrays = self.arrays();
         // Each carray a column needs is decoded once (a structured carray
         // gives several columns); carrays not asked for are not read.
-        let mut decoded: std::collections::HashMap<usize, Vec<u8>> = Default::default();
+        let mut decoded: std::collections::HashMap<usize, arrow_buffer::Buffer> =
+            Default::default();
         let mut out = Vec::with_capacity(columns.len());
         for &j in columns {
             let (Some((k, c)), Some(f)) = (self.cols.get(j), self.schema.fields().get(j)) else {
@@ -116,9 +117,11 @@ impl Dataset for Blz {
                     a.read_atoms_into(start, &mut data)
                         .map_err(fe(Format::Blz))?;
                 }
-                decoded.insert(*k, data);
+                decoded.insert(*k, arrow_buffer::Buffer::from_vec(data));
             }
-            let data = decoded.get(k).map(Vec::as_slice).unwrap_or_default();
+            let Some(data) = decoded.get(k) else {
+                return Err(Error::invalid(format!("column {j} was not decoded")));
+            };
             out.push(
                 super::numpy::array(c, f.data_type(), data, n as usize, &self.limits).map_err(
                     |x| {

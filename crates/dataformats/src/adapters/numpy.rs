@@ -159,7 +159,7 @@ pub(crate) fn field(c: &NpColumn) -> Result<Field, Error> {
 pub(crate) fn array(
     c: &NpColumn,
     dt: &DataType,
-    rows: &[u8],
+    rows: &Buffer,
     n: usize,
     limits: &crate::core::Limits,
 ) -> Result<ArrayRef, Error> {
@@ -170,6 +170,12 @@ pub(crate) fn array(
             "{n} rows of {row_size} bytes, got {} bytes",
             rows.len()
         )));
+    }
+    let whole = c.record_size == field_bytes && c.offset == 0;
+    if whole && as_stored(c, dt) {
+        // The rows are the column's values as they are: the array holds
+        // the buffer itself (the file's memory when it is shared).
+        return fixed_array(dt, rows.clone(), n, None);
     }
     // The column's bytes, row after row.
     let mut bytes = Vec::new();
@@ -184,7 +190,7 @@ pub(crate) fn array(
             .saturating_mul(c.records_per_row)
             .saturating_mul(n),
     );
-    if c.record_size == field_bytes && c.offset == 0 {
+    if whole {
         bytes.extend_from_slice(rows);
     } else {
         for rec in rows.chunks_exact(c.record_size.max(1)) {
@@ -247,6 +253,25 @@ pub(crate) fn array(
         }
         _ => fixed_array(dt, Buffer::from_vec(bytes), n, None),
     }
+}
+
+/// Whether column `c`'s stored bytes are already the Arrow values of `dt`:
+/// little-endian (or one-byte) fixed-width numbers, or a nested field kept
+/// as raw bytes; not text, booleans (bits in Arrow) or times (NaT is null).
+fn as_stored(c: &NpColumn, dt: &DataType) -> bool {
+    let Some(s) = &c.scalar else {
+        return crate::typed::fixed_width(dt).is_some();
+    };
+    let mut leaf = dt;
+    while let DataType::FixedSizeList(f, _) = leaf {
+        leaf = f.data_type();
+    }
+    s.order != ByteOrder::Big
+        && crate::typed::fixed_width(dt).is_some()
+        && !matches!(
+            leaf,
+            DataType::Boolean | DataType::Timestamp(..) | DataType::Duration(_)
+        )
 }
 
 fn fixed_or(dt: &DataType, d: usize) -> usize {

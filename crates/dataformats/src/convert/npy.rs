@@ -45,6 +45,12 @@ impl BatchStream for Npy {
             let bytes = src
                 .bytes(*data_offset + rows.start * *row_size, n * *row_size)
                 .map_err(|e| Error::invalid(format!(".npy rows {rows:?}: {e}")))?;
+            // The file's memory itself when it can be shared, else a copy.
+            let bytes = match &bytes {
+                std::borrow::Cow::Borrowed(sub) => crate::typed::shared_buffer(src, sub),
+                std::borrow::Cow::Owned(_) => None,
+            }
+            .unwrap_or_else(|| arrow_buffer::Buffer::from_vec(bytes.into_owned()));
             pick.iter()
                 .zip(schema.fields())
                 .map(|(&k, f)| match cols.get(k) {
