@@ -15,17 +15,24 @@ use crate::Failure;
 
 /// A Blosc compressor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Codec {
+pub enum Codec {
+    /// BloscLZ, Blosc's own (the default).
     Blosclz,
+    /// LZ4.
     Lz4,
+    /// LZ4 high compression.
     Lz4hc,
+    /// Snappy.
     Snappy,
+    /// zlib (deflate).
     Zlib,
+    /// Zstandard.
     Zstd,
 }
 
 impl Codec {
-    pub(crate) fn compressor(self) -> BloscCompressor {
+    /// The Blosc compressor it names.
+    pub fn compressor(self) -> BloscCompressor {
         match self {
             Codec::Blosclz => BloscCompressor::BloscLz,
             Codec::Lz4 => BloscCompressor::Lz4,
@@ -39,14 +46,18 @@ impl Codec {
 
 /// A Blosc shuffle filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ShuffleArg {
+pub enum ShuffleArg {
+    /// No shuffle.
     None,
+    /// Byte shuffle (the default).
     Byte,
+    /// Bit shuffle.
     Bit,
 }
 
 impl ShuffleArg {
-    pub(crate) fn shuffle(self) -> Shuffle {
+    /// The Blosc filter it names.
+    pub fn shuffle(self) -> Shuffle {
         match self {
             ShuffleArg::None => Shuffle::None,
             ShuffleArg::Byte => Shuffle::Byte,
@@ -57,21 +68,31 @@ impl ShuffleArg {
 
 /// A Bloscpack per-chunk checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Checksum {
+pub enum Checksum {
+    /// No checksum.
     #[value(alias = "None")]
     None,
+    /// Adler-32 (the default).
     Adler32,
+    /// CRC-32.
     Crc32,
+    /// MD5.
     Md5,
+    /// SHA-1.
     Sha1,
+    /// SHA-224.
     Sha224,
+    /// SHA-256.
     Sha256,
+    /// SHA-384.
     Sha384,
+    /// SHA-512.
     Sha512,
 }
 
 impl Checksum {
-    pub(crate) fn kind(self) -> ChecksumKind {
+    /// The checksum it names.
+    pub fn kind(self) -> ChecksumKind {
         match self {
             Checksum::None => ChecksumKind::None,
             Checksum::Adler32 => ChecksumKind::Adler32,
@@ -88,24 +109,26 @@ impl Checksum {
 
 /// The element type of CNTK streams written from CTF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub(crate) enum Precision {
+pub enum Precision {
+    /// float32 (the default).
     #[default]
     #[value(alias = "float")]
     F32,
+    /// float64.
     #[value(alias = "double")]
     F64,
 }
 
 /// Byte-for-byte compatibility with a reference tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Compat {
+pub enum Compat {
     /// ctf2bin.py's chunking rule.
     Ctf2bin,
 }
 
 /// The text form of `dump`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum DumpFormat {
+pub enum DumpFormat {
     /// JSON lines (IDV: in ML.NET's text forms; others: the typed view's).
     Jsonl,
     /// CSV (IDV: in ML.NET's text forms; others: the typed view's).
@@ -115,25 +138,40 @@ pub(crate) enum DumpFormat {
 /// A conversion target, when the output's extension does not say it (or
 /// the output is `-`, stdout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum To {
+pub enum To {
+    /// MLDF 1.0.
     Mldf,
+    /// TurboLoader TBL v2.
     Tbl,
+    /// CNTK binary (CBF).
     Cntk,
+    /// ML.NET binary dataview.
     Idv,
+    /// Bloscpack.
     Blp,
+    /// A bcolz/BLZ directory.
     Bcolz,
+    /// Parquet.
     Parquet,
+    /// Arrow IPC file.
     Arrow,
+    /// Arrow IPC stream.
     Arrows,
+    /// CSV.
     Csv,
+    /// JSON lines.
     Jsonl,
+    /// CNTK text format.
     Ctf,
+    /// A tar of samples.
     Tar,
+    /// A NumPy .npy file.
     Npy,
 }
 
 impl To {
-    pub(crate) fn target(self) -> Target {
+    /// The library's target it names.
+    pub fn target(self) -> Target {
         match self {
             To::Mldf => Target::Mldf,
             To::Tbl => Target::Tbl2,
@@ -155,24 +193,24 @@ impl To {
 
 /// Which records and columns to read.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct Select {
+pub struct Select {
     /// Only these columns, in this order (comma-separated names).
     #[arg(long, value_delimiter = ',')]
-    pub(crate) columns: Option<Vec<String>>,
+    pub columns: Option<Vec<String>>,
     /// At most this many records.
     #[arg(long)]
-    pub(crate) limit: Option<u64>,
+    pub limit: Option<u64>,
 }
 
 impl Select {
     /// Whether anything is selected.
-    pub(crate) fn is_set(&self) -> bool {
+    pub fn is_set(&self) -> bool {
         self.columns.is_some() || self.limit.is_some()
     }
 }
 
 /// `A..B`, `A..` (to the end) or `..B` (from the start); end exclusive.
-pub(crate) fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+pub fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("`{s}` is not a range like 10..20, 10.. or ..20"))?;
@@ -191,7 +229,7 @@ pub(crate) fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
 }
 
 /// A byte size with an optional K, M or G suffix (powers of 1024).
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let bad = || format!("bad size `{s}` (a number, optionally with K, M or G)");
     let t = s.trim();
     let (num, shift) = match t.char_indices().last() {
@@ -206,13 +244,13 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
 
 /// `dataformats convert`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
-pub(crate) struct ConvertArgs {
+pub struct ConvertArgs {
     /// The input file or directory.
-    pub(crate) input: PathBuf,
+    pub input: PathBuf,
     /// The output path, its format named by its extension (or --to); it
     /// appears only when the conversion succeeded. `-`: stdout (with
     /// --to jsonl, csv, arrows, arrow or parquet).
-    pub(crate) output: PathBuf,
+    pub output: PathBuf,
     /// The output format, when the extension does not name it.
     #[arg(long, value_enum)]
     to: Option<To>,
@@ -224,7 +262,7 @@ pub(crate) struct ConvertArgs {
     select: Select,
     /// Settings when the output is a Bloscpack file.
     #[command(flatten)]
-    pub(crate) pack: PackArgs,
+    pub pack: PackArgs,
     /// Settings for CNTK text -> binary.
     #[command(flatten)]
     ctf: CtfArgs,
@@ -255,7 +293,7 @@ fn read_text(p: &Path) -> Result<String, Failure> {
 
 impl ConvertArgs {
     /// The library's options for this command line.
-    pub(crate) fn options(&self) -> Result<ConvertOptions, Failure> {
+    pub fn options(&self) -> Result<ConvertOptions, Failure> {
         let mut opts = ConvertOptions {
             to: self.to.map(To::target),
             columns: self.select.columns.clone(),
@@ -281,7 +319,7 @@ impl ConvertArgs {
 
 /// Settings for writing Bloscpack files from the command line.
 #[derive(Debug, Default, Clone, clap::Args)]
-pub(crate) struct PackArgs {
+pub struct PackArgs {
     /// Blosc compressor.
     #[arg(long, value_enum, help_heading = "Bloscpack output")]
     codec: Option<Codec>,
@@ -308,12 +346,12 @@ pub(crate) struct PackArgs {
     max_app_chunks: Option<u64>,
     /// Append IN's bytes to the existing Bloscpack file OUT instead of writing a new file.
     #[arg(long, help_heading = "Bloscpack output")]
-    pub(crate) append: bool,
+    pub append: bool,
 }
 
 impl PackArgs {
     /// The Bloscpack writer's options.
-    pub(crate) fn options(&self) -> Result<WriteOptions, Failure> {
+    pub fn options(&self) -> Result<WriteOptions, Failure> {
         let mut o = WriteOptions::default();
         if let Some(c) = self.codec {
             o = o.codec(c.compressor());
@@ -346,7 +384,7 @@ impl PackArgs {
 
 /// Settings for CTF → CBF conversion.
 #[derive(Debug, Default, Clone, clap::Args)]
-pub(crate) struct CtfArgs {
+pub struct CtfArgs {
     /// A ctf2bin stream file (`name alias dense|sparse dim` per line).
     #[arg(long, help_heading = "CNTK text input")]
     streams: Option<PathBuf>,
@@ -402,7 +440,7 @@ impl CtfArgs {
 
 /// Settings for CSV → IDV.
 #[derive(Debug, Default, Clone, clap::Args)]
-pub(crate) struct IdvArgs {
+pub struct IdvArgs {
     /// A column as NAME:TYPE[:SOURCE] (repeatable), ML.NET TextLoader style:
     /// TYPE is I1 U1 I2 U2 I4 U4 I8 U8 R4 R8 BL TX TS DT DZ, or a key
     /// U1[0-N] / U2[0-N] / U4[0-N] / U8[0-N]; SOURCE is a CSV column index

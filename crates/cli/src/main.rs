@@ -4,7 +4,6 @@
 //! 2 bad command line; 3 the format is not recognised or not supported by
 //! this build.
 
-mod args;
 mod demo;
 mod output;
 mod progress;
@@ -19,7 +18,8 @@ use dataformats::describe::{self, Description, DumpForm, DumpOptions, InspectOpt
 use dataformats::{DatasetError, Format};
 use serde_json::json;
 
-use crate::args::{DumpFormat, Select, parse_range};
+use dataformats_cli::Failure;
+use dataformats_cli::args::{self, DumpFormat, Select, parse_range};
 
 use crate::output::say;
 
@@ -127,46 +127,6 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-}
-
-/// A failure with the exit code it maps to.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    code: u8,
-    kind: &'static str,
-    path: Option<PathBuf>,
-    message: String,
-}
-
-impl Failure {
-    pub(crate) fn new(
-        code: u8,
-        kind: &'static str,
-        path: Option<&Path>,
-        message: impl Into<String>,
-    ) -> Self {
-        Failure {
-            code,
-            kind,
-            path: path.map(Path::to_path_buf),
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.path {
-            Some(p) => write!(f, "{}: {}", p.display(), self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-impl From<dataformats::Error> for Failure {
-    fn from(e: dataformats::Error) -> Self {
-        Failure::new(1, "error", None, e.to_string())
-    }
 }
 
 /// The failure of a facade error on `path`, its exit code taken from the

@@ -110,6 +110,26 @@ impl Error {
         }
     }
 
+    /// The byte offset in the file the error concerns, when the format
+    /// crate's error names one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            #[cfg(feature = "idv")]
+            Error::Idv(e) => e.offset(),
+            #[cfg(feature = "mldf")]
+            Error::Mldf(e) => e.offset(),
+            #[cfg(feature = "ffcv")]
+            Error::Ffcv(e) => e.offset(),
+            #[cfg(feature = "cntk")]
+            Error::Cntk(e) => e.offset(),
+            #[cfg(feature = "tbl2")]
+            Error::Tbl2(e) => e.offset(),
+            #[cfg(feature = "bloscpack")]
+            Error::Bloscpack(e) | Error::Blz(e) => e.offset(),
+            _ => None,
+        }
+    }
+
     /// A short word for the kind of error: the format crate's own error
     /// kind (`truncated`, `bad_magic`, ...) for a file it refused, else
     /// `io`, `unrecognized`, `unsupported`, `limit_exceeded`,

@@ -87,9 +87,10 @@ impl Blp {
             .map_err(|x| Error::limit(x).in_format(Format::Bloscpack))?;
         if m.order == crate::bloscpack::numpy::Order::C {
             if !out.is_empty() {
-                self.0
-                    .read_range_into(start * per_row, &mut out)
-                    .map_err(e)?;
+                // Rows inside one chunk come from the decoded chunk kept
+                // for the next batch: small batches decode each chunk once
+                // (not one Blosc block per batch).
+                self.read_row(start * per_row, &mut out).map_err(e)?;
             }
             return Ok(out);
         }

@@ -1,0 +1,707 @@
+//! The native half of the `dataformats` Python package
+//! (`crates/python/python/dataformats` is the other half).
+//!
+//! Everything crosses into Python through the Arrow C data interface as
+//! PyCapsules (`arrow_schema`, `arrow_array`, `arrow_array_stream`), which
+//! pyarrow imports without copying: an array whose buffer borrows the file's
+//! memory map stays a view of the map in pyarrow and in NumPy. Decoding runs
+//! with the GIL released.
+
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, mpsc};
+
+use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{
+    Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, StructArray, UInt32Array,
+};
+use arrow_schema::{ArrowError, SchemaRef};
+use dataformats::DatasetError;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+pyo3::create_exception!(
+    _native,
+    FormatError,
+    PyException,
+    "A file dataformats cannot read as it is, or a request it cannot \
+     serve: `.kind` is a short word for what (`truncated`, `bad_magic`, \
+     `io`, `invalid_argument`, ...), `.offset` the byte offset in the file \
+     when known, `.format` the format concerned when known."
+);
+
+/// The Python exception of a facade error.
+fn py_err(py: Python<'_>, e: &DatasetError) -> PyErr {
+    let err = FormatError::new_err(e.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("kind", e.kind());
+    let _ = v.setattr("offset", e.offset());
+    let _ = v.setattr("format", e.format().map(|f| f.name()));
+    err
+}
+
+/// A `FormatError` of kind `kind` for something that is not a facade error.
+fn other_err(py: Python<'_>, kind: &str, message: impl std::fmt::Display) -> PyErr {
+    let err = FormatError::new_err(message.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("kind", kind);
+    let _ = v.setattr("offset", py.None());
+    let _ = v.setattr("format", py.None());
+    err
+}
+
+fn capsule_name(name: &str) -> Option<CString> {
+    CString::new(name).ok()
+}
+
+/// An `arrow_schema` capsule of `schema`.
+fn schema_capsule<'py>(
+    py: Python<'py>,
+    schema: &arrow_schema::Schema,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema)
+        .map_err(|e| other_err(py, "arrow", format!("schema export: {e}")))?;
+    PyCapsule::new(py, ffi, capsule_name("arrow_schema"))
+}
+
+/// `(arrow_schema, arrow_array)` capsules of one batch (a struct array
+/// of its columns; the schema keeps its metadata).
+fn batch_capsules<'py>(
+    py: Python<'py>,
+    batch: RecordBatch,
+) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+    let schema = schema_capsule(py, batch.schema().as_ref())?;
+    let data = StructArray::from(batch).into_data();
+    let array = FFI_ArrowArray::new(&data);
+    Ok((
+        schema,
+        PyCapsule::new(py, array, capsule_name("arrow_array"))?,
+    ))
+}
+
+/// An `arrow_array_stream` capsule of `reader`.
+fn stream_capsule<'py>(
+    py: Python<'py>,
+    reader: Box<dyn arrow_array::RecordBatchReader + Send>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let stream = FFI_ArrowArrayStream::new(reader);
+    PyCapsule::new(py, stream, capsule_name("arrow_array_stream"))
+}
+
+/// Records `rows` (clamped) of `columns` (all when `None`) of `d` in
+/// batches, owning the dataset so that the stream can outlive the call.
+struct Batches {
+    d: Arc<dyn dataformats::Dataset>,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    next: u64,
+    end: u64,
+    batch: u64,
+    failed: bool,
+}
+
+impl Batches {
+    fn new(
+        d: Arc<dyn dataformats::Dataset>,
+        columns: Option<Vec<String>>,
+        rows: (Option<u64>, Option<u64>),
+        batch_size: usize,
+    ) -> Result<Self, DatasetError> {
+        let idx = d.column_indices(columns.as_deref())?;
+        let schema = Arc::new(d.schema().project(&idx)?);
+        let len = d.len();
+        let end = rows.1.unwrap_or(len).min(len);
+        let start = rows.0.unwrap_or(0).min(end);
+        Ok(Batches {
+            d,
+            columns: idx,
+            schema,
+            next: start,
+            end,
+            batch: batch_size.max(1) as u64,
+            failed: false,
+        })
+    }
+
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, DatasetError>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let stop = self.end.min(self.next.saturating_add(self.batch));
+        let r = self
+            .d
+            .read_arrays(&self.columns, self.next..stop)
+            .and_then(|arrays| make_batch(self.schema.clone(), arrays, stop - self.next));
+        self.next = stop;
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+impl Iterator for Batches {
+    type Item = Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch()
+            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl arrow_array::RecordBatchReader for Batches {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+fn make_batch(
+    schema: SchemaRef,
+    arrays: Vec<ArrayRef>,
+    rows: u64,
+) -> Result<RecordBatch, DatasetError> {
+    let opts =
+        RecordBatchOptions::new().with_row_count(Some(usize::try_from(rows).unwrap_or(usize::MAX)));
+    Ok(RecordBatch::try_new_with_options(schema, arrays, &opts)?)
+}
+
+/// An open dataset of any format.
+#[pyclass(frozen, module = "dataformats._native")]
+struct Dataset {
+    d: Arc<dyn dataformats::Dataset>,
+}
+
+/// Opens `path` (a file, or a BLZ/bcolz directory), whatever its format.
+#[pyfunction]
+fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Dataset> {
+    let d = py
+        .detach(|| dataformats::open(&path))
+        .map_err(|e| py_err(py, &e))?;
+    Ok(Dataset { d: Arc::from(d) })
+}
+
+/// The format of `path` (its name), or `None` when it is not recognised.
+#[pyfunction]
+fn detect(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Option<&'static str>> {
+    let f = py
+        .detach(|| {
+            if path.is_dir() {
+                Ok(dataformats::detect_dir(&path))
+            } else {
+                dataformats::detect(&path)
+            }
+        })
+        .map_err(|e| other_err(py, "io", format!("{}: {e}", path.display())))?;
+    Ok(f.map(|f| f.name()))
+}
+
+#[pymethods]
+impl Dataset {
+    /// The format's name (`idv`, `mldf`, `cntk`, `tbl2`, `bloscpack`,
+    /// `blz`, `ffcv`).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.d.format().name()
+    }
+
+    /// The file's format version.
+    #[getter]
+    fn version(&self) -> String {
+        self.d.version()
+    }
+
+    /// The number of records.
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.d.len()
+    }
+
+    /// The Arrow schema as an `arrow_schema` capsule.
+    fn schema_capsule<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, self.d.schema().as_ref())
+    }
+
+    /// An `arrow_array_stream` capsule of the records (decoded as pyarrow
+    /// pulls the batches).
+    #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536))]
+    fn stream_capsule<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        start: Option<u64>,
+        end: Option<u64>,
+        batch_size: usize,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
+            .map_err(|e| py_err(py, &e))?;
+        stream_capsule(py, Box::new(b))
+    }
+
+    /// Every batch decoded first (GIL released, errors as `FormatError`),
+    /// then handed over as an `arrow_array_stream` capsule.
+    #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536))]
+    fn read_stream<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        start: Option<u64>,
+        end: Option<u64>,
+        batch_size: usize,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let mut b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
+            .map_err(|e| py_err(py, &e))?;
+        let schema = b.schema.clone();
+        let batches = py
+            .detach(|| {
+                let mut out = Vec::new();
+                while let Some(r) = b.next_batch() {
+                    out.push(r?);
+                }
+                Ok::<_, DatasetError>(out)
+            })
+            .map_err(|e| py_err(py, &e))?;
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+        stream_capsule(py, Box::new(reader))
+    }
+
+    /// Records `start..end` of `columns` as one batch: `(arrow_schema,
+    /// arrow_array)` capsules.
+    #[pyo3(signature = (start, end, columns=None))]
+    fn read_batch<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let d = self.d.clone();
+        let batch = py
+            .detach(|| d.read_batch(columns.as_deref(), start..end))
+            .map_err(|e| py_err(py, &e))?;
+        batch_capsules(py, batch)
+    }
+
+    /// A reader of batches for `iter_batches`.
+    #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536))]
+    fn batches(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        start: Option<u64>,
+        end: Option<u64>,
+        batch_size: usize,
+    ) -> PyResult<BatchIter> {
+        let b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
+            .map_err(|e| py_err(py, &e))?;
+        Ok(BatchIter(Mutex::new(b)))
+    }
+
+    /// Checks the whole file the way the format's validator does (GIL
+    /// released).
+    fn validate(&self, py: Python<'_>) -> PyResult<()> {
+        let d = self.d.clone();
+        py.detach(|| d.validate()).map_err(|e| py_err(py, &e))
+    }
+}
+
+/// The batches of [`Dataset::batches`], one `next()` at a time.
+#[pyclass(frozen, module = "dataformats._native")]
+struct BatchIter(Mutex<Batches>);
+
+#[pymethods]
+impl BatchIter {
+    /// The next batch as `(arrow_schema, arrow_array)` capsules, or `None`
+    /// after the last.
+    fn next<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)>> {
+        let next = py.detach(|| match self.0.lock() {
+            Ok(mut b) => b.next_batch(),
+            Err(_) => None,
+        });
+        match next {
+            None => Ok(None),
+            Some(Ok(b)) => batch_capsules(py, b).map(Some),
+            Some(Err(e)) => Err(py_err(py, &e)),
+        }
+    }
+}
+
+/// `dataformats convert` with its command-line arguments (without the
+/// program and command names); returns what happened as a dict.
+#[pyfunction]
+fn convert<'py>(py: Python<'py>, argv: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+    let args = dataformats_cli::parse_convert(&argv)
+        .map_err(|f| other_err(py, f.kind, f.message.clone()))?;
+    let out = PyDict::new(py);
+    if args.pack.append {
+        let opts = args
+            .pack
+            .options()
+            .map_err(|f| other_err(py, f.kind, f.to_string()))?;
+        let a = py
+            .detach(|| dataformats::convert::direct::append(&args.input, &args.output, &opts))
+            .map_err(|e| py_err(py, &e))?;
+        out.set_item("appended", a.bytes)?;
+        out.set_item("new_chunks", a.new_chunks)?;
+        out.set_item("nchunks", a.nchunks)?;
+        out.set_item("payload_bytes", a.payload_bytes)?;
+        out.set_item("max_app_chunks", a.slots_left)?;
+        return Ok(out);
+    }
+    let opts = args
+        .options()
+        .map_err(|f| other_err(py, f.kind, f.to_string()))?;
+    let report = py
+        .detach(|| dataformats::convert::convert(&args.input, &args.output, &opts))
+        .map_err(|e| py_err(py, &e))?;
+    out.set_item("input", args.input.display().to_string())?;
+    out.set_item("output", args.output.display().to_string())?;
+    out.set_item("from", report.from.to_string())?;
+    out.set_item("to", report.to.to_string())?;
+    out.set_item("records", report.records)?;
+    let changes: Vec<String> = report.changes.iter().map(ToString::to_string).collect();
+    out.set_item("changes", changes)?;
+    out.set_item("warnings", report.warnings.clone())?;
+    Ok(out)
+}
+
+/// SplitMix64: a small, fixed pseudo-random sequence, so that an order is
+/// the same on every machine, rank and version for the same seed.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), without modulo bias.
+    fn below(&mut self, n: u64) -> u64 {
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let x = self.next();
+            if x < zone {
+                return x % n;
+            }
+        }
+    }
+}
+
+/// Shuffled, sharded batches of a dataset for training loops.
+#[pyclass(module = "dataformats._native")]
+struct Loader {
+    d: Arc<dyn dataformats::Dataset>,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    batch_size: usize,
+    shuffle: bool,
+    seed: u64,
+    rank: u64,
+    world_size: u64,
+    drop_last: bool,
+    threads: usize,
+    epoch: u64,
+}
+
+#[pymethods]
+impl Loader {
+    #[new]
+    #[pyo3(signature = (path, batch_size, columns=None, shuffle=false, seed=0, rank=0,
+        world_size=1, drop_last=false, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        batch_size: usize,
+        columns: Option<Vec<String>>,
+        shuffle: bool,
+        seed: u64,
+        rank: u64,
+        world_size: u64,
+        drop_last: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Self> {
+        if batch_size == 0 {
+            return Err(other_err(
+                py,
+                "invalid_argument",
+                "batch_size must be at least 1",
+            ));
+        }
+        if world_size == 0 || rank >= world_size {
+            return Err(other_err(
+                py,
+                "invalid_argument",
+                format!("rank {rank} is not in 0..{world_size} (world_size)"),
+            ));
+        }
+        let d: Arc<dyn dataformats::Dataset> = Arc::from(
+            py.detach(|| dataformats::open(&path))
+                .map_err(|e| py_err(py, &e))?,
+        );
+        let columns = d
+            .column_indices(columns.as_deref())
+            .map_err(|e| py_err(py, &e))?;
+        let schema = Arc::new(
+            d.schema()
+                .project(&columns)
+                .map_err(|e| other_err(py, "arrow", e))?,
+        );
+        let threads = num_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        Ok(Loader {
+            d,
+            columns,
+            schema,
+            batch_size,
+            shuffle,
+            seed,
+            rank,
+            world_size,
+            drop_last,
+            threads,
+            epoch: 0,
+        })
+    }
+
+    /// Starts epoch `epoch`: a new order (when shuffling), the same on
+    /// every rank.
+    fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    /// The current epoch.
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The records this rank reads this epoch, in order (`worker` of
+    /// `num_workers` takes every `num_workers`-th batch of them).
+    #[pyo3(signature = (worker=0, num_workers=1))]
+    fn indices(&self, py: Python<'_>, worker: usize, num_workers: usize) -> PyResult<Vec<u64>> {
+        Ok(self
+            .plan(py, worker, num_workers)?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// The number of batches this rank reads per epoch (all workers).
+    fn __len__(&self) -> usize {
+        let n = self.shard_len();
+        if self.drop_last {
+            n / self.batch_size
+        } else {
+            n.div_ceil(self.batch_size)
+        }
+    }
+
+    /// The batches of this epoch for `worker` of `num_workers`, decoded on
+    /// Rust threads ahead of the consumer.
+    #[pyo3(signature = (worker=0, num_workers=1, prefetch=2))]
+    fn batches(
+        &self,
+        py: Python<'_>,
+        worker: usize,
+        num_workers: usize,
+        prefetch: usize,
+    ) -> PyResult<LoaderIter> {
+        let plan = self.plan(py, worker, num_workers)?;
+        let (tx, rx) = mpsc::sync_channel(prefetch.max(1));
+        let d = self.d.clone();
+        let columns = self.columns.clone();
+        let schema = self.schema.clone();
+        let threads = self.threads;
+        std::thread::Builder::new()
+            .name("dataformats-loader".into())
+            .spawn(move || {
+                for idx in plan {
+                    let r = gather(d.as_ref(), &columns, &schema, &idx, threads);
+                    let failed = r.is_err();
+                    // The consumer went away: stop decoding.
+                    if tx.send(r.map(|b| (b, idx))).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| other_err(py, "io", format!("starting the loader thread: {e}")))?;
+        Ok(LoaderIter(Mutex::new(rx)))
+    }
+}
+
+impl Loader {
+    /// Records of this rank per epoch.
+    fn shard_len(&self) -> usize {
+        let n = self.d.len();
+        let per = if self.drop_last {
+            n / self.world_size
+        } else {
+            n / self.world_size + u64::from(self.rank < n % self.world_size)
+        };
+        usize::try_from(per).unwrap_or(usize::MAX)
+    }
+
+    /// This epoch's batches of `worker` of `num_workers` on this rank.
+    fn plan(&self, py: Python<'_>, worker: usize, num_workers: usize) -> PyResult<Vec<Vec<u64>>> {
+        if num_workers == 0 || worker >= num_workers {
+            return Err(other_err(
+                py,
+                "invalid_argument",
+                format!("worker {worker} is not in 0..{num_workers}"),
+            ));
+        }
+        let n = self.d.len();
+        let mut order: Vec<u64> = Vec::new();
+        order
+            .try_reserve_exact(usize::try_from(n).unwrap_or(usize::MAX))
+            .map_err(|e| other_err(py, "limit_exceeded", format!("{n} records: {e}")))?;
+        order.extend(0..n);
+        if self.shuffle {
+            let mut rng = SplitMix(
+                self.seed
+                    .wrapping_mul(0x2545_F491_4F6C_DD1D)
+                    .wrapping_add(self.epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            );
+            for i in (1..order.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                order.swap(i, j);
+            }
+        }
+        // Position p of the order goes to rank p % world_size; with
+        // drop_last every rank gets exactly n / world_size records.
+        let keep = if self.drop_last {
+            n / self.world_size * self.world_size
+        } else {
+            n
+        };
+        let mine: Vec<u64> = order
+            .into_iter()
+            .take(usize::try_from(keep).unwrap_or(usize::MAX))
+            .skip(usize::try_from(self.rank).unwrap_or(usize::MAX))
+            .step_by(usize::try_from(self.world_size).unwrap_or(1))
+            .collect();
+        let mut batches: Vec<Vec<u64>> =
+            mine.chunks(self.batch_size).map(<[u64]>::to_vec).collect();
+        if self.drop_last && batches.last().is_some_and(|b| b.len() < self.batch_size) {
+            batches.pop();
+        }
+        Ok(batches
+            .into_iter()
+            .skip(worker)
+            .step_by(num_workers)
+            .collect())
+    }
+}
+
+/// The loader's decoded batches with their record indices.
+#[pyclass(frozen, module = "dataformats._native")]
+struct LoaderIter(Mutex<mpsc::Receiver<Decoded>>);
+
+/// A decoded loader batch with its record indices, or why it failed.
+type Decoded = Result<(RecordBatch, Vec<u64>), DatasetError>;
+
+/// `((arrow_schema, arrow_array), indices)` of one loader batch.
+type LoaderItem<'py> = ((Bound<'py, PyCapsule>, Bound<'py, PyCapsule>), Vec<u64>);
+
+#[pymethods]
+impl LoaderIter {
+    /// The next batch, or `None` after the last.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<LoaderItem<'py>>> {
+        let got = py.detach(|| match self.0.lock() {
+            Ok(rx) => rx.recv().ok(),
+            Err(_) => None,
+        });
+        match got {
+            None => Ok(None),
+            Some(Ok((b, idx))) => Ok(Some((batch_capsules(py, b)?, idx))),
+            Some(Err(e)) => Err(py_err(py, &e)),
+        }
+    }
+}
+
+/// Records `idx` (any order) of `columns` as one batch in that order:
+/// runs of consecutive records are read at once (split over `threads`),
+/// then put in order.
+fn gather(
+    d: &dyn dataformats::Dataset,
+    columns: &[usize],
+    schema: &SchemaRef,
+    idx: &[u64],
+    threads: usize,
+) -> Result<RecordBatch, DatasetError> {
+    let mut sorted: Vec<(u64, usize)> = idx.iter().copied().zip(0..).collect();
+    sorted.sort_unstable();
+    // Runs of consecutive records: (first, end).
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &(i, _) in &sorted {
+        match runs.last_mut() {
+            Some((_, end)) if *end == i => *end = i + 1,
+            _ => runs.push((i, i + 1)),
+        }
+    }
+    let read = |part: &[(u64, u64)]| -> Result<Vec<Vec<ArrayRef>>, DatasetError> {
+        part.iter()
+            .map(|&(a, b)| d.read_arrays(columns, a..b))
+            .collect()
+    };
+    let per = runs.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<Vec<Vec<ArrayRef>>> = if threads <= 1 || runs.len() < 2 {
+        vec![read(&runs)?]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = runs.chunks(per).map(|p| s.spawn(move || read(p))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(DatasetError::Data {
+                            format: Some(d.format()),
+                            message: "a loader thread panicked".into(),
+                        })
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?
+    };
+    let pieces: Vec<Vec<ArrayRef>> = parts.into_iter().flatten().collect();
+    // Sorted position of each requested record, in request order.
+    let mut at = vec![0u32; idx.len()];
+    for (k, &(_, pos)) in sorted.iter().enumerate() {
+        if let Some(slot) = at.get_mut(pos) {
+            *slot = u32::try_from(k).unwrap_or(u32::MAX);
+        }
+    }
+    let take = UInt32Array::from(at);
+    let mut arrays = Vec::with_capacity(columns.len());
+    for c in 0..columns.len() {
+        let parts: Vec<&dyn Array> = pieces
+            .iter()
+            .filter_map(|p| p.get(c).map(|a| a.as_ref()))
+            .collect();
+        let whole = match parts.as_slice() {
+            [one] => one.slice(0, one.len()),
+            _ => arrow_select::concat::concat(&parts)?,
+        };
+        arrays.push(arrow_select::take::take(whole.as_ref(), &take, None)?);
+    }
+    make_batch(schema.clone(), arrays, idx.len() as u64)
+}
+
+/// The `dataformats._native` module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("FormatError", m.py().get_type::<FormatError>())?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(detect, m)?)?;
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_class::<Dataset>()?;
+    m.add_class::<BatchIter>()?;
+    m.add_class::<Loader>()?;
+    m.add_class::<LoaderIter>()?;
+    Ok(())
+}
