@@ -449,21 +449,7 @@ impl dyn Dataset + '_ {
     /// Typed record batches: every batch has exactly the schema projected
     /// to `opts.columns`, and only those columns are decoded.
     pub fn reader(&self, opts: &ReadOptions) -> Result<BatchReader<'_>, Error> {
-        let columns = self.column_indices(opts.columns.as_deref())?;
-        let schema = Arc::new(self.schema().project(&columns)?);
-        let len = self.len();
-        let rows = opts.rows.clone().unwrap_or(0..len);
-        let end = rows.end.min(len);
-        let start = rows.start.min(end);
-        Ok(BatchReader {
-            d: self,
-            columns,
-            schema,
-            next: start,
-            end,
-            batch: opts.batch_size.max(1) as u64,
-            failed: false,
-        })
+        BatchReader::new(Source::Borrowed(self), opts)
     }
 
     /// Records `rows` of `columns` (all when `None`) as one batch.
@@ -507,13 +493,59 @@ fn batch(
 /// [`RecordBatchReader`](arrow_array::RecordBatchReader). It stops after
 /// the first error.
 pub struct BatchReader<'a> {
-    d: &'a dyn Dataset,
+    d: Source<'a>,
     columns: Vec<usize>,
     schema: arrow_schema::SchemaRef,
     next: u64,
     end: u64,
     batch: u64,
     failed: bool,
+}
+
+/// The dataset a [`BatchReader`] reads: borrowed, or shared so that the
+/// reader can outlive the caller's borrow.
+enum Source<'a> {
+    Borrowed(&'a dyn Dataset),
+    Shared(Arc<dyn Dataset>),
+}
+
+impl Source<'_> {
+    fn get(&self) -> &dyn Dataset {
+        match self {
+            Source::Borrowed(d) => *d,
+            Source::Shared(d) => d.as_ref(),
+        }
+    }
+}
+
+impl<'a> BatchReader<'a> {
+    fn new(d: Source<'a>, opts: &ReadOptions) -> Result<Self, Error> {
+        let ds = d.get();
+        let columns = ds.column_indices(opts.columns.as_deref())?;
+        let schema = Arc::new(ds.schema().project(&columns)?);
+        let len = ds.len();
+        let rows = opts.rows.clone().unwrap_or(0..len);
+        let end = rows.end.min(len);
+        let start = rows.start.min(end);
+        Ok(BatchReader {
+            d,
+            columns,
+            schema,
+            next: start,
+            end,
+            batch: opts.batch_size.max(1) as u64,
+            failed: false,
+        })
+    }
+}
+
+impl BatchReader<'static> {
+    /// [`Dataset::reader`](trait.Dataset.html#method.reader) of a shared
+    /// dataset: a reader that owns its share, so it can be handed on
+    /// (another thread, an Arrow C stream).
+    pub fn shared(d: Arc<dyn Dataset>, opts: &ReadOptions) -> Result<Self, Error> {
+        BatchReader::new(Source::Shared(d), opts)
+    }
 }
 
 impl BatchReader<'_> {
@@ -525,6 +557,7 @@ impl BatchReader<'_> {
         let end = self.end.min(self.next.saturating_add(self.batch));
         let r = self
             .d
+            .get()
             .read_arrays(&self.columns, self.next..end)
             .and_then(|arrays| batch(self.schema.clone(), arrays, end - self.next));
         match r {

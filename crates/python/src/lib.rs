@@ -15,8 +15,12 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{
     Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, StructArray, UInt32Array,
 };
-use arrow_schema::{ArrowError, SchemaRef};
-use dataformats::DatasetError;
+use arrow_schema::SchemaRef;
+use dataformats::dataset::{BatchReader, BatchStream as _};
+use dataformats::{DatasetError, ReadOptions};
+
+/// The facade's batch reader over a shared dataset.
+type Batches = BatchReader<'static>;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -89,68 +93,21 @@ fn stream_capsule<'py>(
     PyCapsule::new(py, stream, capsule_name("arrow_array_stream"))
 }
 
-/// Records `rows` (clamped) of `columns` (all when `None`) of `d` in
-/// batches, owning the dataset so that the stream can outlive the call.
-struct Batches {
-    d: Arc<dyn dataformats::Dataset>,
-    columns: Vec<usize>,
-    schema: SchemaRef,
-    next: u64,
-    end: u64,
-    batch: u64,
-    failed: bool,
-}
-
-impl Batches {
-    fn new(
-        d: Arc<dyn dataformats::Dataset>,
-        columns: Option<Vec<String>>,
-        rows: (Option<u64>, Option<u64>),
-        batch_size: usize,
-    ) -> Result<Self, DatasetError> {
-        let idx = d.column_indices(columns.as_deref())?;
-        let schema = Arc::new(d.schema().project(&idx)?);
-        let len = d.len();
-        let end = rows.1.unwrap_or(len).min(len);
-        let start = rows.0.unwrap_or(0).min(end);
-        Ok(Batches {
-            d,
-            columns: idx,
-            schema,
-            next: start,
-            end,
-            batch: batch_size.max(1) as u64,
-            failed: false,
-        })
-    }
-
-    fn next_batch(&mut self) -> Option<Result<RecordBatch, DatasetError>> {
-        if self.failed || self.next >= self.end {
-            return None;
-        }
-        let stop = self.end.min(self.next.saturating_add(self.batch));
-        let r = self
-            .d
-            .read_arrays(&self.columns, self.next..stop)
-            .and_then(|arrays| make_batch(self.schema.clone(), arrays, stop - self.next));
-        self.next = stop;
-        self.failed = r.is_err();
-        Some(r)
-    }
-}
-
-impl Iterator for Batches {
-    type Item = Result<RecordBatch, ArrowError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_batch()
-            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
-    }
-}
-
-impl arrow_array::RecordBatchReader for Batches {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
+/// Records `start..end` (either open, clamped) of `columns` (all when
+/// `None`) of `d` in batches: a reader that owns its share of the dataset,
+/// so that a stream can outlive the call.
+fn batches(
+    d: &Arc<dyn dataformats::Dataset>,
+    columns: Option<Vec<String>>,
+    rows: (Option<u64>, Option<u64>),
+    batch_size: usize,
+) -> Result<Batches, DatasetError> {
+    let opts = ReadOptions {
+        columns,
+        rows: Some(rows.0.unwrap_or(0)..rows.1.unwrap_or(u64::MAX)),
+        batch_size,
+    };
+    Batches::shared(d.clone(), &opts)
 }
 
 fn make_batch(
@@ -230,8 +187,7 @@ impl Dataset {
         end: Option<u64>,
         batch_size: usize,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
-            .map_err(|e| py_err(py, &e))?;
+        let b = batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
         stream_capsule(py, Box::new(b))
     }
 
@@ -246,9 +202,9 @@ impl Dataset {
         end: Option<u64>,
         batch_size: usize,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let mut b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
-            .map_err(|e| py_err(py, &e))?;
-        let schema = b.schema.clone();
+        let mut b =
+            batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
+        let schema = b.schema();
         let batches = py
             .detach(|| {
                 let mut out = Vec::new();
@@ -289,8 +245,7 @@ impl Dataset {
         end: Option<u64>,
         batch_size: usize,
     ) -> PyResult<BatchIter> {
-        let b = Batches::new(self.d.clone(), columns, (start, end), batch_size)
-            .map_err(|e| py_err(py, &e))?;
+        let b = batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
         Ok(BatchIter(Mutex::new(b)))
     }
 
@@ -304,8 +259,8 @@ impl Dataset {
         columns: Option<Vec<String>>,
         batch_size: usize,
     ) -> PyResult<u64> {
-        let mut b = Batches::new(self.d.clone(), columns, (None, None), batch_size)
-            .map_err(|e| py_err(py, &e))?;
+        let mut b =
+            batches(&self.d, columns, (None, None), batch_size).map_err(|e| py_err(py, &e))?;
         py.detach(|| {
             let mut n = 0u64;
             while let Some(r) = b.next_batch() {
