@@ -35,20 +35,26 @@ def sidecar(p: Path):
     return None
 
 
-def valid_vectors():
+def vectors(valid=True):
+    """(format, path, sidecar) of every vector whose sidecar says `valid`
+    is `valid` (files of the typed formats, and BLZ/bcolz directories)."""
     out = []
     for fmt, ext in EXTS.items():
         for p in sorted((VECTORS / fmt).rglob("*" + ext)):
             side = sidecar(p)
-            if side is not None and side.get("valid") is True:
+            if side is not None and side.get("valid") is valid:
                 out.append((fmt, p, side))
     blz = VECTORS / "blz"
     for p in sorted(blz.rglob("*")):
         if p.is_dir():
             side = sidecar(p)
-            if side is not None and side.get("valid") is True:
+            if side is not None and side.get("valid") is valid:
                 out.append(("blz", p, side))
     return out
+
+
+def valid_vectors():
+    return vectors(valid=True)
 
 
 VECTORS_LIST = valid_vectors()

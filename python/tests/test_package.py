@@ -18,33 +18,18 @@ import pytest
 dataformats = pytest.importorskip("dataformats")
 
 from test_arrow_export import (  # noqa: E402
-    EXTS,
     VECTORS,
     VECTORS_LIST,
     check_values,
     convert,
     deep_eq,
     run,
-    sidecar,
     storage,
+    vectors,
 )
 
 
-def invalid_vectors():
-    out = []
-    for fmt, ext in EXTS.items():
-        for p in sorted((VECTORS / fmt).rglob("*" + ext)):
-            side = sidecar(p)
-            if side is not None and side.get("valid") is False:
-                out.append((fmt, p))
-    for p in sorted((VECTORS / "blz").rglob("*")):
-        side = sidecar(p)
-        if p.is_dir() and side is not None and side.get("valid") is False:
-            out.append(("blz", p))
-    return out
-
-
-INVALID = invalid_vectors()
+INVALID = [(f, p) for f, p, _ in vectors(valid=False)]
 
 
 @pytest.mark.parametrize("fmt,path,side", VECTORS_LIST, ids=[f"{f}/{p.name}" for f, p, _ in VECTORS_LIST])
@@ -109,12 +94,6 @@ def _plain(v):
     """A record's value in to_pylist's terms (NumPy arrays as lists)."""
     if isinstance(v, np.ndarray):
         return v.reshape(-1).tolist() if v.ndim > 0 else v.item()
-    return v
-
-
-def _flatten(v):
-    if isinstance(v, list):
-        return [y for x in v for y in (_flatten(x) if isinstance(x, list) else [x])]
     return v
 
 

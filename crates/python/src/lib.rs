@@ -35,24 +35,31 @@ pyo3::create_exception!(
      when known, `.format` the format concerned when known."
 );
 
+/// A `FormatError` carrying `kind`, `offset` and `format`.
+fn format_error(
+    py: Python<'_>,
+    message: String,
+    kind: &str,
+    offset: Option<u64>,
+    format: Option<&str>,
+) -> PyErr {
+    let err = FormatError::new_err(message);
+    let v = err.value(py);
+    let _ = v.setattr("kind", kind);
+    let _ = v.setattr("offset", offset);
+    let _ = v.setattr("format", format);
+    err
+}
+
 /// The Python exception of a facade error.
 fn py_err(py: Python<'_>, e: &DatasetError) -> PyErr {
-    let err = FormatError::new_err(e.to_string());
-    let v = err.value(py);
-    let _ = v.setattr("kind", e.kind());
-    let _ = v.setattr("offset", e.offset());
-    let _ = v.setattr("format", e.format().map(|f| f.name()));
-    err
+    let format = e.format().map(|f| f.name());
+    format_error(py, e.to_string(), e.kind(), e.offset(), format)
 }
 
 /// A `FormatError` of kind `kind` for something that is not a facade error.
 fn other_err(py: Python<'_>, kind: &str, message: impl std::fmt::Display) -> PyErr {
-    let err = FormatError::new_err(message.to_string());
-    let v = err.value(py);
-    let _ = v.setattr("kind", kind);
-    let _ = v.setattr("offset", py.None());
-    let _ = v.setattr("format", py.None());
-    err
+    format_error(py, message.to_string(), kind, None, None)
 }
 
 fn capsule_name(name: &str) -> Option<CString> {

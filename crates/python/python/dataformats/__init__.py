@@ -119,6 +119,11 @@ def _to_numpy(array: pa.Array, field: pa.Field) -> Any:
     return array.to_pylist()
 
 
+def _record(batch: pa.RecordBatch, j: int) -> Dict[str, Any]:
+    """Row `j` of a batch as a dict of `_cell` values."""
+    return {f.name: _cell(batch.column(k), f, j) for k, f in enumerate(batch.schema)}
+
+
 def _cell(array: pa.Array, field: pa.Field, i: int) -> Any:
     """Value `i` of a column as Python: numbers, text, bytes, None;
     numeric lists and tensors as NumPy arrays."""
@@ -233,15 +238,12 @@ class Dataset:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"record {i} of {n}")
-        batch = _batch(self._native.read_batch(i, i + 1))
-        return {
-            f.name: _cell(batch.column(k), f, 0) for k, f in enumerate(batch.schema)
-        }
+        return _record(_batch(self._native.read_batch(i, i + 1)), 0)
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         for batch in self.iter_batches(batch_size=4096):
             for j in range(batch.num_rows):
-                yield {f.name: _cell(batch.column(k), f, j) for k, f in enumerate(batch.schema)}
+                yield _record(batch, j)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The Arrow PyCapsule stream interface: ``pyarrow.table(ds)``,
