@@ -211,6 +211,26 @@ def test_column_numpy_of_compressed_values_is_decoded_once(tmp_path):
     assert np.array_equal(a.reshape(-1), np.arange(12000, dtype=np.float32))
 
 
+def test_convert_reads_parquet_as_pyarrow_writes_it(tmp_path):
+    # pyarrow's default Parquet codec is Snappy (Spark's too).
+    n = 1000
+    src = tmp_path / "snappy.parquet"
+    table = pa.table({"id": pa.array(range(n), pa.int64()), "y": pa.array(np.linspace(0, 1, n))})
+    pq.write_table(table, src)
+    assert pq.ParquetFile(src).metadata.row_group(0).column(0).compression == "SNAPPY"
+    out = tmp_path / "snappy.idv"
+    assert dataformats.convert(src, out)["records"] == n
+    got = dataformats.open(out).to_arrow()
+    assert got.column("id").to_pylist() == list(range(n))
+    assert np.array_equal(got.column("y").to_numpy(), table.column("y").to_numpy())
+    # Codecs left out of the build are refused with a clear error.
+    gz = tmp_path / "gzip.parquet"
+    pq.write_table(table, gz, compression="gzip")
+    with pytest.raises(dataformats.FormatError, match="(?i)gzip|flate"):
+        dataformats.convert(gz, tmp_path / "gzip.idv")
+    assert not (tmp_path / "gzip.idv").exists()
+
+
 def _epoch(path, world, workers, epoch, **kw):
     """Every rank's and worker's batches of one epoch: {(rank, worker): [indices]}."""
     out = {}

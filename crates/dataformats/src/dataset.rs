@@ -393,6 +393,22 @@ pub trait Dataset: Send + Sync {
         columns: &[usize],
         rows: std::ops::Range<u64>,
     ) -> Result<Vec<arrow_array::ArrayRef>, Error>;
+    /// Columns `columns` of the records `indices`, in that order (any
+    /// order, repeats allowed): what a shuffled loader or a sampler asks
+    /// for. Every index must be below [`len`](Dataset::len).
+    ///
+    /// The default reads each run of consecutive records with one
+    /// [`read_arrays`](Dataset::read_arrays) call, then puts the rows in the
+    /// asked order; formats with cheap random access override it to decode
+    /// each record straight into its place.
+    fn take_arrays(
+        &self,
+        columns: &[usize],
+        indices: &[u64],
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        check_indices(self, indices)?;
+        take_by_runs(self, columns, indices)
+    }
     /// A JSON summary: format, version, records, columns.
     fn summary_json(&self) -> String {
         let mut out = String::new();
@@ -905,6 +921,81 @@ fn tensor_shape(field: &arrow_schema::Field) -> Option<Vec<u64>> {
 }
 
 /// The columns of a typed schema, in the convenience view's words.
+/// An [`Error::InvalidArgument`] naming the first of `indices` that is
+/// not a record of `d`.
+pub(crate) fn check_indices<D: Dataset + ?Sized>(d: &D, indices: &[u64]) -> Result<(), Error> {
+    let n = d.len();
+    match indices.iter().enumerate().find(|&(_, &i)| i >= n) {
+        Some((k, i)) => Err(Error::InvalidArgument {
+            format: Some(d.format()),
+            message: format!(
+                "index {i} (position {k} of the request) is not a record: there are {n}"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// [`Dataset::take_arrays`] through `read_arrays`: one call per run of
+/// consecutive records (in ascending order), then one `take` into the
+/// asked order.
+fn take_by_runs<D: Dataset + ?Sized>(
+    d: &D,
+    columns: &[usize],
+    indices: &[u64],
+) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+    use arrow_array::{Array, UInt32Array};
+    if indices.is_empty() {
+        return d.read_arrays(columns, 0..0);
+    }
+    let positions = u32::try_from(indices.len()).map_err(|_| Error::InvalidArgument {
+        format: Some(d.format()),
+        message: format!("{} indices in one request, more than 2^32", indices.len()),
+    })?;
+    let mut sorted: Vec<(u64, u32)> = indices.iter().copied().zip(0..positions).collect();
+    sorted.sort_unstable();
+    // Runs of distinct consecutive records, and for every request the
+    // row it gets among the runs' rows.
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    let mut at = vec![0u32; indices.len()];
+    let mut row = 0u32;
+    for &(i, pos) in &sorted {
+        match runs.last_mut() {
+            Some((_, end)) if *end == i + 1 => {}
+            Some((_, end)) if *end == i => {
+                *end += 1;
+                row += 1;
+            }
+            Some(_) => {
+                runs.push((i, i + 1));
+                row += 1;
+            }
+            None => runs.push((i, i + 1)),
+        }
+        if let Some(slot) = at.get_mut(pos as usize) {
+            *slot = row;
+        }
+    }
+    let pieces = runs
+        .iter()
+        .map(|&(a, b)| d.read_arrays(columns, a..b))
+        .collect::<Result<Vec<_>, _>>()?;
+    let take = UInt32Array::from(at);
+    let mut out = Vec::with_capacity(columns.len());
+    for c in 0..columns.len() {
+        let parts: Vec<&dyn Array> = pieces
+            .iter()
+            .filter_map(|p| p.get(c).map(|a| a.as_ref()))
+            .collect();
+        let whole = match parts.as_slice() {
+            [one] => one.slice(0, one.len()),
+            _ => arrow_select::concat::concat(&parts)?,
+        };
+        out.push(arrow_select::take::take(whole.as_ref(), &take, None)?);
+    }
+    Ok(out)
+}
+
 pub(crate) fn columns_from_schema(schema: &arrow_schema::Schema) -> Vec<Column> {
     schema
         .fields()

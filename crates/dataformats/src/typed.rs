@@ -274,6 +274,45 @@ impl VarCells {
         Ok(())
     }
 
+    /// Makes room for `bytes` more value bytes (as far as the limit
+    /// allows), so that a batch whose sizes are known grows its buffer once.
+    pub(crate) fn reserve(&mut self, bytes: u64) {
+        let room = bytes.min(self.limit.saturating_sub(self.bytes.len() as u64));
+        let _ = self
+            .bytes
+            .try_reserve(usize::try_from(room).unwrap_or(usize::MAX));
+    }
+
+    /// Appends one value of `len` bytes that `fill` writes onto the end of
+    /// the values buffer (decoding straight into the batch, no copy);
+    /// `fill` must append exactly `len` bytes or fail.
+    pub(crate) fn push_with(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let start = self.bytes.len();
+        let total = start as u64 + len as u64;
+        if total > self.limit {
+            return Err(Error::limit(format!(
+                "a batch's variable-length values need {total} bytes, more than the limit of {} \
+                 (read fewer rows per batch)",
+                self.limit
+            )));
+        }
+        fill(&mut self.bytes)?;
+        if self.bytes.len() != start + len {
+            let got = self.bytes.len() - start.min(self.bytes.len());
+            self.bytes.truncate(start);
+            return Err(Error::invalid(format!(
+                "a value said to be {len} byte(s) decoded to {got}"
+            )));
+        }
+        self.valid.push(true);
+        self.offsets.push(self.bytes.len() as i32);
+        Ok(())
+    }
+
     /// The finished array: `Binary`, `Utf8` (checked to be UTF-8) or a
     /// `List` of a fixed-width item.
     pub(crate) fn finish(self, dt: &DataType) -> Result<ArrayRef, Error> {

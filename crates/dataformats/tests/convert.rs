@@ -774,3 +774,106 @@ fn npy_files_are_an_input() {
     assert!(checked > 10, "{checked}");
     let _ = dir;
 }
+
+#[test]
+fn the_mldf_schema_carrier_is_in_the_last_record_and_older_files_still_restore() {
+    use arrow_array::{Array, FixedSizeListArray, Float32Array, Int64Array};
+    use dataformats::mldf::{FieldValue, Reader, Value, Writer};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    // Int64 (an INT, inside the metadata rows) and a float32[4] tensor
+    // (the only values in the data region): MLDF's own type for the tensor
+    // reads back with other metadata, so the schema travels with the file.
+    let batch = |rows: std::ops::Range<i32>| {
+        let x = Float32Array::from_iter_values(rows.clone().flat_map(|i| {
+            let f = i as f32;
+            [f, f + 0.25, f + 0.5, f + 0.75]
+        }));
+        let item = Arc::new(arrow_schema::Field::new(
+            "item",
+            arrow_schema::DataType::Float32,
+            false,
+        ));
+        RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(rows.map(i64::from)))
+                    as arrow_array::ArrayRef,
+            ),
+            (
+                "x",
+                Arc::new(FixedSizeListArray::try_new(item, 4, Arc::new(x), None).unwrap()),
+            ),
+        ])
+        .unwrap()
+    };
+    let parts = [batch(0..1000), batch(1000..1000), batch(1000..2500)];
+    let src = dir.path().join("in.arrow");
+    let f = std::fs::File::create(&src).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(f, &parts[0].schema()).unwrap();
+    for b in &parts {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    let original = arrow_select::concat::concat_batches(&parts[0].schema(), &parts).unwrap();
+    let out = dir.path().join("out.mldf");
+    assert_eq!(
+        convert(&src, &out, &ConvertOptions::default())
+            .unwrap()
+            .records,
+        2500
+    );
+
+    let r = Reader::from_bytes(std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(r.fields().len(), 3);
+    assert_eq!(r.fields()[2].name, dataformats::convert::mldf::SCHEMA_FIELD);
+    for i in 0..2499 {
+        assert!(
+            matches!(r.value(i, 2).unwrap(), Value::Missing),
+            "record {i}"
+        );
+    }
+    let Value::Json(carried) = r.value(2499, 2).unwrap() else {
+        panic!("no carrier in the last record");
+    };
+    // The tensors of all records lie back to back: one view of the file.
+    let span = r.contiguous_values(1, 0..2500).unwrap().unwrap();
+    assert_eq!(span.end - span.start, 2500 * 16);
+    let d = dataformats::open(&out).unwrap();
+    assert_eq!(d.schema(), original.schema());
+    assert_eq!(d.read_batch(None, 0..2500).unwrap(), original);
+    // Runs read after the whole column are slices of its one range.
+    for rows in [0..1, 100..200, 2499..2500, 7..7] {
+        let got = d.read_batch(None, rows.clone()).unwrap();
+        let want = original.slice(rows.start as usize, (rows.end - rows.start) as usize);
+        assert_eq!(got, want, "{rows:?}");
+    }
+
+    // The same file as earlier versions wrote it, carrier in record 0.
+    let old = dir.path().join("old.mldf");
+    let mut w = Writer::create(&old, r.fields().to_vec(), Default::default()).unwrap();
+    for i in 0..2500 {
+        let (Value::Int(id), Value::NdArray(x)) = (r.value(i, 0).unwrap(), r.value(i, 1).unwrap())
+        else {
+            panic!("record {i}");
+        };
+        let c = if i == 0 {
+            FieldValue::Json(&carried)
+        } else {
+            FieldValue::Missing
+        };
+        w.add_sample(&[FieldValue::Int(id), FieldValue::NdArray(&x), c])
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let d = dataformats::open(&old).unwrap();
+    assert_eq!(d.schema(), original.schema());
+    assert_eq!(d.read_batch(None, 0..2500).unwrap(), original);
+    assert_eq!(
+        d.read_batch(Some(&["x".into()]), 0..2500)
+            .unwrap()
+            .column(0)
+            .len(),
+        2500
+    );
+}

@@ -171,3 +171,47 @@ fn json_lines_export_is_lossless() {
     }
     assert_eq!(text.lines().count(), f64s.len());
 }
+
+#[test]
+fn take_arrays_equals_taking_from_the_whole_file() {
+    let mut seen = 0;
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let d = dataformats::open(&p).unwrap_or_else(|e| panic!("{format} {}: {e}", p.display()));
+        let n = d.len().min(5_000);
+        if n == 0 {
+            assert!(d.take_arrays(&[], &[0]).is_err(), "{}", p.display());
+            continue;
+        }
+        let all = d.read_batch(None, 0..n).unwrap();
+        let columns: Vec<usize> = (0..all.num_columns()).collect();
+        // Backwards, strided, repeated, a run, and the first and last.
+        let mut idx: Vec<u64> = (0..n).rev().step_by(3).collect();
+        idx.extend([0, n - 1, 0, n / 2]);
+        idx.extend(n / 3..(n / 3 + 5).min(n));
+        let got = d
+            .take_arrays(&columns, &idx)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let take = arrow_array::UInt64Array::from(idx.clone());
+        for (j, a) in got.iter().enumerate() {
+            let want = arrow_select::take::take(all.column(j).as_ref(), &take, None).unwrap();
+            assert_eq!(a.as_ref(), want.as_ref(), "{} column {j}", p.display());
+        }
+        let none = d
+            .take_arrays(&columns, &[])
+            .unwrap_or_else(|e| panic!("{} no indices: {e}", p.display()));
+        assert!(none.iter().all(|a| a.is_empty()), "{}", p.display());
+        let bad = d.take_arrays(&columns, &[0, d.len()]).unwrap_err();
+        assert!(
+            bad.to_string().contains("position 1"),
+            "{}: {bad}",
+            p.display()
+        );
+        seen += 1;
+    }
+    if std::env::var_os("CI").is_some() {
+        assert!(seen > 150, "only {seen} valid vectors");
+    }
+}

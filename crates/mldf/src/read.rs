@@ -1,6 +1,7 @@
 //! Opening, reading one value, and validating (`mldf.md` §8, §9).
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::path::Path;
 
 use dataformats_core::{ChecksumKind, Limits, Source, codec};
@@ -404,6 +405,68 @@ impl Reader {
             + i * self.row_size
             + u64::from(self.offsets.get(j).copied().unwrap_or(0));
         Ok(self.src.bytes(at, u64::from(f.metadata_size))?)
+    }
+
+    /// The file bytes holding the values of NDARRAY field `j` for samples
+    /// `rows`, when the file is in memory, uncompressed, and those values
+    /// are all present, non-empty and stored back to back in sample order:
+    /// the values are then that one range, split evenly. `None` otherwise
+    /// (read them one by one with [`value`](Reader::value), which also says
+    /// what is wrong with a bad one).
+    ///
+    /// One pass over the field's metadata records; no value byte is read.
+    /// The per-value checks that apply to such values (presence byte,
+    /// `data_size` against the shape, the data region's bounds) all hold
+    /// when this returns a range.
+    pub fn contiguous_values(&self, j: usize, rows: Range<u64>) -> Result<Option<Range<u64>>> {
+        let f = self
+            .fields
+            .get(j)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
+        if rows.start > rows.end || rows.end > self.header.num_samples {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "samples {}..{} are not all in the file's {}",
+                    rows.start, rows.end, self.header.num_samples
+                ),
+            ));
+        }
+        let (FieldType::NdArray { .. }, Some(nb), Some(all)) =
+            (&f.ty, f.nbytes(), self.src.as_slice())
+        else {
+            return Ok(None);
+        };
+        if rows.is_empty() || nb == 0 || self.header.flags & FLAG_COMPRESSED != 0 {
+            return Ok(None);
+        }
+        let offset = u64::from(self.offsets.get(j).copied().unwrap_or(0));
+        let rec_len = u64::from(f.metadata_size) - if f.nullable { 8 } else { 0 };
+        let mut start = None;
+        let mut end = 0u64;
+        for i in rows {
+            let at = i
+                .checked_mul(self.row_size)
+                .and_then(|x| x.checked_add(self.header.metadata_ptr + offset));
+            let Some(rec) = at
+                .and_then(|a| usize::try_from(a).ok())
+                .and_then(|a| all.get(a..a.checked_add(f.metadata_size as usize)?))
+            else {
+                return Ok(None);
+            };
+            if f.nullable && rec.get(rec_len as usize) != Some(&1) {
+                return Ok(None);
+            }
+            let (ptr, size) = (u64_at(rec, 0), u32_at(rec, 8));
+            if u64::from(size) != nb || (start.is_some() && ptr != end) {
+                return Ok(None);
+            }
+            start.get_or_insert(ptr);
+            end = ptr.saturating_add(nb);
+        }
+        Ok(start
+            .filter(|&s| s >= self.header.data_ptr && end <= self.data_end)
+            .map(|s| s..end))
     }
 
     /// Reads field `j` of sample `i` with the per-value checks of §8: one

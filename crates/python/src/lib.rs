@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{
-    Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, StructArray, UInt32Array,
+    Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, StructArray,
 };
 use arrow_schema::SchemaRef;
 use dataformats::dataset::{BatchReader, BatchStream as _};
@@ -486,7 +486,9 @@ impl Loader {
     }
 
     /// The batches of this epoch for `worker` of `num_workers`, decoded on
-    /// Rust threads ahead of the consumer.
+    /// Rust threads ahead of the consumer: `num_threads` threads each decode
+    /// whole batches (thread t batches t, t + num_threads, ...), each up to
+    /// `prefetch` batches ahead, and the consumer takes them in order.
     #[pyo3(signature = (worker=0, num_workers=1, prefetch=2))]
     fn batches(
         &self,
@@ -496,25 +498,41 @@ impl Loader {
         prefetch: usize,
     ) -> PyResult<LoaderIter> {
         let plan = self.plan(py, worker, num_workers)?;
-        let (tx, rx) = mpsc::sync_channel(prefetch.max(1));
-        let d = self.d.clone();
-        let columns = self.columns.clone();
-        let schema = self.schema.clone();
-        let threads = self.threads;
-        std::thread::Builder::new()
-            .name("dataformats-loader".into())
-            .spawn(move || {
-                for idx in plan {
-                    let r = gather(d.as_ref(), &columns, &schema, &idx, threads);
-                    let failed = r.is_err();
-                    // The consumer went away: stop decoding.
-                    if tx.send(r.map(|b| (b, idx))).is_err() || failed {
-                        break;
+        let threads = self.threads.min(plan.len()).max(1);
+        let mut parts: Vec<Vec<Vec<u64>>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, idx) in plan.into_iter().enumerate() {
+            if let Some(part) = parts.get_mut(k % threads) {
+                part.push(idx);
+            }
+        }
+        let mut receivers = Vec::with_capacity(threads);
+        for (t, part) in parts.into_iter().enumerate() {
+            let (tx, rx) = mpsc::sync_channel(prefetch.max(1));
+            let d = self.d.clone();
+            let columns = self.columns.clone();
+            let schema = self.schema.clone();
+            std::thread::Builder::new()
+                .name(format!("dataformats-loader-{t}"))
+                .spawn(move || {
+                    for idx in part {
+                        let r = d.take_arrays(&columns, &idx).and_then(|arrays| {
+                            make_batch(schema.clone(), arrays, idx.len() as u64)
+                        });
+                        let failed = r.is_err();
+                        // The consumer went away: stop decoding.
+                        if tx.send(r.map(|b| (b, idx))).is_err() || failed {
+                            break;
+                        }
                     }
-                }
-            })
-            .map_err(|e| other_err(py, "io", format!("starting the loader thread: {e}")))?;
-        Ok(LoaderIter(Mutex::new(rx)))
+                })
+                .map_err(|e| other_err(py, "io", format!("starting a loader thread: {e}")))?;
+            receivers.push(rx);
+        }
+        Ok(LoaderIter(Mutex::new(Ordered {
+            receivers,
+            next: 0,
+            done: false,
+        })))
     }
 }
 
@@ -584,7 +602,34 @@ impl Loader {
 
 /// The loader's decoded batches with their record indices.
 #[pyclass(frozen, module = "dataformats._native")]
-struct LoaderIter(Mutex<mpsc::Receiver<Decoded>>);
+struct LoaderIter(Mutex<Ordered>);
+
+/// The decoding threads' channels, read round-robin: batch k comes from
+/// thread k % threads.
+struct Ordered {
+    receivers: Vec<mpsc::Receiver<Decoded>>,
+    next: usize,
+    done: bool,
+}
+
+impl Ordered {
+    /// The next batch in order; `None` after the last one or an error.
+    fn recv(&mut self) -> Option<Decoded> {
+        if self.done {
+            return None;
+        }
+        let at = self.next % self.receivers.len().max(1);
+        let got = self.receivers.get(at).and_then(|rx| rx.recv().ok());
+        self.next += 1;
+        if !matches!(got, Some(Ok(_))) {
+            // The batches ran out (a thread ends only after its last one)
+            // or one failed: stop, and let the threads stop too.
+            self.done = true;
+            self.receivers.clear();
+        }
+        got
+    }
+}
 
 /// A decoded loader batch with its record indices, or why it failed.
 type Decoded = Result<(RecordBatch, Vec<u64>), DatasetError>;
@@ -597,7 +642,7 @@ impl LoaderIter {
     /// The next batch, or `None` after the last.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<LoaderItem<'py>>> {
         let got = py.detach(|| match self.0.lock() {
-            Ok(rx) => rx.recv().ok(),
+            Ok(mut o) => o.recv(),
             Err(_) => None,
         });
         match got {
@@ -606,74 +651,6 @@ impl LoaderIter {
             Some(Err(e)) => Err(py_err(py, &e)),
         }
     }
-}
-
-/// Records `idx` (any order) of `columns` as one batch in that order:
-/// runs of consecutive records are read at once (split over `threads`),
-/// then put in order.
-fn gather(
-    d: &dyn dataformats::Dataset,
-    columns: &[usize],
-    schema: &SchemaRef,
-    idx: &[u64],
-    threads: usize,
-) -> Result<RecordBatch, DatasetError> {
-    let mut sorted: Vec<(u64, usize)> = idx.iter().copied().zip(0..).collect();
-    sorted.sort_unstable();
-    // Runs of consecutive records: (first, end).
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &(i, _) in &sorted {
-        match runs.last_mut() {
-            Some((_, end)) if *end == i => *end = i + 1,
-            _ => runs.push((i, i + 1)),
-        }
-    }
-    let read = |part: &[(u64, u64)]| -> Result<Vec<Vec<ArrayRef>>, DatasetError> {
-        part.iter()
-            .map(|&(a, b)| d.read_arrays(columns, a..b))
-            .collect()
-    };
-    let per = runs.len().div_ceil(threads.max(1)).max(1);
-    let parts: Vec<Vec<Vec<ArrayRef>>> = if threads <= 1 || runs.len() < 2 {
-        vec![read(&runs)?]
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = runs.chunks(per).map(|p| s.spawn(move || read(p))).collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(DatasetError::Data {
-                            format: Some(d.format()),
-                            message: "a loader thread panicked".into(),
-                        })
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })?
-    };
-    let pieces: Vec<Vec<ArrayRef>> = parts.into_iter().flatten().collect();
-    // Sorted position of each requested record, in request order.
-    let mut at = vec![0u32; idx.len()];
-    for (k, &(_, pos)) in sorted.iter().enumerate() {
-        if let Some(slot) = at.get_mut(pos) {
-            *slot = u32::try_from(k).unwrap_or(u32::MAX);
-        }
-    }
-    let take = UInt32Array::from(at);
-    let mut arrays = Vec::with_capacity(columns.len());
-    for c in 0..columns.len() {
-        let parts: Vec<&dyn Array> = pieces
-            .iter()
-            .filter_map(|p| p.get(c).map(|a| a.as_ref()))
-            .collect();
-        let whole = match parts.as_slice() {
-            [one] => one.slice(0, one.len()),
-            _ => arrow_select::concat::concat(&parts)?,
-        };
-        arrays.push(arrow_select::take::take(whole.as_ref(), &take, None)?);
-    }
-    make_batch(schema.clone(), arrays, idx.len() as u64)
 }
 
 /// The `dataformats._native` module.

@@ -340,11 +340,18 @@ impl Reader {
     /// Decodes sample `i` into `out` (resized to the sample's length; its
     /// capacity is reused across calls).
     pub fn read_sample_into(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        self.append_sample(i, out)
+    }
+
+    /// Decodes sample `i` onto the end of `out` (what was there stays; on
+    /// an error `out` keeps its old length). Batches of samples decode
+    /// straight into one buffer this way.
+    pub fn append_sample(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
         let (e, _) = self.stored_range(i)?;
         let stage = Stage::ReadSample(i as u64);
         if !e.is_compressed() {
             let data = self.read_sample(i)?;
-            out.clear();
             out.extend_from_slice(&data);
             return Ok(());
         }
@@ -373,27 +380,33 @@ impl Reader {
             .limits
             .check_alloc("sample", u64::from(e.uncompressed_size))
             .map_err(|x| Error::from_core(x, stage))?;
-        out.clear();
-        out.try_reserve_exact(n).map_err(|_| {
+        let stored = self
+            .src
+            .bytes(e.offset, u64::from(e.size))
+            .map_err(|x| Error::from_core(x, stage))?;
+        out.try_reserve(n).map_err(|_| {
             Error::new(
                 ErrorKind::LimitExceeded,
                 stage,
                 "cannot allocate the sample",
             )
         })?;
-        out.resize(n, 0);
-        let stored = self
-            .src
-            .bytes(e.offset, u64::from(e.size))
-            .map_err(|x| Error::from_core(x, stage))?;
-        codec::decompress_into(Codec::Lz4Block, &stored, out).map_err(|x| {
-            let kind = match x {
-                CodecError::SizeMismatch { .. } => ErrorKind::UsizeMismatch,
-                _ => ErrorKind::Lz4Error,
-            };
-            Error::new(kind, stage, x.to_string()).at(e.offset)
-        })?;
-        self.check_crc(i, &e, out)
+        let start = out.len();
+        out.resize(start + n, 0);
+        let (_, dst) = out.split_at_mut(start);
+        let decoded = codec::decompress_into(Codec::Lz4Block, &stored, dst)
+            .map_err(|x| {
+                let kind = match x {
+                    CodecError::SizeMismatch { .. } => ErrorKind::UsizeMismatch,
+                    _ => ErrorKind::Lz4Error,
+                };
+                Error::new(kind, stage, x.to_string()).at(e.offset)
+            })
+            .and_then(|_| self.check_crc(i, &e, dst));
+        if decoded.is_err() {
+            out.truncate(start);
+        }
+        decoded
     }
 
     /// Every metadata block in file order, walked (strictly) once and cached.

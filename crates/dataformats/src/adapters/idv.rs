@@ -529,9 +529,15 @@ pub(crate) mod typed {
                 x.iter().map(|d| d.ticks).collect(),
                 Some(x.iter().map(|d| d.offset_minutes).collect()),
             )?,
+            // Built from its bytes (not `try_from_iter`, which cannot tell
+            // the width of zero values).
             Values::RowId(x) => Arc::new(
-                FixedSizeBinaryArray::try_from_iter(x.iter().map(|id| id.to_le_bytes()))
-                    .map_err(Error::Arrow)?,
+                FixedSizeBinaryArray::try_new(
+                    16,
+                    arrow_buffer::Buffer::from_iter(x.iter().flat_map(|id| id.to_le_bytes())),
+                    None,
+                )
+                .map_err(Error::Arrow)?,
             ),
             Values::Key(x) => match dict {
                 Some(d) => {

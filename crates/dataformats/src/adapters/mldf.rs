@@ -31,18 +31,26 @@ pub(crate) fn open(
         }
         None => std::sync::Arc::new(own),
     };
-    Ok(Box::new(Mldf(r, schema, opts.limits, restore)))
+    let spans = r.fields().iter().map(|_| Spans::new()).collect();
+    Ok(Box::new(Mldf(r, schema, opts.limits, restore, spans)))
 }
 
 /// An MLDF file: its reader, its typed schema (the carried one when the
 /// file has [`SCHEMA_FIELD`](crate::convert::mldf::SCHEMA_FIELD)), limits,
-/// and how to restore the carried types.
+/// how to restore the carried types, and per field the file bytes of all
+/// its values when they lie back to back (learnt by the first read of
+/// every record).
 struct Mldf(
     crate::mldf::Reader,
     arrow_schema::SchemaRef,
     crate::core::Limits,
     Option<crate::convert::mldf::Restorer>,
+    Vec<Spans>,
 );
+
+/// What is known of one field's values in the file: `None` until a read
+/// of every record has looked; then their one byte range, or `None`.
+type Spans = std::sync::OnceLock<Option<std::ops::Range<u64>>>;
 
 /// The format's own name of a field type, with its arguments.
 fn type_name(t: &crate::mldf::FieldType) -> String {
@@ -180,12 +188,20 @@ impl Dataset for Mldf {
                     let own = x
                         .own_type(j)
                         .ok_or_else(|| Error::invalid("no such field"))?;
-                    let raw =
-                        column(&self.0, j, &f.ty, own, start..end, &self.2).map_err(context)?;
+                    let raw = column(&self.0, j, &f.ty, own, start..end, &self.2, self.4.get(j))
+                        .map_err(context)?;
                     x.restore(j, &raw).map_err(context)?
                 }
-                None => column(&self.0, j, &f.ty, af.data_type(), start..end, &self.2)
-                    .map_err(context)?,
+                None => column(
+                    &self.0,
+                    j,
+                    &f.ty,
+                    af.data_type(),
+                    start..end,
+                    &self.2,
+                    self.4.get(j),
+                )
+                .map_err(context)?,
             };
             out.push(a);
         }
@@ -193,7 +209,8 @@ impl Dataset for Mldf {
     }
 }
 
-/// Field `j` of samples `rows` as an array of `dt`.
+/// Field `j` of samples `rows` as an array of `dt` (`spans`: what is known
+/// of where the field's values lie).
 fn column(
     r: &crate::mldf::Reader,
     j: usize,
@@ -201,6 +218,7 @@ fn column(
     dt: &arrow_schema::DataType,
     rows: std::ops::Range<u64>,
     limits: &crate::core::Limits,
+    spans: Option<&Spans>,
 ) -> Result<arrow_array::ArrayRef, Error> {
     use crate::mldf::{Dtype, FieldType as T, Value as M};
     use crate::typed::{FixedCells, VarCells};
@@ -215,25 +233,41 @@ fn column(
         T::NdArray { dtype, .. } if *dtype != Dtype::BF16 => {
             // Values stored back to back, uncompressed, in the file's memory
             // become one buffer that shares it; anything else is copied.
-            let mut vals = Vec::with_capacity(n);
-            for i in rows {
-                match val(i)? {
-                    M::Missing => vals.push(None),
-                    M::NdArray(b) => vals.push(Some(b)),
-                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+            // Once a read of every record found them back to back, any
+            // run of them is a slice of that range: no pointer is checked
+            // again. Reads of fewer records check their own.
+            let all = r.num_samples();
+            let known = match spans {
+                Some(s) if rows.start == 0 && rows.end == all => {
+                    Some(s.get_or_init(|| r.contiguous_values(j, 0..all).ok().flatten()))
                 }
-            }
-            let shared = r
-                .source()
-                .as_slice()
-                .and_then(|all| contiguous(all, &vals))
-                .and_then(|s| crate::typed::shared_buffer(r.source(), s));
+                Some(s) => s.get(),
+                None => None,
+            };
+            let span = match known {
+                Some(Some(whole)) => {
+                    let each = (whole.end - whole.start) / all.max(1);
+                    Some(whole.start + rows.start * each..whole.start + rows.end * each)
+                }
+                _ => r
+                    .contiguous_values(j, rows.clone())
+                    .map_err(fe(Format::Mldf))?,
+            };
+            let shared = span.and_then(|s| {
+                let all = r.source().as_slice()?;
+                let s = all.get(usize::try_from(s.start).ok()?..usize::try_from(s.end).ok()?)?;
+                crate::typed::shared_buffer(r.source(), s)
+            });
             if let Some(buf) = shared {
                 return crate::typed::fixed_array(dt, buf, n, None);
             }
             let mut cells = FixedCells::new(dt, n, limits)?;
-            for v in &vals {
-                cells.push(v.as_deref())?;
+            for i in rows {
+                match val(i)? {
+                    M::Missing => cells.push(None)?,
+                    M::NdArray(b) => cells.push(Some(&b))?,
+                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
+                }
             }
             cells.finish(dt)
         }
@@ -370,26 +404,4 @@ fn column(
             )?))
         }
     }
-}
-
-/// The span of `all` (the file's memory) that `vals` (all present, all
-/// borrowed from `all`) cover back to back, if they do.
-fn contiguous<'a>(all: &'a [u8], vals: &[Option<std::borrow::Cow<'_, [u8]>>]) -> Option<&'a [u8]> {
-    use std::borrow::Cow;
-    let base = all.as_ptr() as usize;
-    let mut start: Option<usize> = None;
-    let mut end = 0usize;
-    for v in vals {
-        let Some(Cow::Borrowed(b)) = v else {
-            return None;
-        };
-        let at = (b.as_ptr() as usize).checked_sub(base)?;
-        match start {
-            None => start = Some(at),
-            Some(_) if at != end => return None,
-            Some(_) => {}
-        }
-        end = at.checked_add(b.len())?;
-    }
-    all.get(start?..end)
 }

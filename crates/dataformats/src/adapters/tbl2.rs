@@ -72,21 +72,49 @@ impl Dataset for Tbl2 {
         columns: &[usize],
         rows: std::ops::Range<u64>,
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        let end = rows.end.min(self.len());
+        let start = rows.start.min(end);
+        self.arrays(columns, start..end, (end - start) as usize)
+    }
+    /// Samples are found through the index, so every requested sample is
+    /// decoded straight into its place in the batch.
+    fn take_arrays(
+        &self,
+        columns: &[usize],
+        indices: &[u64],
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+        crate::dataset::check_indices(self, indices)?;
+        self.arrays(columns, indices.iter().copied(), indices.len())
+    }
+}
+
+impl Tbl2 {
+    /// Columns `columns` of the `n` samples `rows` (each below `len()`),
+    /// in that order.
+    fn arrays(
+        &self,
+        columns: &[usize],
+        rows: impl Iterator<Item = u64> + Clone,
+        n: usize,
+    ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
         use arrow_array::{ArrayRef, DictionaryArray, StructArray, UInt8Array, UInt16Array};
         use std::sync::Arc;
         let e = fe::<crate::tbl2::Error>(Format::Tbl2);
-        let end = rows.end.min(self.len());
-        let start = rows.start.min(end);
-        let n = (end - start) as usize;
+        let at = |i: u64| usize::try_from(i).unwrap_or(usize::MAX);
         let mut out: Vec<ArrayRef> = Vec::with_capacity(columns.len());
         for &j in columns {
-            let at = |i: u64| usize::try_from(i).unwrap_or(usize::MAX);
             let a: ArrayRef = match j {
                 0 => {
                     let mut cells = crate::typed::VarCells::new(n, &self.2);
-                    for i in start..end {
+                    let mut total = 0u64;
+                    for i in rows.clone() {
+                        total += self.0.sample_len(at(i)).map_err(e)? as u64;
+                    }
+                    cells.reserve(total);
+                    for i in rows.clone() {
+                        let len = self.0.sample_len(at(i)).map_err(e)?;
                         cells
-                            .push(Some(&self.0.read_sample(at(i)).map_err(e)?))
+                            .push_with(len, |buf| self.0.append_sample(at(i), buf).map_err(e))
                             .map_err(|x| {
                                 x.in_format(Format::Tbl2).context(&format!("sample {i}"))
                             })?;
@@ -95,7 +123,7 @@ impl Dataset for Tbl2 {
                 }
                 1 => {
                     let mut keys = Vec::with_capacity(n);
-                    for i in start..end {
+                    for i in rows.clone() {
                         keys.push(self.0.entry(at(i)).map_err(e)?.format.0);
                     }
                     Arc::new(DictionaryArray::try_new(
@@ -105,7 +133,7 @@ impl Dataset for Tbl2 {
                 }
                 2 | 3 => {
                     let mut v = Vec::with_capacity(n);
-                    for i in start..end {
+                    for i in rows.clone() {
                         let x = self.0.entry(at(i)).map_err(e)?;
                         v.push(if j == 2 { x.width } else { x.height });
                     }
@@ -115,7 +143,7 @@ impl Dataset for Tbl2 {
                     let mut types = Vec::with_capacity(n);
                     let mut data = crate::typed::VarCells::new(n, &self.2);
                     let mut valid = Vec::with_capacity(n);
-                    for i in start..end {
+                    for i in rows.clone() {
                         match self.0.read_metadata(at(i)).map_err(e)? {
                             Some((t, b)) => {
                                 types.push(t.0);

@@ -9,8 +9,9 @@
 //! of numbers → BYTES of their little-endian items, anything else → JSON
 //! text (lossless, [`crate::export::json_value`]). When the MLDF types alone
 //! would not give the source schema back, the source's Arrow schema travels
-//! in one more field, [`SCHEMA_FIELD`] (JSON, NULLABLE, set in record 0
-//! only), and conversions out of the file restore it.
+//! in one more field, [`SCHEMA_FIELD`] (JSON, NULLABLE, set in the last
+//! record only, so that its bytes come after every other value), and
+//! conversions out of the file restore it.
 
 use std::sync::Arc;
 
@@ -320,9 +321,68 @@ pub(crate) fn write(
     let mut text = String::new();
     let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
     let mut jsons: Vec<String> = vec![String::new(); plans.len()];
+    // Writes row `i` of `b` as record `record`, with the carrier's value
+    // when given.
+    let mut write_row = |b: &arrow_array::RecordBatch,
+                         i: usize,
+                         record: u64,
+                         carried: Option<&str>,
+                         report: &mut Report|
+     -> Result<(), Error> {
+        let mut vals: Vec<FieldValue<'_>> = Vec::with_capacity(plans.len() + 1);
+        // First pass: owned bytes and texts this record needs.
+        let cells = plans
+            .iter()
+            .zip(b.columns())
+            .zip(schema.fields())
+            .zip(scratch.iter_mut().zip(jsons.iter_mut()));
+        for (((enc, c), f), (bytes, json)) in cells {
+            if c.is_null(i) {
+                if !f.is_nullable() {
+                    return Err(Error::Data {
+                        format: None,
+                        message: format!(
+                            "record {record}, field {:?}: a null in a field that is not nullable",
+                            f.name()
+                        ),
+                    });
+                }
+                continue;
+            }
+            let cell = Cell {
+                name: f.name(),
+                record,
+                lossy,
+            };
+            stage(enc, c.as_ref(), i, bytes, json, report, &cell)?;
+        }
+        let cells = plans
+            .iter()
+            .zip(b.columns())
+            .zip(scratch.iter().zip(jsons.iter()));
+        for ((enc, c), (bytes, json)) in cells {
+            vals.push(if c.is_null(i) {
+                FieldValue::Missing
+            } else {
+                value(enc, c.as_ref(), i, bytes, json)
+            });
+        }
+        if carry {
+            vals.push(carried.map_or(FieldValue::Missing, FieldValue::Json));
+        }
+        w.add_sample(&vals).map_err(|e| Error::Data {
+            format: Some(crate::Format::Mldf),
+            message: format!("record {record}: {e}"),
+        })
+    };
+    // With a carrier, the last record holds it (after every other value in
+    // the data region, so the values of each field in the records before
+    // stay back to back): each batch's last row waits until the next
+    // batch, or the end, shows whether it is the last record.
+    let mut held: Option<arrow_array::RecordBatch> = None;
     while let Some(b) = input.next_batch() {
         let b = b?.project(&keep)?;
-        if carry && written == 0 {
+        if carry && written == 0 && held.is_none() {
             let mut dicts = Vec::new();
             for (f, c) in schema.fields().iter().zip(b.columns()) {
                 if has_dictionary(f.data_type()) {
@@ -333,59 +393,30 @@ pub(crate) fn write(
             }
             text = carrier_json(&schema, &dicts)?;
         }
-        for i in 0..b.num_rows() {
-            let record = written + i as u64;
-            let mut vals: Vec<FieldValue<'_>> = Vec::with_capacity(plans.len() + 1);
-            // First pass: owned bytes and texts this record needs.
-            let cells = plans
-                .iter()
-                .zip(b.columns())
-                .zip(schema.fields())
-                .zip(scratch.iter_mut().zip(jsons.iter_mut()));
-            for (((enc, c), f), (bytes, json)) in cells {
-                if c.is_null(i) {
-                    if !f.is_nullable() {
-                        return Err(Error::Data {
-                            format: None,
-                            message: format!(
-                                "record {record}, field {:?}: a null in a field that is not nullable",
-                                f.name()
-                            ),
-                        });
-                    }
-                    continue;
-                }
-                let cell = Cell {
-                    name: f.name(),
-                    record,
-                    lossy,
-                };
-                stage(enc, c.as_ref(), i, bytes, json, report, &cell)?;
-            }
-            let cells = plans
-                .iter()
-                .zip(b.columns())
-                .zip(scratch.iter().zip(jsons.iter()));
-            for ((enc, c), (bytes, json)) in cells {
-                vals.push(if c.is_null(i) {
-                    FieldValue::Missing
-                } else {
-                    value(enc, c.as_ref(), i, bytes, json)
-                });
-            }
-            if carry {
-                vals.push(if record == 0 {
-                    FieldValue::Json(&text)
-                } else {
-                    FieldValue::Missing
-                });
-            }
-            w.add_sample(&vals).map_err(|e| Error::Data {
-                format: Some(crate::Format::Mldf),
-                message: format!("record {record}: {e}"),
-            })?;
+        if b.num_rows() == 0 {
+            continue;
         }
-        written += b.num_rows() as u64;
+        if let Some(h) = held.take() {
+            write_row(&h, h.num_rows() - 1, written, None, report)?;
+            written += 1;
+        }
+        let now = if carry {
+            b.num_rows() - 1
+        } else {
+            b.num_rows()
+        };
+        for i in 0..now {
+            write_row(&b, i, written + i as u64, None, report)?;
+        }
+        written += now as u64;
+        progress(written);
+        if carry {
+            held = Some(b);
+        }
+    }
+    if let Some(h) = held.take() {
+        write_row(&h, h.num_rows() - 1, written, Some(&text), report)?;
+        written += 1;
         progress(written);
     }
     if carry && written == 0 {
@@ -571,7 +602,8 @@ pub(crate) struct Restorer {
 
 impl Restorer {
     /// The restorer of `r` (whose own typed schema is `own`), when its last
-    /// field is [`SCHEMA_FIELD`] with a value in record 0.
+    /// field is [`SCHEMA_FIELD`] with a value in the last record (where
+    /// conversions put it) or in record 0 (where earlier versions did).
     pub(crate) fn from_file(
         r: &crate::mldf::Reader,
         own: &Schema,
@@ -586,14 +618,29 @@ impl Restorer {
         {
             return Ok(None);
         }
+        let last = r.num_samples() - 1;
+        let mut found = None;
+        for at in [last, 0] {
+            match r.value(at, n - 1).map_err(Error::Mldf)? {
+                crate::mldf::Value::Json(t) => {
+                    found = Some((at, t.into_owned()));
+                    break;
+                }
+                crate::mldf::Value::Missing => {}
+                _ => {
+                    return Err(Error::Data {
+                        format: Some(crate::Format::Mldf),
+                        message: format!("field {SCHEMA_FIELD:?} (record {at}): not JSON"),
+                    });
+                }
+            }
+        }
+        let Some((at, text)) = found else {
+            return Ok(None);
+        };
         let bad = |m: String| Error::Data {
             format: Some(crate::Format::Mldf),
-            message: format!("field {SCHEMA_FIELD:?} (record 0): {m}"),
-        };
-        let text = match r.value(0, n - 1).map_err(Error::Mldf)? {
-            crate::mldf::Value::Json(t) => t.into_owned(),
-            crate::mldf::Value::Missing => return Ok(None),
-            _ => return Err(bad("not JSON".into())),
+            message: format!("field {SCHEMA_FIELD:?} (record {at}): {m}"),
         };
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         let carried: Schema =
