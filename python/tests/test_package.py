@@ -193,6 +193,12 @@ def test_column_numpy_views_the_files_memory(tmp_path):
     dataformats.convert(jl, mldf, schema=schema)
     want = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
     _assert_view(dataformats.open(mldf), "x", want)
+    # Converted from Parquet: the file carries the source schema (after
+    # every value, in the last record), and x is still one view; id is an
+    # INT inside the record rows.
+    mldf = _table_file(tmp_path, n, "mldf")
+    _assert_view(dataformats.open(mldf), "x", want)
+    assert np.array_equal(dataformats.open(mldf).column_numpy("id"), np.arange(n))
     # An IDV scalar column in an uncompressed block.
     idv = _table_file(tmp_path, n, "idv", no_compress=True)
     _assert_view(dataformats.open(idv), "id", np.arange(n, dtype=np.int64))
