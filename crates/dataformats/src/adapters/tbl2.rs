@@ -106,13 +106,14 @@ impl Tbl2 {
             let a: ArrayRef = match j {
                 0 => {
                     let mut cells = crate::typed::VarCells::new(n, &self.2);
-                    let mut total = 0u64;
-                    for i in rows.clone() {
-                        total += self.0.sample_len(at(i)).map_err(e)? as u64;
-                    }
-                    cells.reserve(total);
-                    for i in rows.clone() {
-                        let len = self.0.sample_len(at(i)).map_err(e)?;
+                    // Each sample's length looked up once: the batch's
+                    // buffer grows once, then every sample decodes into it.
+                    let lens = rows
+                        .clone()
+                        .map(|i| self.0.sample_len(at(i)).map_err(e))
+                        .collect::<Result<Vec<usize>, _>>()?;
+                    cells.reserve(lens.iter().map(|&l| l as u64).sum());
+                    for (i, len) in rows.clone().zip(lens) {
                         cells
                             .push_with(len, |buf| self.0.append_sample(at(i), buf).map_err(e))
                             .map_err(|x| {
