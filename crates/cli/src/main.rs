@@ -307,7 +307,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// to a file.
 fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failure> {
     let tbl = |e: dataformats::tbl2::Error| fail(path, &DatasetError::Tbl2(e));
-    let r = dataformats::tbl2::Reader::open(path).map_err(tbl)?;
+    let src = dataformats::remote::source(path).map_err(|e| fail(path, &e))?;
+    let r = dataformats::tbl2::Reader::with_options(src, Default::default()).map_err(tbl)?;
     let i = usize::try_from(sample).unwrap_or(usize::MAX);
     let data = r.read_sample(i).map_err(tbl)?;
     std::fs::write(out, &data).map_err(|e| Failure::new(1, "io", Some(out), e.to_string()))?;
@@ -321,8 +322,11 @@ fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failure> {
 
 /// `diff a.mldf b.mldf [--content]`: exit 0 when equal, 1 when different.
 fn diff(a: &Path, b: &Path, content: bool, as_json: bool) -> Result<(), Failure> {
-    let open =
-        |p: &Path| dataformats::mldf::Reader::open(p).map_err(|e| fail(p, &DatasetError::Mldf(e)));
+    let open = |p: &Path| {
+        let src = dataformats::remote::source(p).map_err(|e| fail(p, &e))?;
+        dataformats::mldf::Reader::with_limits(src, Default::default())
+            .map_err(|e| fail(p, &DatasetError::Mldf(e)))
+    };
     let (ra, rb) = (open(a)?, open(b)?);
     let d = dataformats::mldf::diff::diff(&ra, &rb, content, 50)
         .map_err(|e| fail(a, &DatasetError::Mldf(e)))?;

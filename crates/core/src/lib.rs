@@ -74,4 +74,4 @@ pub use codec::{Codec, CodecError};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::Limits;
 pub use progress::Progress;
-pub use source::{SharedBytes, Source};
+pub use source::{RangeRead, SharedBytes, Source};

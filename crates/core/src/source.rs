@@ -1,9 +1,11 @@
 //! Byte sources: one way to read a file whatever holds its bytes.
 //!
-//! A [`Source`] is a memory map, an owned buffer, or an open file read with
-//! positioned reads. All three read by offset through `&self` (no cursor, no
-//! `&mut`), are `Send + Sync`, and check every range against the length before
-//! touching a byte, so one reader can serve many threads.
+//! A [`Source`] is a memory map, an owned buffer, an open file read with
+//! positioned reads, or bytes that live elsewhere read by byte ranges
+//! ([`RangeRead`]: object storage, HTTP, a test double). All four read by
+//! offset through `&self` (no cursor, no `&mut`), are `Send + Sync`, and
+//! check every range against the length before touching a byte, so one
+//! reader can serve many threads.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -35,6 +37,47 @@ enum Inner {
     Map(Arc<memmap2::Mmap>),
     Owned(Arc<[u8]>),
     File { file: Arc<File>, len: u64 },
+    Ranges(Arc<dyn RangeRead>),
+}
+
+/// Bytes that live elsewhere, read by byte ranges: an object in object
+/// storage, a file behind HTTP, a test double. The length is known up
+/// front; every read asks for one exact range.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dataformats_core::{RangeRead, Source};
+///
+/// #[derive(Debug)]
+/// struct Remote(Vec<u8>);
+///
+/// impl RangeRead for Remote {
+///     fn len(&self) -> u64 {
+///         self.0.len() as u64
+///     }
+///     fn read_range(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+///         let at = offset as usize;
+///         let got = self.0.get(at..at + buf.len()).ok_or(std::io::ErrorKind::UnexpectedEof)?;
+///         buf.copy_from_slice(got);
+///         Ok(())
+///     }
+/// }
+///
+/// let src = Source::from_ranges(Arc::new(Remote(b"blpk\x03rest".to_vec())));
+/// assert_eq!(&*src.bytes(0, 4).unwrap(), b"blpk");
+/// assert!(src.bytes(8, 2).is_err()); // checked against the length first
+/// ```
+pub trait RangeRead: Send + Sync + std::fmt::Debug {
+    /// Total length in bytes.
+    fn len(&self) -> u64;
+    /// True when there are no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Fills all of `buf` with the bytes at `offset ..`; a short answer is
+    /// an error (`UnexpectedEof`), never a partly filled buffer taken as
+    /// whole. [`Source`] has checked the range against [`len`](RangeRead::len).
+    fn read_range(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
 }
 
 /// Bytes of a [`Source`] that own a share of its map or buffer
@@ -125,6 +168,15 @@ impl Source {
         Ok(Self::from_vec(bytes))
     }
 
+    /// Reads through `remote` by byte ranges (positioned reads, as for a
+    /// file: nothing is borrowed, every read is checked against the length
+    /// first and fetched whole or not at all).
+    pub fn from_ranges(remote: Arc<dyn RangeRead>) -> Self {
+        Source {
+            inner: Inner::Ranges(remote),
+        }
+    }
+
     /// Owns `bytes`.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         Source {
@@ -145,6 +197,7 @@ impl Source {
             Inner::Map(m) => m.len() as u64,
             Inner::Owned(b) => b.len() as u64,
             Inner::File { len, .. } => *len,
+            Inner::Ranges(r) => r.len(),
         }
     }
 
@@ -159,7 +212,7 @@ impl Source {
         match &self.inner {
             Inner::Map(m) => Some(&m[..]),
             Inner::Owned(b) => Some(b),
-            Inner::File { .. } => None,
+            Inner::File { .. } | Inner::Ranges(_) => None,
         }
     }
 
@@ -179,7 +232,7 @@ impl Source {
         let owner = match &self.inner {
             Inner::Map(m) => Owner::Map(Arc::clone(m)),
             Inner::Owned(b) => Owner::Owned(Arc::clone(b)),
-            Inner::File { .. } => return None,
+            Inner::File { .. } | Inner::Ranges(_) => return None,
         };
         Some(SharedBytes {
             owner,
@@ -222,6 +275,24 @@ impl Source {
                     Error::from(e)
                 }
             }),
+            Inner::Ranges(r) => r.read_range(offset, buf).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    // A short answer for bytes the length says exist.
+                    Error::Truncated {
+                        at: offset,
+                        needed: len,
+                    }
+                } else {
+                    let kind = e.kind();
+                    Error::Io(Arc::new(std::io::Error::new(
+                        kind,
+                        RangeFailed {
+                            range: offset..offset + len,
+                            source: e,
+                        },
+                    )))
+                }
+            }),
         }
     }
 
@@ -252,6 +323,29 @@ impl Source {
         let mut v = limits.alloc_zeroed("read buffer", len)?;
         self.read_at(offset, &mut v)?;
         Ok(v)
+    }
+}
+
+/// A failed read of a [`RangeRead`]: which bytes, and why (the cause).
+#[derive(Debug)]
+struct RangeFailed {
+    range: std::ops::Range<u64>,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for RangeFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "reading bytes {}..{}: {}",
+            self.range.start, self.range.end, self.source
+        )
+    }
+}
+
+impl std::error::Error for RangeFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
     }
 }
 

@@ -678,6 +678,9 @@ pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Box<dyn D
 
 /// [`detect`], its failure (the file cannot be read) as this crate's error.
 pub(crate) fn detect_path(path: &Path) -> Result<Option<Format>, Error> {
+    if crate::remote::is_url(path) {
+        return crate::remote::detect(path);
+    }
     detect(path).map_err(|e| Error::Io {
         path: path.display().to_string(),
         source: std::io::Error::other(e),
@@ -719,12 +722,9 @@ pub(crate) fn open_mapped(
 }
 
 /// Maps `path` into memory (files must not change while mapped).
+/// A URL is read by byte ranges instead ([`crate::remote`]).
 pub(crate) fn map_file(path: &Path) -> Result<crate::core::Source, Error> {
-    // SAFETY: the facade documents that files must not change while open.
-    unsafe { crate::core::Source::map(path) }.map_err(|x| Error::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(x),
-    })
+    crate::remote::source(path)
 }
 
 /// Opens an in-memory file, whatever its format (detected by magic number,
@@ -760,6 +760,40 @@ pub fn open_bytes_as_with(
         return Err(no_view(format, "bytes"));
     }
     from_source(crate::core::Source::from_vec(bytes), format, opts)
+}
+
+/// Opens a file behind any [`Source`](crate::core::Source) (for example
+/// bytes elsewhere read by ranges, [`crate::core::RangeRead`]), whatever
+/// its format: detected from its first bytes. Sources that are not in
+/// memory are read by exact byte ranges as the reader needs them, and
+/// every short or failed read is an error naming its range.
+pub fn open_source(
+    src: crate::core::Source,
+    opts: &OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    let n = src.len().min(crate::SNIFF_LEN as u64);
+    let head = src.read_vec(0, n, &opts.limits).map_err(|e| Error::Io {
+        path: "source".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let format = crate::detect_bytes(&head)
+        .or_else(|| crate::looks_like_ffcv(&head).then_some(Format::Ffcv))
+        .ok_or_else(|| Error::Unrecognized {
+            what: "source".into(),
+        })?;
+    open_source_as(src, format, opts)
+}
+
+/// [`open_source`] as `format`.
+pub fn open_source_as(
+    src: crate::core::Source,
+    format: Format,
+    opts: &OpenOptions,
+) -> Result<Box<dyn Dataset>, Error> {
+    if !has_view(format) || format == Format::Blz {
+        return Err(no_view(format, "source"));
+    }
+    from_source(src, format, opts)
 }
 
 fn has_view(format: Format) -> bool {

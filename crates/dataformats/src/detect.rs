@@ -190,12 +190,16 @@ pub fn detect_dir(path: &Path) -> Option<Format> {
     }
 }
 
-/// Detects the format of the file or directory at `path`.
+/// Detects the format of the file or directory at `path` (or of the
+/// object at a URL, with the `remote` feature: [`crate::remote`]).
 ///
 /// Returns `Ok(None)` when nothing matches, and an I/O error when the path
 /// cannot be read.
 pub fn detect(path: impl AsRef<Path>) -> Result<Option<Format>> {
     let path = path.as_ref();
+    if crate::remote::is_url(path) {
+        return Ok(crate::remote::detect(path).map_err(std::io::Error::other)?);
+    }
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Ok(detect_dir(path));
@@ -212,20 +216,26 @@ pub fn detect(path: impl AsRef<Path>) -> Result<Option<Format>> {
             Err(e) => return Err(e.into()),
         }
     }
-    if let Some(f) = detect_bytes(head.get(..n).unwrap_or_default()) {
-        return Ok(Some(f));
+    Ok(detect_head(head.get(..n).unwrap_or_default(), path))
+}
+
+/// The format of a file whose first bytes are `head` (up to [`SNIFF_LEN`])
+/// and whose name is `path`: by magic number, then by extension (CTF,
+/// FFCV), then by a plausible FFCV header.
+pub(crate) fn detect_head(head: &[u8], path: &Path) -> Option<Format> {
+    if let Some(f) = detect_bytes(head) {
+        return Some(f);
     }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-    let head = head.get(..n).unwrap_or_default();
-    Ok(match ext.as_deref() {
+    match ext.as_deref() {
         Some("ctf") => Some(Format::Ctf),
         Some("beton") => Some(Format::Ffcv),
         _ if looks_like_ffcv(head) => Some(Format::Ffcv),
         _ => None,
-    })
+    }
 }
 
 #[cfg(test)]

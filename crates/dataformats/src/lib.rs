@@ -52,12 +52,14 @@ pub mod export;
 pub mod fuzzing;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
+pub mod remote;
 pub mod typed;
 
 pub use dataformats_core as core;
 pub use dataset::{
     BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, TextRepair, open, open_as,
-    open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_with,
+    open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_source,
+    open_source_as, open_with,
 };
 pub use error::Error as DatasetError;
 

@@ -193,7 +193,9 @@ fn ctf_to_cbf(
 
 #[cfg(feature = "cntk")]
 fn cbf_to_ctf(input: &Path, output: &Path) -> Result<u64, Error> {
-    let r = crate::cntk::Reader::open(input).map_err(Error::Cntk)?;
+    let src = crate::dataset::map_file(input)?;
+    let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
+        .map_err(Error::Cntk)?;
     let mut f =
         std::io::BufWriter::new(crate::core::AtomicFile::create(output).map_err(io(output))?);
     let n = crate::cntk::ctf::cbf_to_ctf(&r, &mut f).map_err(Error::Cntk)?;
@@ -259,7 +261,9 @@ fn tbl_to_tar(
     output: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64, Error> {
-    let r = crate::tbl2::Reader::open(input).map_err(Error::Tbl2)?;
+    let src = crate::dataset::map_file(input)?;
+    let r = crate::tbl2::Reader::with_options(src, crate::tbl2::ReadOptions::default())
+        .map_err(Error::Tbl2)?;
     let total = r.len() as u64;
     let mut done = 0u64;
     crate::tbl2::tar::tbl_to_tar(&r, output, |_| {
@@ -271,7 +275,9 @@ fn tbl_to_tar(
 
 #[cfg(feature = "bloscpack")]
 fn blp_to_npy(input: &Path, output: &Path) -> Result<u64, Error> {
-    let r = crate::bloscpack::Reader::open(input).map_err(Error::Bloscpack)?;
+    let src = crate::dataset::map_file(input)?;
+    let r = crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
+        .map_err(Error::Bloscpack)?;
     crate::bloscpack::npy::bloscpack_to_npy(&r, output).map_err(Error::Bloscpack)?;
     Ok(r.numpy()
         .and_then(|m| m.shape.first().copied())
@@ -285,7 +291,9 @@ fn repack(
     opts: &ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<u64, Error> {
-    let r = crate::bloscpack::Reader::open(input).map_err(Error::Bloscpack)?;
+    let src = crate::dataset::map_file(input)?;
+    let r = crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
+        .map_err(Error::Bloscpack)?;
     let mut w = crate::bloscpack::Writer::create(
         output,
         r.payload_len(),

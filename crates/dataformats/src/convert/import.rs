@@ -199,6 +199,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             failed: false,
         }),
         repaired: None,
+        staged: None,
     })
 }
 

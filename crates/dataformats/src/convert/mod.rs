@@ -575,6 +575,8 @@ pub struct Input {
     /// Text values the reader replaced (IDV text that is not Unicode,
     /// read for a lossy conversion), counted while the stream is read.
     pub repaired: Option<Arc<crate::dataset::RepairTally>>,
+    /// The local copy of a URL input read whole (deleted with the input).
+    staged: Option<crate::remote::Staged>,
 }
 
 impl Input {
@@ -611,8 +613,18 @@ fn is_table(p: &Path) -> bool {
 /// CSV table) as typed batches, with the
 /// columns and records `opts` selects. An MLDF file written by a
 /// conversion gives back the schema it came from.
+///
+/// A URL input is read by byte ranges when its format has a typed view,
+/// else downloaded to a temporary file first (deleted with the `Input`).
 pub fn open_input(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
-    open_detected(input, crate::dataset::detect_path(input)?, opts)
+    let from = crate::dataset::detect_path(input)?;
+    if crate::remote::is_url(input) && !crate::remote::by_ranges(from) {
+        let staged = crate::remote::stage(input)?;
+        let mut inp = open_detected(staged.path(), from, opts)?;
+        inp.staged = Some(staged);
+        return Ok(inp);
+    }
+    open_detected(input, from, opts)
 }
 
 /// [`open_input`] of a file whose format `detect` gave.
@@ -684,6 +696,7 @@ fn from_dataset(
             ),
         }),
         repaired: None,
+        staged: None,
     })
 }
 
@@ -716,6 +729,39 @@ pub fn convert_with_progress(
         })?,
     };
     let from = crate::dataset::detect_path(input)?;
+    if target == Target::Blz && crate::remote::is_url(output) {
+        return Err(Error::Unsupported {
+            format: Some(crate::Format::Blz),
+            message: format!(
+                "{}: a BLZ/bcolz directory is written locally; it cannot be uploaded as one object",
+                output.display()
+            ),
+        });
+    }
+    // A URL input read whole as a stream is downloaded first; formats with
+    // a typed view are read by byte ranges. A URL output is written to a
+    // temporary file, uploaded once the conversion has succeeded.
+    let staged = match crate::remote::is_url(input) && !crate::remote::by_ranges(from) {
+        true => Some(crate::remote::stage(input)?),
+        false => None,
+    };
+    let input = staged.as_ref().map_or(input, crate::remote::Staged::path);
+    let out = crate::remote::Output::new(output)?;
+    let report = convert_local(input, out.path(), from, target, opts, progress)?;
+    out.finish()?;
+    Ok(report)
+}
+
+/// [`convert_with_progress`] once the input can be read and the output
+/// written as local paths.
+fn convert_local(
+    input: &Path,
+    output: &Path,
+    from: Option<crate::Format>,
+    target: Target,
+    opts: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report, Error> {
     if let Some(r) = direct::convert(input, output, from, target, opts, progress) {
         return r;
     }

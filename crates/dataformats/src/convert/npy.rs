@@ -109,5 +109,6 @@ pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> 
             limits: opts.open.limits,
         }),
         repaired: None,
+        staged: None,
     })
 }

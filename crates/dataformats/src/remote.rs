@@ -1,0 +1,192 @@
+//! URLs in place of paths: objects in S3, GCS, Azure or behind HTTP(S)
+//! (the `remote` feature, through `dataformats-remote`).
+//!
+//! Every function of this crate that takes a path also takes a URL
+//! (`s3://bucket/key`, `gs://`, `az://`, `http(s)://`, `file://`):
+//!
+//! * files with a typed view (IDV, CBF, Bloscpack, MLDF, TBL v2, FFCV) are
+//!   read by byte ranges: opening reads the header and tables, and each
+//!   batch fetches only the blocks, chunks or samples it needs;
+//! * inputs that a conversion reads whole as a stream (CTF, tar, `.npy`,
+//!   CSV, JSON lines, Parquet, Arrow IPC) are first downloaded to a
+//!   temporary file, since every byte is needed anyway;
+//! * an output URL is written to a temporary file and uploaded when the
+//!   conversion has succeeded; the object appears only when complete.
+//!
+//! A BLZ/bcolz directory cannot be a URL yet. Without the `remote` feature
+//! a URL is refused with an error that says so.
+
+use std::path::{Path, PathBuf};
+
+use crate::core::Source;
+use crate::dataset::Error;
+
+/// True when `path` is written as a URL (`scheme://...`), not a local path.
+///
+/// ```
+/// use std::path::Path;
+/// assert!(dataformats::remote::is_url(Path::new("s3://bucket/train.tbl")));
+/// assert!(!dataformats::remote::is_url(Path::new("data/train.tbl")));
+/// ```
+pub fn is_url(path: &Path) -> bool {
+    path.to_str()
+        .and_then(|s| s.split_once("://"))
+        .is_some_and(|(scheme, _)| {
+            scheme.len() >= 2
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'))
+        })
+}
+
+fn failed(url: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: url.display().to_string(),
+        source,
+    }
+}
+
+/// The bytes at `path`: a local file mapped into memory (it must not
+/// change while open), or the object at a URL read by byte ranges.
+pub fn source(path: &Path) -> Result<Source, Error> {
+    if !is_url(path) {
+        // SAFETY: the facade documents that files must not change while open.
+        return unsafe { Source::map(path) }.map_err(|x| failed(path, std::io::Error::other(x)));
+    }
+    remote_source(path)
+}
+
+/// The format of the object at `url`, from its first bytes (one ranged
+/// read) and its name's extension.
+pub(crate) fn detect(url: &Path) -> Result<Option<crate::Format>, Error> {
+    let src = remote_source(url)?;
+    let n = src.len().min(crate::SNIFF_LEN as u64);
+    let head = src
+        .read_vec(0, n, &crate::core::Limits::default())
+        .map_err(|e| failed(url, std::io::Error::other(e)))?;
+    Ok(crate::detect::detect_head(&head, url))
+}
+
+/// The object at `url` as a source read by byte ranges.
+fn remote_source(url: &Path) -> Result<Source, Error> {
+    #[cfg(feature = "remote")]
+    {
+        let text = url.to_str().unwrap_or_default();
+        dataformats_remote::open(text).map_err(|e| failed(url, std::io::Error::other(e)))
+    }
+    #[cfg(not(feature = "remote"))]
+    Err(no_remote(url))
+}
+
+#[cfg(not(feature = "remote"))]
+fn no_remote(url: &Path) -> Error {
+    Error::Unsupported {
+        format: None,
+        message: format!(
+            "{}: this build reads no URLs; enable the facade's `remote` feature",
+            url.display()
+        ),
+    }
+}
+
+/// Whether a URL input of format `from` is read by byte ranges (a file
+/// with a typed view) rather than downloaded whole first (text, tables,
+/// `.npy`, tars: inputs read as one stream).
+pub(crate) fn by_ranges(from: Option<crate::Format>) -> bool {
+    from.is_some_and(|f| f.is_available() && !matches!(f, crate::Format::Ctf | crate::Format::Blz))
+}
+
+/// A local copy of the object at `url`, for inputs read whole as a
+/// stream; it is deleted when dropped.
+pub(crate) struct Staged {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Where the copy is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Downloads the object at `url` into a temporary file of the same name,
+/// piece by piece (memory stays at one piece).
+pub(crate) fn stage(url: &Path) -> Result<Staged, Error> {
+    use std::io::Write;
+    let src = remote_source(url)?;
+    let dir = tempfile::tempdir().map_err(|e| failed(url, e))?;
+    let name = url.file_name().unwrap_or(std::ffi::OsStr::new("object"));
+    let path = dir.path().join(name);
+    let file = std::fs::File::create(&path).map_err(|e| failed(url, e))?;
+    let mut out = std::io::BufWriter::new(file);
+    const PIECE: u64 = 8 << 20;
+    let mut buf = vec![0u8; PIECE.min(src.len()) as usize];
+    let mut at = 0u64;
+    while at < src.len() {
+        let n = PIECE.min(src.len() - at) as usize;
+        let piece = buf.get_mut(..n).unwrap_or_default();
+        src.read_at(at, piece)
+            .map_err(|e| failed(url, std::io::Error::other(e)))?;
+        out.write_all(piece).map_err(|e| failed(url, e))?;
+        at += n as u64;
+    }
+    out.flush().map_err(|e| failed(url, e))?;
+    Ok(Staged { _dir: dir, path })
+}
+
+/// A local file standing in for an output URL until [`Output::finish`]
+/// uploads it.
+pub(crate) struct Output {
+    url: PathBuf,
+    staged: Option<Staged>,
+}
+
+impl Output {
+    /// For `output`: itself when it is a local path, else a temporary file
+    /// of the same name.
+    pub(crate) fn new(output: &Path) -> Result<Self, Error> {
+        if !is_url(output) {
+            return Ok(Output {
+                url: output.to_path_buf(),
+                staged: None,
+            });
+        }
+        #[cfg(not(feature = "remote"))]
+        return Err(no_remote(output));
+        #[cfg(feature = "remote")]
+        {
+            let dir = tempfile::tempdir().map_err(|e| failed(output, e))?;
+            let name = output.file_name().unwrap_or(std::ffi::OsStr::new("output"));
+            let path = dir.path().join(name);
+            Ok(Output {
+                url: output.to_path_buf(),
+                staged: Some(Staged { _dir: dir, path }),
+            })
+        }
+    }
+
+    /// Where to write.
+    pub(crate) fn path(&self) -> &Path {
+        self.staged.as_ref().map_or(&self.url, Staged::path)
+    }
+
+    /// Uploads the written file when the output is a URL.
+    pub(crate) fn finish(self) -> Result<(), Error> {
+        let Some(staged) = self.staged else {
+            return Ok(());
+        };
+        #[cfg(feature = "remote")]
+        {
+            let text = self.url.to_str().unwrap_or_default();
+            dataformats_remote::upload(staged.path(), text)
+                .map(|_| ())
+                .map_err(|e| failed(&self.url, std::io::Error::other(e)))
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            drop(staged);
+            Err(no_remote(&self.url))
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Every format read through a `RangeRead` source (bytes elsewhere, read by
+//! byte ranges, as object storage is): the same batches as the local file,
+//! only the bytes needed, and faulty answers are errors, never values.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_array::RecordBatch;
+use dataformats::core::{RangeRead, Source};
+use dataformats::{Dataset, OpenOptions};
+
+/// A remote file in memory that counts requests and bytes, and answers
+/// reads touching bytes at or past `fail_from` with `fault`.
+#[derive(Debug)]
+struct Remote {
+    bytes: Vec<u8>,
+    requests: AtomicU64,
+    fetched: AtomicU64,
+    fail_from: u64,
+    fault: Fault,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// The connection drops: an I/O error.
+    Drop,
+    /// The answer is short: only the bytes before `fail_from` come.
+    Truncate,
+}
+
+impl Remote {
+    fn new(bytes: Vec<u8>) -> Self {
+        Remote {
+            bytes,
+            requests: AtomicU64::new(0),
+            fetched: AtomicU64::new(0),
+            fail_from: u64::MAX,
+            fault: Fault::Drop,
+        }
+    }
+}
+
+impl RangeRead for Remote {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_range(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let end = offset + buf.len() as u64;
+        if end > self.fail_from {
+            return Err(match self.fault {
+                Fault::Drop => std::io::Error::new(ErrorKind::ConnectionReset, "dropped"),
+                Fault::Truncate => ErrorKind::UnexpectedEof.into(),
+            });
+        }
+        buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
+        self.fetched.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+fn read_all(d: &dyn Dataset) -> Result<RecordBatch, dataformats::DatasetError> {
+    d.read_batch(None, 0..d.len())
+}
+
+/// Valid vectors that are files (BLZ/bcolz directories are prefixes, not
+/// one object) with a typed view.
+fn files() -> Vec<(&'static str, std::path::PathBuf)> {
+    dataformats::core::testing::all_vectors()
+        .into_iter()
+        .filter(|(_, p, valid)| *valid && p.is_file())
+        .filter(|(_, p, _)| dataformats::open(p).is_ok())
+        .map(|(f, p, _)| (f, p))
+        .collect()
+}
+
+#[test]
+fn every_valid_vector_reads_the_same_by_ranges() {
+    let mut seen = 0;
+    for (format, p) in files() {
+        let local = dataformats::open(&p).unwrap();
+        let want = read_all(local.as_ref()).unwrap();
+        let remote = Arc::new(Remote::new(std::fs::read(&p).unwrap()));
+        let d =
+            dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+                .unwrap_or_else(|e| panic!("{format} {}: {e}", p.display()));
+        assert_eq!(d.format(), local.format(), "{}", p.display());
+        assert_eq!(d.schema(), local.schema(), "{}", p.display());
+        let got = read_all(d.as_ref()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!(got, want, "{}", p.display());
+        d.validate()
+            .unwrap_or_else(|e| panic!("{} validate: {e}", p.display()));
+        assert!(remote.requests.load(Ordering::Relaxed) > 0);
+        seen += 1;
+    }
+    if std::env::var_os("CI").is_some() {
+        assert!(seen > 150, "only {seen} vectors");
+    }
+}
+
+#[test]
+fn dropped_or_short_answers_are_errors_never_values() {
+    let mut checked = 0;
+    for (_, p) in files() {
+        let bytes = std::fs::read(&p).unwrap();
+        let want = read_all(dataformats::open(&p).unwrap().as_ref()).unwrap();
+        let n = bytes.len() as u64;
+        for fault in [Fault::Drop, Fault::Truncate] {
+            for cut in [0, 1, n / 3, n / 2, n - n / 10, n.saturating_sub(1)] {
+                let remote = Remote {
+                    fail_from: cut,
+                    fault,
+                    ..Remote::new(bytes.clone())
+                };
+                let src = Source::from_ranges(Arc::new(remote));
+                // Opening or reading fails, or (when the bytes past the cut
+                // are not needed) gives exactly the local batches.
+                if let Ok(d) = dataformats::open_source(src, &OpenOptions::default()) {
+                    if let Ok(got) = read_all(d.as_ref()) {
+                        assert_eq!(got, want, "{} {fault:?} from {cut}", p.display());
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0 || dataformats::core::testing::vectors_dir("idv").is_none());
+}
+
+#[test]
+fn a_failed_range_is_named_and_keeps_its_cause() {
+    let remote = Remote {
+        fail_from: 10,
+        fault: Fault::Drop,
+        ..Remote::new(vec![7u8; 100])
+    };
+    let src = Source::from_ranges(Arc::new(remote));
+    let mut buf = [0u8; 20];
+    src.read_at(0, &mut buf[..10]).unwrap();
+    let e = src.read_at(5, &mut buf).unwrap_err();
+    assert!(e.to_string().contains("5..25"), "{e}");
+    let mut cause = std::error::Error::source(&e);
+    let mut found = false;
+    while let Some(c) = cause {
+        found |= c.to_string().contains("dropped");
+        cause = c.source();
+    }
+    assert!(found, "{e:?}");
+    // A short answer is a truncation at the range's offset.
+    let short = Remote {
+        fail_from: 10,
+        fault: Fault::Truncate,
+        ..Remote::new(vec![7u8; 100])
+    };
+    let e = Source::from_ranges(Arc::new(short))
+        .read_at(5, &mut buf)
+        .unwrap_err();
+    assert_eq!(e.kind(), dataformats::ErrorKind::Truncated, "{e}");
+    // Past the length: refused before any request.
+    let r = Arc::new(Remote::new(vec![1u8; 8]));
+    assert!(
+        Source::from_ranges(r.clone())
+            .read_at(4, &mut buf[..8])
+            .is_err()
+    );
+    assert_eq!(r.requests.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn one_column_of_a_few_records_fetches_a_small_part_of_a_large_file() {
+    // A TBL v2 file of 2,000 samples of 2 KB: reading 20 samples' data
+    // fetches the header, the index and those samples only.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.tbl");
+    let mut w = dataformats::tbl2::Writer::create(&path, false).unwrap();
+    for i in 0..2000u32 {
+        let payload: Vec<u8> = (0..2048u32)
+            .map(|k| (k.wrapping_mul(31) ^ i) as u8)
+            .collect();
+        let info = dataformats::tbl2::SampleInfo {
+            format: dataformats::tbl2::SampleFormat(8),
+            width: 0,
+            height: 0,
+        };
+        w.add_sample(&payload, info).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let total = bytes.len() as u64;
+    let remote = Arc::new(Remote::new(bytes));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    let before = remote.fetched.load(Ordering::Relaxed);
+    let b = d.read_batch(Some(&["data".into()]), 1000..1020).unwrap();
+    assert_eq!(b.num_rows(), 20);
+    let fetched = remote.fetched.load(Ordering::Relaxed);
+    assert!(
+        fetched - before <= 20 * 2048 + 4096,
+        "{} bytes for 20 samples",
+        fetched - before
+    );
+    assert!(fetched * 20 < total, "{fetched} of {total} bytes fetched");
+}

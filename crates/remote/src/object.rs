@@ -1,0 +1,540 @@
+//! One object in a store, read by byte ranges with read-ahead and retries.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use dataformats_core::RangeRead;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
+
+use crate::{Error, runtime};
+
+/// How an [`ObjectSource`] reads.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RemoteOptions {
+    /// How many times a failed or short answer is asked again (with
+    /// exponential backoff from 50 ms) before the read fails. The store's
+    /// client also retries transient HTTP failures on its own.
+    pub retries: u32,
+    /// The largest read-ahead window, in bytes.
+    pub max_window: u64,
+    /// The most requests one read keeps in flight at once.
+    pub concurrency: usize,
+    /// The size of each request a large read is split into, in bytes.
+    pub part_size: u64,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            retries: 3,
+            max_window: 16 << 20,
+            concurrency: 8,
+            part_size: 4 << 20,
+        }
+    }
+}
+
+impl RemoteOptions {
+    /// These options with `retries` retries of a failed or short answer.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+}
+
+/// Requests made and bytes received by one [`ObjectSource`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Range requests sent (retries included).
+    pub requests: u64,
+    /// Bytes received in answers taken as data.
+    pub bytes: u64,
+}
+
+/// The first read-ahead window, in bytes.
+const FIRST_WINDOW: u64 = 256 << 10;
+/// A read that starts at most this far past the end of the previous one
+/// still counts as continuing it.
+const SEQUENTIAL_GAP: u64 = 64 << 10;
+/// Read-ahead windows kept per object.
+const WINDOWS: usize = 4;
+
+/// One object in a store: its length (asked once) and ranged reads of it.
+/// A [`RangeRead`], so [`Source::from_ranges`](dataformats_core::Source::from_ranges)
+/// makes it a source every reader takes.
+#[derive(Debug)]
+pub struct ObjectSource {
+    shared: Arc<Shared>,
+    len: u64,
+    opts: RemoteOptions,
+    ahead: Mutex<Ahead>,
+}
+
+/// What the tasks that fetch need: the store, the object and the counters.
+#[derive(Debug)]
+struct Shared {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The read-ahead state: recent windows, where the last read ended, and
+/// the size of the next window.
+#[derive(Debug, Default)]
+struct Ahead {
+    windows: VecDeque<Window>,
+    last_end: u64,
+    size: u64,
+}
+
+/// A range of the object being fetched or fetched.
+#[derive(Debug, Clone)]
+struct Window {
+    range: Range<u64>,
+    slot: Arc<Slot>,
+}
+
+/// The answer for a window, once it has come.
+#[derive(Debug, Default)]
+struct Slot {
+    answer: Mutex<Option<Result<Arc<[u8]>, String>>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn fill(&self, answer: Result<Arc<[u8]>, String>) {
+        *lock(&self.answer) = Some(answer);
+        self.ready.notify_all();
+    }
+
+    fn wait(&self) -> Result<Arc<[u8]>, String> {
+        let mut guard = lock(&self.answer);
+        loop {
+            if let Some(a) = guard.as_ref() {
+                return a.clone();
+            }
+            guard = self
+                .ready
+                .wait(guard)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+/// Locks `m`, taking over a lock whose holder panicked (the data is plain
+/// bookkeeping, valid at every step).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The store for `url` (configured from the environment) and the object's
+/// path in it.
+pub(crate) fn store_for(
+    url: &url::Url,
+    original: &str,
+) -> Result<(Arc<dyn ObjectStore>, ObjectPath), Error> {
+    use object_store::aws::AmazonS3Builder;
+    use object_store::azure::MicrosoftAzureBuilder;
+    use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::http::HttpBuilder;
+    let store_err = |source| Error::Store {
+        url: original.to_string(),
+        source,
+    };
+    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| Error::Url {
+        url: original.to_string(),
+        reason: e.to_string(),
+    })?;
+    // The client retries transient HTTP failures itself, briefly; reads
+    // retry again on top (short answers, dropped bodies).
+    let retry = RetryConfig {
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(60),
+        backoff: object_store::BackoffConfig {
+            init_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+    };
+    // One client per store (scheme, host or bucket, endpoint): opening many
+    // objects of one bucket shares its connection pool.
+    let key = format!(
+        "{}|{}|{}",
+        &url[..url::Position::BeforePath],
+        std::env::var("AWS_ENDPOINT_URL").unwrap_or_default(),
+        std::env::var("AWS_ALLOW_HTTP").unwrap_or_default()
+    );
+    static STORES: std::sync::OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> =
+        std::sync::OnceLock::new();
+    let stores = STORES.get_or_init(Default::default);
+    if let Some(store) = lock(stores).get(&key) {
+        return Ok((store.clone(), path));
+    }
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => Arc::new(
+            AmazonS3Builder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry)
+                .build()
+                .map_err(store_err)?,
+        ),
+        ObjectStoreScheme::GoogleCloudStorage => Arc::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry)
+                .build()
+                .map_err(store_err)?,
+        ),
+        ObjectStoreScheme::MicrosoftAzure => Arc::new(
+            MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry)
+                .build()
+                .map_err(store_err)?,
+        ),
+        ObjectStoreScheme::Http => Arc::new(
+            HttpBuilder::new()
+                .with_url(&url[..url::Position::BeforePath])
+                .with_retry(retry)
+                .build()
+                .map_err(store_err)?,
+        ),
+        other => {
+            return Err(Error::Url {
+                url: original.to_string(),
+                reason: format!("{other:?} is not an object store"),
+            });
+        }
+    };
+    lock(stores).insert(key, store.clone());
+    Ok((store, path))
+}
+
+impl ObjectSource {
+    /// Opens the object at `url`, asking the store for its length.
+    pub fn open(url: &str, opts: &RemoteOptions) -> Result<Self, Error> {
+        let parsed = crate::parse(url)?;
+        let (store, path) = store_for(&parsed, url)?;
+        let shared = Arc::new(Shared {
+            url: url.to_string(),
+            store,
+            path,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        });
+        let head = {
+            let s = shared.clone();
+            runtime::block_on(async move { s.store.head(&s.path).await })
+        }
+        .map_err(|source| Error::Io {
+            url: url.to_string(),
+            source,
+        })?
+        .map_err(|source| Error::Store {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(ObjectSource {
+            shared,
+            len: head.size,
+            opts: RemoteOptions {
+                concurrency: opts.concurrency.max(1),
+                part_size: opts.part_size.max(64 << 10),
+                max_window: opts.max_window.max(FIRST_WINDOW),
+                ..opts.clone()
+            },
+            ahead: Mutex::new(Ahead::default()),
+        })
+    }
+
+    /// The URL this object was opened from.
+    pub fn url(&self) -> &str {
+        &self.shared.url
+    }
+
+    /// Requests made and bytes received so far.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            requests: self.shared.requests.load(Ordering::Relaxed),
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts fetching `range` in parts of at most `part_size`, all at once
+    /// (the caller bounds how many ranges it starts).
+    fn start(&self, range: Range<u64>) -> Arc<Slot> {
+        let slot = Arc::new(Slot::default());
+        let parts = split(range, self.opts.part_size);
+        let shared = self.shared.clone();
+        let retries = self.opts.retries;
+        let done = slot.clone();
+        let started = runtime::spawn(async move {
+            let answer = fetch_parts(&shared, parts, retries).await;
+            done.fill(answer);
+        });
+        if let Err(e) = started {
+            slot.fill(Err(e.to_string()));
+        }
+        slot
+    }
+
+    /// Fetches `range` now, into `buf`, in at most `concurrency` parts at once.
+    fn fetch_into(&self, range: Range<u64>, buf: &mut [u8]) -> io::Result<()> {
+        let mut at = 0usize;
+        let parts = split(range, self.opts.part_size);
+        for group in parts.chunks(self.opts.concurrency) {
+            let shared = self.shared.clone();
+            let retries = self.opts.retries;
+            let group = group.to_vec();
+            let got = runtime::block_on(async move { fetch_parts(&shared, group, retries).await })?
+                .map_err(io::Error::other)?;
+            let dst = buf
+                .get_mut(at..at + got.len())
+                .ok_or_else(|| io::Error::other("answer longer than the buffer"))?;
+            dst.copy_from_slice(&got);
+            at += got.len();
+        }
+        if at != buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("received {at} of {} bytes", buf.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies what the windows hold of `offset .. offset + buf.len()` into
+    /// `buf`, starting more read-ahead as the reader nears the end of the
+    /// newest window; returns how many leading bytes were filled.
+    fn copy_from_windows(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let end = offset + buf.len() as u64;
+        let mut filled = 0usize;
+        while filled < buf.len() {
+            let pos = offset + filled as u64;
+            let window = {
+                let mut ahead = lock(&self.ahead);
+                let Some(w) = ahead
+                    .windows
+                    .iter()
+                    .find(|w| w.range.contains(&pos))
+                    .cloned()
+                else {
+                    break;
+                };
+                self.extend(&mut ahead, &w);
+                w
+            };
+            let data = match window.slot.wait() {
+                Ok(d) => d,
+                Err(_) => {
+                    // Forget the failed window; the read fetches directly.
+                    lock(&self.ahead)
+                        .windows
+                        .retain(|w| !Arc::ptr_eq(&w.slot, &window.slot));
+                    break;
+                }
+            };
+            let from = usize::try_from(pos - window.range.start).map_err(io::Error::other)?;
+            let upto = usize::try_from(end.min(window.range.end) - window.range.start)
+                .map_err(io::Error::other)?;
+            let src = data.get(from..upto).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "read-ahead window too short")
+            })?;
+            let dst = buf
+                .get_mut(filled..filled + src.len())
+                .ok_or_else(|| io::Error::other("window piece longer than the buffer"))?;
+            dst.copy_from_slice(src);
+            filled += src.len();
+        }
+        Ok(filled)
+    }
+
+    /// Reading `w`: when it is the newest window, starts the next one (twice
+    /// as large, up to the maximum) so that it arrives while `w` is used.
+    fn extend(&self, ahead: &mut Ahead, w: &Window) {
+        let newest = ahead.windows.back().map(|b| b.range.end);
+        if newest != Some(w.range.end) || w.range.end >= self.len {
+            return;
+        }
+        let size = (ahead.size.max(w.range.end - w.range.start) * 2).min(self.opts.max_window);
+        self.push_window(ahead, w.range.end, size);
+    }
+
+    fn push_window(&self, ahead: &mut Ahead, start: u64, size: u64) {
+        let end = start.saturating_add(size).min(self.len);
+        if start >= end {
+            return;
+        }
+        let slot = self.start(start..end);
+        ahead.size = end - start;
+        ahead.windows.push_back(Window {
+            range: start..end,
+            slot,
+        });
+        while ahead.windows.len() > WINDOWS {
+            ahead.windows.pop_front();
+        }
+    }
+}
+
+impl RangeRead for ObjectSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_range(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len)
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        let filled = self.copy_from_windows(offset, buf)?;
+        let rest = buf.get_mut(filled..).unwrap_or_default();
+        if rest.is_empty() {
+            lock(&self.ahead).last_end = end;
+            return Ok(());
+        }
+        let pos = offset + filled as u64;
+        let sequential = {
+            let mut ahead = lock(&self.ahead);
+            let seq = filled > 0
+                || (pos >= ahead.last_end && pos - ahead.last_end <= SEQUENTIAL_GAP && pos > 0);
+            if seq && (rest.len() as u64) < self.opts.max_window {
+                // A scan: fetch the rest with room to spare, and the window
+                // after it, while the reader works.
+                let size = (ahead.size * 2)
+                    .max(FIRST_WINDOW)
+                    .max(rest.len() as u64 * 2)
+                    .min(self.opts.max_window);
+                ahead.windows.clear();
+                self.push_window(&mut ahead, pos, size);
+                let next = ahead.windows.back().map(|w| w.range.end);
+                if let Some(next) = next {
+                    let size = ahead.size;
+                    self.push_window(&mut ahead, next, size);
+                }
+                true
+            } else {
+                ahead.size = 0;
+                false
+            }
+        };
+        if sequential {
+            let more = self.copy_from_windows(pos, rest)?;
+            if more == rest.len() {
+                lock(&self.ahead).last_end = end;
+                return Ok(());
+            }
+            // A failed window: fetch the rest directly below.
+            let rest = rest.get_mut(more..).unwrap_or_default();
+            let pos = pos + more as u64;
+            self.fetch_into(pos..end, rest)?;
+        } else {
+            self.fetch_into(pos..end, rest)?;
+        }
+        lock(&self.ahead).last_end = end;
+        Ok(())
+    }
+}
+
+/// `range` in consecutive parts of at most `part` bytes.
+fn split(range: Range<u64>, part: u64) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    let mut at = range.start;
+    while at < range.end {
+        let end = at.saturating_add(part).min(range.end);
+        out.push(at..end);
+        at = end;
+    }
+    out
+}
+
+/// Fetches every range of `parts` concurrently and joins the answers in
+/// order, each one checked for its exact length and retried on failure.
+async fn fetch_parts(
+    shared: &Arc<Shared>,
+    parts: Vec<Range<u64>>,
+    retries: u32,
+) -> Result<Arc<[u8]>, String> {
+    let total: u64 = parts.iter().map(|r| r.end - r.start).sum();
+    let mut tasks = Vec::with_capacity(parts.len());
+    for r in parts {
+        let s = shared.clone();
+        tasks.push(tokio::spawn(async move { fetch_one(&s, r, retries).await }));
+    }
+    let mut out = Vec::with_capacity(usize::try_from(total).map_err(|e| e.to_string())?);
+    for t in tasks {
+        let piece = t.await.map_err(|e| format!("fetch task failed: {e}"))??;
+        out.extend_from_slice(&piece);
+    }
+    Ok(out.into())
+}
+
+/// One range, asked again after a failure or a short answer (50 ms, then
+/// twice as long each time), up to `retries` times.
+async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Vec<u8>, String> {
+    let want = r.end - r.start;
+    let mut delay = Duration::from_millis(50);
+    let mut attempt = 0u32;
+    loop {
+        shared.requests.fetch_add(1, Ordering::Relaxed);
+        let failure = match shared.store.get_range(&shared.path, r.clone()).await {
+            Ok(bytes) if bytes.len() as u64 == want => {
+                shared.bytes.fetch_add(want, Ordering::Relaxed);
+                return Ok(bytes.to_vec());
+            }
+            Ok(bytes) => format!(
+                "the store answered {} of the {want} bytes asked for",
+                bytes.len()
+            ),
+            Err(e) if permanent(&e) => return Err(e.to_string()),
+            Err(e) => e.to_string(),
+        };
+        if attempt >= retries {
+            return Err(if retries == 0 {
+                failure
+            } else {
+                format!("{failure} (after {retries} retries)")
+            });
+        }
+        attempt += 1;
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Errors that asking again cannot fix.
+fn permanent(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    matches!(
+        e,
+        E::NotFound { .. }
+            | E::InvalidPath { .. }
+            | E::NotSupported { .. }
+            | E::PermissionDenied { .. }
+            | E::Unauthenticated { .. }
+            | E::UnknownConfigurationKey { .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_covers_the_range_in_order() {
+        assert_eq!(split(10..25, 10), vec![10..20, 20..25]);
+        assert_eq!(split(0..0, 10), Vec::<Range<u64>>::new());
+        assert_eq!(split(5..6, 10), vec![5..6]);
+    }
+}
