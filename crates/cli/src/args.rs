@@ -245,10 +245,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// `dataformats convert`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConvertArgs {
-    /// The input file or directory.
+    /// The input file, directory, or URL (s3://, gs://, az://, http(s)://).
     pub input: PathBuf,
-    /// The output path, its format named by its extension (or --to); it
-    /// appears only when the conversion succeeded. `-`: stdout (with
+    /// The output path or URL, its format named by its extension (or
+    /// --to); it appears only when the conversion succeeded (a URL is
+    /// uploaded then). `-`: stdout (with
     /// --to jsonl, csv, arrows, arrow or parquet).
     pub output: PathBuf,
     /// The output format, when the extension does not name it.

@@ -45,7 +45,7 @@ struct Cli {
 enum Command {
     /// Show a file's format, header, schema and layout.
     Inspect {
-        /// The file (or BLZ/bcolz directory) to inspect.
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://) to inspect.
         path: PathBuf,
         /// TBL v2: list every sample, not only the summary.
         #[arg(long)]
@@ -53,22 +53,22 @@ enum Command {
     },
     /// Check a whole file: every structure, every checksum, every payload.
     Validate {
-        /// The file (or BLZ/bcolz directory) to validate.
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://) to validate.
         path: PathBuf,
     },
     /// Print the Arrow schema of a file's typed view (one fixed schema per file).
     Schema {
-        /// The file (or BLZ/bcolz directory).
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://).
         path: PathBuf,
     },
     /// Print the number of records, alone on one line.
     Count {
-        /// The file (or BLZ/bcolz directory).
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://).
         path: PathBuf,
     },
     /// Print the first records of the typed view as JSON lines.
     Head {
-        /// The file (or BLZ/bcolz directory).
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://).
         path: PathBuf,
         /// How many records.
         #[arg(short = 'n', default_value_t = 10)]
@@ -82,7 +82,7 @@ enum Command {
     },
     /// Print a file's records.
     Dump {
-        /// The file (or BLZ/bcolz directory) to dump.
+        /// The file, BLZ/bcolz directory, or URL (s3://, gs://, az://, http(s)://) to dump.
         path: PathBuf,
         /// Only records in this range, `A..B` (end exclusive), `A..` or `..B`.
         #[arg(long, value_parser = parse_range)]

@@ -670,6 +670,19 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn Dataset>, Error> {
 /// [`open`] with the caller's options.
 pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Box<dyn Dataset>, Error> {
     let path = path.as_ref();
+    if crate::remote::is_url(path) {
+        // One object, asked for its length once: detected from its first
+        // bytes, then read through the same source.
+        let src = crate::remote::source(path)?;
+        let format =
+            crate::remote::detect_source(&src, path)?.ok_or_else(|| Error::Unrecognized {
+                what: path.display().to_string(),
+            })?;
+        if !has_view(format) || format == Format::Blz {
+            return Err(no_view(format, &path.display().to_string()));
+        }
+        return from_source(src, format, opts);
+    }
     let format = detect_path(path)?.ok_or_else(|| Error::Unrecognized {
         what: path.display().to_string(),
     })?;

@@ -59,7 +59,12 @@ pub fn source(path: &Path) -> Result<Source, Error> {
 /// The format of the object at `url`, from its first bytes (one ranged
 /// read) and its name's extension.
 pub(crate) fn detect(url: &Path) -> Result<Option<crate::Format>, Error> {
-    let src = remote_source(url)?;
+    detect_source(&remote_source(url)?, url)
+}
+
+/// The format of `src`, the object at `url`, from its first bytes and
+/// its name's extension.
+pub(crate) fn detect_source(src: &Source, url: &Path) -> Result<Option<crate::Format>, Error> {
     let n = src.len().min(crate::SNIFF_LEN as u64);
     let head = src
         .read_vec(0, n, &crate::core::Limits::default())

@@ -62,6 +62,10 @@ const FIRST_WINDOW: u64 = 256 << 10;
 /// A read that starts at most this far past the end of the previous one
 /// still counts as continuing it.
 const SEQUENTIAL_GAP: u64 = 64 << 10;
+/// Objects up to this size are fetched whole by their first read: one
+/// request costs about as much as a few kilobytes, and reading a small
+/// file's header and tables takes many small reads.
+const SMALL: u64 = 1 << 20;
 /// Read-ahead windows kept per object.
 const WINDOWS: usize = 4;
 
@@ -74,6 +78,8 @@ pub struct ObjectSource {
     len: u64,
     opts: RemoteOptions,
     ahead: Mutex<Ahead>,
+    /// A small object's bytes, fetched whole by its first read.
+    whole: Mutex<Option<Arc<[u8]>>>,
 }
 
 /// What the tasks that fetch need: the store, the object and the counters.
@@ -91,8 +97,10 @@ struct Shared {
 #[derive(Debug, Default)]
 struct Ahead {
     windows: VecDeque<Window>,
+    /// Where the last read ended.
     last_end: u64,
-    size: u64,
+    /// Where the current run of consecutive reads started.
+    run_start: u64,
 }
 
 /// A range of the object being fetched or fetched.
@@ -252,7 +260,35 @@ impl ObjectSource {
                 ..opts.clone()
             },
             ahead: Mutex::new(Ahead::default()),
+            whole: Mutex::new(None),
         })
+    }
+
+    /// The whole object (at most [`SMALL`] bytes), fetched by the first
+    /// call; a failed fetch is tried again by the next call.
+    fn whole(&self) -> io::Result<Arc<[u8]>> {
+        let mut slot = lock(&self.whole);
+        if let Some(w) = slot.as_ref() {
+            return Ok(w.clone());
+        }
+        let parts = split(0..self.len, self.opts.part_size);
+        let shared = self.shared.clone();
+        let retries = self.opts.retries;
+        let got = runtime::block_on(async move { fetch_parts(&shared, parts, retries).await })?
+            .map_err(|e| {
+                io::Error::other(format!(
+                    "fetching the whole object (bytes 0..{}): {e}",
+                    self.len
+                ))
+            })?;
+        if got.len() as u64 != self.len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("received {} of {} bytes", got.len(), self.len),
+            ));
+        }
+        *slot = Some(got.clone());
+        Ok(got)
     }
 
     /// The URL this object was opened from.
@@ -329,7 +365,7 @@ impl ObjectSource {
                 else {
                     break;
                 };
-                self.extend(&mut ahead, &w);
+                self.extend(&mut ahead, &w, pos);
                 w
             };
             let data = match window.slot.wait() {
@@ -357,14 +393,26 @@ impl ObjectSource {
         Ok(filled)
     }
 
-    /// Reading `w`: when it is the newest window, starts the next one (twice
-    /// as large, up to the maximum) so that it arrives while `w` is used.
-    fn extend(&self, ahead: &mut Ahead, w: &Window) {
+    /// The size of the next read-ahead window of a run at `pos`: as large
+    /// as the run read so far (from [`FIRST_WINDOW`] up to the maximum),
+    /// so what is fetched ahead and never read stays below what was read.
+    fn window_size(&self, ahead: &Ahead, pos: u64) -> u64 {
+        pos.saturating_sub(ahead.run_start)
+            .clamp(FIRST_WINDOW, self.opts.max_window)
+    }
+
+    /// Reading `w` at `pos`: once the reader is past the middle of the
+    /// newest window, starts the next one so that it arrives while the
+    /// rest of `w` is used.
+    fn extend(&self, ahead: &mut Ahead, w: &Window, pos: u64) {
         let newest = ahead.windows.back().map(|b| b.range.end);
         if newest != Some(w.range.end) || w.range.end >= self.len {
             return;
         }
-        let size = (ahead.size.max(w.range.end - w.range.start) * 2).min(self.opts.max_window);
+        if pos < w.range.start + (w.range.end - w.range.start) / 2 {
+            return;
+        }
+        let size = self.window_size(ahead, pos);
         self.push_window(ahead, w.range.end, size);
     }
 
@@ -374,7 +422,6 @@ impl ObjectSource {
             return;
         }
         let slot = self.start(start..end);
-        ahead.size = end - start;
         ahead.windows.push_back(Window {
             range: start..end,
             slot,
@@ -398,6 +445,15 @@ impl RangeRead for ObjectSource {
             .checked_add(buf.len() as u64)
             .filter(|&e| e <= self.len)
             .ok_or(io::ErrorKind::UnexpectedEof)?;
+        if self.len <= SMALL {
+            let whole = self.whole()?;
+            let (from, to) = (offset as usize, end as usize);
+            let src = whole.get(from..to).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "object shorter than its length")
+            })?;
+            buf.copy_from_slice(src);
+            return Ok(());
+        }
         let filled = self.copy_from_windows(offset, buf)?;
         let rest = buf.get_mut(filled..).unwrap_or_default();
         if rest.is_empty() {
@@ -408,24 +464,21 @@ impl RangeRead for ObjectSource {
         let sequential = {
             let mut ahead = lock(&self.ahead);
             let seq = filled > 0
-                || (pos >= ahead.last_end && pos - ahead.last_end <= SEQUENTIAL_GAP && pos > 0);
-            if seq && (rest.len() as u64) < self.opts.max_window {
-                // A scan: fetch the rest with room to spare, and the window
-                // after it, while the reader works.
-                let size = (ahead.size * 2)
-                    .max(FIRST_WINDOW)
-                    .max(rest.len() as u64 * 2)
-                    .min(self.opts.max_window);
+                || (ahead.last_end > 0
+                    && pos >= ahead.last_end
+                    && pos - ahead.last_end <= SEQUENTIAL_GAP);
+            if !seq {
+                // A new run starts here; this read fetches exactly its range.
+                ahead.run_start = offset;
+                false
+            } else if (rest.len() as u64) < self.opts.max_window {
+                // A run goes on past what was fetched: fetch on from here,
+                // as much as the run has read so far.
+                let size = self.window_size(&ahead, pos).max(rest.len() as u64);
                 ahead.windows.clear();
                 self.push_window(&mut ahead, pos, size);
-                let next = ahead.windows.back().map(|w| w.range.end);
-                if let Some(next) = next {
-                    let size = ahead.size;
-                    self.push_window(&mut ahead, next, size);
-                }
                 true
             } else {
-                ahead.size = 0;
                 false
             }
         };
