@@ -55,6 +55,7 @@ class Faults:
         self.requests = 0  # GETs with a Range header
         self.bytes = 0  # body bytes of GET answers sent to the client
         self.gets = 0
+        self.ranges = []  # the Range header of each ranged GET
 
     def set(self, mode=None, every=1):
         with self.lock:
@@ -63,6 +64,7 @@ class Faults:
     def reset_counts(self):
         with self.lock:
             self.requests = self.bytes = self.gets = 0
+            self.ranges = []
 
     def decide(self):
         with self.lock:
@@ -113,6 +115,7 @@ def _handler(upstream_port: int, faults: Faults):
                     faults.gets += 1
                     if "Range" in self.headers:
                         faults.requests += 1
+                        faults.ranges.append(self.headers["Range"])
             if fault == "drop":
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)

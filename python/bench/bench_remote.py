@@ -1,0 +1,91 @@
+"""Reading a file from an S3-compatible server on loopback against reading
+it locally, with the same reader, in one process (a bench, not a test; run
+it by hand with the wheel and the test requirements installed):
+
+    python python/bench/bench_remote.py [--mb 1024] [--dir DIR] [--format mldf|idv|tbl]
+
+A file of MB megabytes (uncompressed float64 columns, written from Parquet
+by `dataformats.convert`) is put into moto's S3 server (started here on
+127.0.0.1, stopped at the end) and read whole with `iter_batches`:
+
+- locally through positioned reads (`file://` URL: no memory map), and
+- from `s3://` (the client talks to the server directly, no proxy),
+
+alternating, 5 runs each; the median throughputs and their ratio are
+printed with the machine's load (target: S3 >= 0.8x local). Note that the
+server is moto, a Python program: the ratio measures our client and moto
+together.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import dataformats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from s3util import s3_server  # noqa: E402
+
+
+def scan(url):
+    n = 0
+    for b in dataformats.open(url).iter_batches(batch_size=65536):
+        n += b.nbytes
+    return n
+
+
+def timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=1024)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--format", default="mldf", choices=["mldf", "idv"])
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=a.dir) as work:
+        work = Path(work)
+        rows = a.mb * (1 << 20) // (8 * 8)
+        rng = np.random.default_rng(1)
+        pq.write_table(
+            pa.table({f"c{i}": rng.standard_normal(rows) for i in range(8)}),
+            work / "f.parquet",
+            compression="none",
+        )
+        path = work / f"f.{a.format}"
+        dataformats.convert(work / "f.parquet", path, **({"no_compress": True} if a.format == "idv" else {}))
+        (work / "f.parquet").unlink()
+        size = path.stat().st_size
+        with s3_server(work) as s3:
+            # Straight to the server: the proxy is for counting in tests.
+            os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{s3.moto_port}"
+            s3.bucket("bench")
+            url = s3.put("bench", path.name, path)
+            local = path.resolve().as_uri()
+            assert scan(url) == scan(local)
+            tl, tr = [], []
+            for _ in range(a.runs):
+                tl.append(timed(lambda: scan(local)))
+                tr.append(timed(lambda: scan(url)))
+        ml, mr = statistics.median(tl), statistics.median(tr)
+        mb = size / 1e6
+        print(f"file: {a.format}, {mb:.0f} MB; load average {os.getloadavg()[0]:.2f}")
+        print(f"local (positioned reads): {mb / ml:8.0f} MB/s  (median of {a.runs})")
+        print(f"s3 (moto on loopback):    {mb / mr:8.0f} MB/s")
+        print(f"ratio s3/local: {ml / mr:.2f}  (target >= 0.8)")
+
+
+if __name__ == "__main__":
+    main()
