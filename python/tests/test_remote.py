@@ -217,17 +217,23 @@ def largest(fmt):
     return max((p for f, p in FILES if f == fmt), key=lambda p: p.stat().st_size)
 
 
+def read_with_faults(s3, url, mode, every, tmp_path):
+    """Reads `url` in a child while the proxy hits the first GET and every
+    `every`-th after it with `mode`: (kind, table or message, GETs hit)."""
+    try:
+        s3.faults.set(mode, every=every)
+        kind, got = read_in_child(url, tmp_path)
+        return kind, got, s3.faults.hit
+    finally:
+        s3.faults.set(None)
+
+
 @pytest.mark.parametrize("mode", ["drop", "truncate", "short"])
 @pytest.mark.parametrize("fmt", ["idv", "mldf", "tbl2", "cntk", "bloscpack"])
 def test_some_faulty_answers_are_retried(s3, fmt, mode, tmp_path):
+    # Every second answer fails: the retries give the local table exactly.
     path = largest(fmt)
-    try:
-        s3.faults.set(mode, every=2)
-        kind, got = read_in_child(url_of(path), tmp_path)
-        hit = s3.faults.hit
-    finally:
-        s3.faults.set(None)
-    # Every second answer failed: the retries give the local table exactly.
+    kind, got, hit = read_with_faults(s3, url_of(path), mode, 2, tmp_path)
     assert hit > 0
     assert kind == "table", got
     assert same(got, dataformats.open(path).to_arrow())
@@ -237,12 +243,7 @@ def test_some_faulty_answers_are_retried(s3, fmt, mode, tmp_path):
 def test_faults_in_a_large_scan_are_retried(s3, big, mode, tmp_path):
     # Read-ahead windows and split parts of a 100 MB file, one in three failing.
     path = big["mldf"]
-    try:
-        s3.faults.set(mode, every=3)
-        kind, got = read_in_child(f"s3://big/{path.name}", tmp_path)
-        hit = s3.faults.hit
-    finally:
-        s3.faults.set(None)
+    kind, got, hit = read_with_faults(s3, f"s3://big/{path.name}", mode, 3, tmp_path)
     assert hit > 0
     assert kind == "table", got
     assert same(got, dataformats.open(path).to_arrow())
@@ -250,13 +251,8 @@ def test_faults_in_a_large_scan_are_retried(s3, big, mode, tmp_path):
 
 @pytest.mark.parametrize("mode", ["drop", "truncate", "short"])
 def test_answers_that_always_fail_are_reported_naming_the_range(s3, mode, tmp_path):
-    path = largest("mldf")
-    try:
-        # The HEAD passes, every GET fails.
-        s3.faults.set(mode, every=1)
-        kind, rest = read_in_child(url_of(path), tmp_path)
-    finally:
-        s3.faults.set(None)
+    # The HEAD passes, every GET fails.
+    kind, rest, _ = read_with_faults(s3, url_of(largest("mldf")), mode, 1, tmp_path)
     assert kind == "error", rest
     assert "bytes" in rest and ".." in rest, rest
 
