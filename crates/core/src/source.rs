@@ -78,6 +78,14 @@ pub trait RangeRead: Send + Sync + std::fmt::Debug {
     /// an error (`UnexpectedEof`), never a partly filled buffer taken as
     /// whole. [`Source`] has checked the range against [`len`](RangeRead::len).
     fn read_range(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+    /// A hint: the reader is about to read these ranges (in any order, any
+    /// pieces of them). An implementation may start fetching them now,
+    /// merged and concurrently, so that the reads find them ready; reads
+    /// must give the same bytes whether or not it does. [`Source`] passes
+    /// only ranges that lie within [`len`](RangeRead::len).
+    fn prefetch(&self, ranges: &[std::ops::Range<u64>]) {
+        let _ = ranges;
+    }
 }
 
 /// Bytes of a [`Source`] that own a share of its map or buffer
@@ -166,6 +174,30 @@ impl Source {
         let src = Self::open(path)?;
         let bytes = src.read_vec(0, src.len(), limits)?;
         Ok(Self::from_vec(bytes))
+    }
+
+    /// Tells a source read by ranges that these byte ranges are about to
+    /// be read, so that it can fetch them ahead, merged and concurrently
+    /// ([`RangeRead::prefetch`]); empty ranges and ranges past the end are
+    /// left out. Other sources have their bytes at hand: nothing to do.
+    pub fn prefetch(&self, ranges: &[std::ops::Range<u64>]) {
+        if let Inner::Ranges(r) = &self.inner {
+            let len = r.len();
+            let within: Vec<_> = ranges
+                .iter()
+                .filter(|x| x.start < x.end && x.end <= len)
+                .cloned()
+                .collect();
+            if !within.is_empty() {
+                r.prefetch(&within);
+            }
+        }
+    }
+
+    /// True when reads go to bytes elsewhere by ranges ([`Source::from_ranges`]),
+    /// where telling the source what comes next ([`Source::prefetch`]) pays.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.inner, Inner::Ranges(_))
     }
 
     /// Reads through `remote` by byte ranges (positioned reads, as for a

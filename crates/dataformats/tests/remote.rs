@@ -21,6 +21,14 @@ struct Remote {
     fetched: AtomicU64,
     fail_from: u64,
     fault: Fault,
+    /// Every read, and every range announced by `prefetch`, in order.
+    log: std::sync::Mutex<Vec<Logged>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Logged {
+    Read(std::ops::Range<u64>),
+    Prefetch(Vec<std::ops::Range<u64>>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +47,7 @@ impl Remote {
             fetched: AtomicU64::new(0),
             fail_from: u64::MAX,
             fault: Fault::Drop,
+            log: Default::default(),
         }
     }
 }
@@ -51,6 +60,7 @@ impl RangeRead for Remote {
     fn read_range(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let end = offset + buf.len() as u64;
+        self.log.lock().unwrap().push(Logged::Read(offset..end));
         if end > self.fail_from {
             return Err(match self.fault {
                 Fault::Drop => std::io::Error::new(ErrorKind::ConnectionReset, "dropped"),
@@ -60,6 +70,13 @@ impl RangeRead for Remote {
         buf.copy_from_slice(&self.bytes[offset as usize..end as usize]);
         self.fetched.fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    fn prefetch(&self, ranges: &[std::ops::Range<u64>]) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(Logged::Prefetch(ranges.to_vec()));
     }
 }
 
@@ -204,4 +221,57 @@ fn one_column_of_a_few_records_fetches_a_small_part_of_a_large_file() {
         fetched - before
     );
     assert!(fetched * 20 < total, "{fetched} of {total} bytes fetched");
+}
+
+#[test]
+fn idv_reads_announce_the_blocks_they_then_read() {
+    // An uncompressed IDV of 3 columns and 40 blocks: a read of some rows
+    // tells the source every block it goes on to read, before reading it.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let mut text = String::from("a,b,c\n");
+    for i in 0..4000 {
+        text.push_str(&format!("{i},{},{}\n", i * 2, i as f64 / 3.0));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let parquet = dir.path().join("t.parquet");
+    dataformats::convert::convert(&csv, &parquet, &Default::default()).unwrap();
+    let idv = dir.path().join("t.idv");
+    let mut opts = dataformats::convert::ConvertOptions::default();
+    opts.idv.writer.rows_per_block = Some(100);
+    opts.idv.writer.compression = dataformats::idv::Compression::None;
+    dataformats::convert::convert(&parquet, &idv, &opts).unwrap();
+    let local = dataformats::open(&idv).unwrap();
+    let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    remote.log.lock().unwrap().clear();
+    let got = d.read_batch(None, 1050..2990).unwrap();
+    assert_eq!(got, local.read_batch(None, 1050..2990).unwrap());
+    let log = remote.log.lock().unwrap().clone();
+    let last = log
+        .iter()
+        .rposition(|l| matches!(l, Logged::Prefetch(_)))
+        .expect("no prefetch");
+    let Logged::Prefetch(announced) = &log[last] else {
+        unreachable!()
+    };
+    // Blocks 10..=29 of each of the 3 columns.
+    assert_eq!(announced.len(), 3 * 20, "{announced:?}");
+    let reads: Vec<_> = log[last + 1..]
+        .iter()
+        .filter_map(|l| match l {
+            Logged::Read(r) => Some(r.clone()),
+            Logged::Prefetch(_) => None,
+        })
+        .collect();
+    assert!(!reads.is_empty());
+    for r in &reads {
+        assert!(
+            announced
+                .iter()
+                .any(|a| a.start <= r.start && r.end <= a.end),
+            "read {r:?} was not announced"
+        );
+    }
 }

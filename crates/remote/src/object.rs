@@ -66,6 +66,11 @@ const SEQUENTIAL_GAP: u64 = 64 << 10;
 /// request costs about as much as a few kilobytes, and reading a small
 /// file's header and tables takes many small reads.
 const SMALL: u64 = 1 << 20;
+/// Announced ranges closer than this are fetched as one request.
+const MERGE_GAP: u64 = 64 << 10;
+/// Bytes of announced ranges kept per object (fetched or in flight); the
+/// oldest are dropped first.
+const PLAN_BUDGET: u64 = 256 << 20;
 /// Read-ahead windows kept per object.
 const WINDOWS: usize = 4;
 
@@ -90,6 +95,8 @@ struct Shared {
     path: ObjectPath,
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// Requests in flight at once for this object, at most.
+    permits: tokio::sync::Semaphore,
 }
 
 /// The read-ahead state: recent windows, where the last read ended, and
@@ -101,6 +108,10 @@ struct Ahead {
     last_end: u64,
     /// Where the current run of consecutive reads started.
     run_start: u64,
+    /// Ranges a reader said it is about to read ([`RangeRead::prefetch`]),
+    /// oldest first, and their total size (kept under [`PLAN_BUDGET`]).
+    planned: VecDeque<Window>,
+    planned_bytes: u64,
 }
 
 /// A range of the object being fetched or fetched.
@@ -237,6 +248,7 @@ impl ObjectSource {
             path,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            permits: tokio::sync::Semaphore::new(opts.concurrency.max(1)),
         });
         let head = {
             let s = shared.clone();
@@ -357,24 +369,36 @@ impl ObjectSource {
             let pos = offset + filled as u64;
             let window = {
                 let mut ahead = lock(&self.ahead);
-                let Some(w) = ahead
-                    .windows
-                    .iter()
-                    .find(|w| w.range.contains(&pos))
-                    .cloned()
-                else {
-                    break;
-                };
-                self.extend(&mut ahead, &w, pos);
-                w
+                if let Some(w) = ahead.planned.iter().find(|w| w.range.contains(&pos)) {
+                    w.clone()
+                } else {
+                    let Some(w) = ahead
+                        .windows
+                        .iter()
+                        .find(|w| w.range.contains(&pos))
+                        .cloned()
+                    else {
+                        break;
+                    };
+                    self.extend(&mut ahead, &w, pos);
+                    w
+                }
             };
             let data = match window.slot.wait() {
                 Ok(d) => d,
                 Err(_) => {
                     // Forget the failed window; the read fetches directly.
-                    lock(&self.ahead)
+                    let mut ahead = lock(&self.ahead);
+                    ahead
                         .windows
                         .retain(|w| !Arc::ptr_eq(&w.slot, &window.slot));
+                    let before = ahead.planned.len();
+                    ahead
+                        .planned
+                        .retain(|w| !Arc::ptr_eq(&w.slot, &window.slot));
+                    if ahead.planned.len() != before {
+                        ahead.planned_bytes -= window.range.end - window.range.start;
+                    }
                     break;
                 }
             };
@@ -435,6 +459,44 @@ impl ObjectSource {
 impl RangeRead for ObjectSource {
     fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Starts fetching `ranges` now: sorted, neighbours closer than
+    /// [`MERGE_GAP`] merged, parts already held or in flight left out, at
+    /// most [`PLAN_BUDGET`] bytes; reads of them then wait for these
+    /// fetches instead of asking again. Small objects are fetched whole
+    /// anyway.
+    fn prefetch(&self, ranges: &[Range<u64>]) {
+        if self.len <= SMALL || ranges.is_empty() {
+            return;
+        }
+        let merged = merge(ranges, MERGE_GAP);
+        let mut ahead = lock(&self.ahead);
+        let mut budget = PLAN_BUDGET;
+        for r in merged {
+            let held = ahead
+                .planned
+                .iter()
+                .chain(ahead.windows.iter())
+                .any(|w| w.range.start <= r.start && r.end <= w.range.end);
+            let size = r.end - r.start;
+            if held || r.end > self.len {
+                continue;
+            }
+            if size > budget {
+                break;
+            }
+            budget -= size;
+            let slot = self.start(r.clone());
+            ahead.planned.push_back(Window { range: r, slot });
+            ahead.planned_bytes += size;
+            while ahead.planned_bytes > PLAN_BUDGET {
+                let Some(old) = ahead.planned.pop_front() else {
+                    break;
+                };
+                ahead.planned_bytes -= old.range.end - old.range.start;
+            }
+        }
     }
 
     fn read_range(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -500,6 +562,23 @@ impl RangeRead for ObjectSource {
     }
 }
 
+/// `ranges` sorted, with overlapping ones and ones less than `gap` apart
+/// merged.
+fn merge(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 /// `range` in consecutive parts of at most `part` bytes.
 fn split(range: Range<u64>, part: u64) -> Vec<Range<u64>> {
     let mut out = Vec::new();
@@ -540,6 +619,11 @@ async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Vec<u
     let mut delay = Duration::from_millis(50);
     let mut attempt = 0u32;
     loop {
+        let permit = shared
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| format!("the request limit closed: {e}"))?;
         shared.requests.fetch_add(1, Ordering::Relaxed);
         let failure = match shared.store.get_range(&shared.path, r.clone()).await {
             Ok(bytes) if bytes.len() as u64 == want => {
@@ -553,6 +637,7 @@ async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Vec<u
             Err(e) if permanent(&e) => return Err(e.to_string()),
             Err(e) => e.to_string(),
         };
+        drop(permit);
         if attempt >= retries {
             return Err(if retries == 0 {
                 failure
@@ -589,5 +674,13 @@ mod tests {
         assert_eq!(split(10..25, 10), vec![10..20, 20..25]);
         assert_eq!(split(0..0, 10), Vec::<Range<u64>>::new());
         assert_eq!(split(5..6, 10), vec![5..6]);
+    }
+
+    #[test]
+    fn merge_joins_near_and_overlapping_ranges_in_order() {
+        assert_eq!(merge(&[30..40, 0..10, 12..20], 2), vec![0..20, 30..40]);
+        assert_eq!(merge(&[0..10, 5..8, 9..12], 0), vec![0..12]);
+        assert_eq!(merge(&[0..10, 11..12], 0), vec![0..10, 11..12]);
+        assert_eq!(merge(&[4..4, 1..2], 0), vec![1..2]);
     }
 }

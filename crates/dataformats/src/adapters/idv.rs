@@ -162,6 +162,32 @@ struct Idv {
     last_block: std::sync::Mutex<Option<(usize, u64, arrow_buffer::Buffer)>>,
 }
 
+impl Idv {
+    /// Tells a remote source which stored blocks the rows `start..end` of
+    /// `columns` are in, so that they are fetched together before they are
+    /// decoded one by one (nothing to do for local files).
+    fn prefetch(&self, columns: &[usize], start: u64, end: u64) {
+        let src = self.r.source();
+        if !src.is_remote() || start >= end {
+            return;
+        }
+        let rpb = u64::from(self.r.columns().first().map_or(1, |c| c.rows_per_block)).max(1);
+        let (first, last) = (start / rpb, (end - 1) / rpb);
+        let mut ranges = Vec::new();
+        for &j in columns {
+            let Some(table) = self.live.get(j).and_then(|&k| self.r.lookup(k).ok()) else {
+                continue; // the read itself reports it
+            };
+            let blocks = usize::try_from(first).unwrap_or(usize::MAX)
+                ..usize::try_from(last.saturating_add(1)).unwrap_or(usize::MAX);
+            for e in table.get(blocks).unwrap_or_default() {
+                ranges.push(e.offset..e.offset.saturating_add(u64::from(e.compressed_len)));
+            }
+        }
+        src.prefetch(&ranges);
+    }
+}
+
 impl Dataset for Idv {
     fn format(&self) -> Format {
         Format::Idv
@@ -185,6 +211,7 @@ impl Dataset for Idv {
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
         let end = rows.end.min(self.r.row_count());
         let start = rows.start.min(end);
+        self.prefetch(columns, start, end);
         let mut out = Vec::with_capacity(columns.len());
         for &j in columns {
             let (Some(&k), Some(kind), Some(f)) = (
