@@ -26,9 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -38,57 +36,7 @@ import pyarrow.parquet as pq
 import dataformats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from s3util import s3_server  # noqa: E402
-
-
-class RangeFiles(BaseHTTPRequestHandler):
-    """A plain HTTP server for the files of one folder: HEAD and ranged GET
-    answered with positioned reads (what object stores do, without moto's
-    cost per range)."""
-
-    protocol_version = "HTTP/1.1"
-    root = Path(".")
-
-    def log_message(self, *args):
-        pass
-
-    def do_HEAD(self):
-        self._answer(body=False)
-
-    def do_GET(self):
-        self._answer(body=True)
-
-    def _answer(self, body):
-        p = self.root / self.path.lstrip("/")
-        if not p.is_file():
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        size = p.stat().st_size
-        start, end = 0, size - 1
-        rng = self.headers.get("Range")
-        if rng:
-            a, b = rng.split("=", 1)[1].split("-")
-            start, end = int(a), min(int(b) if b else size - 1, size - 1)
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", str(end - start + 1))
-        self.send_header("Accept-Ranges", "bytes")
-        self.end_headers()
-        if body:
-            with open(p, "rb") as f:
-                self.wfile.write(os.pread(f.fileno(), end - start + 1, start))
-
-
-def serve_files(root):
-    RangeFiles.root = root
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RangeFiles)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+from s3util import s3_server, serve_files  # noqa: E402
 
 
 def scan(url):

@@ -31,7 +31,7 @@ dataformats = pytest.importorskip("dataformats")
 pytest.importorskip("moto")
 pytest.importorskip("boto3")
 
-from s3util import s3_server  # noqa: E402
+from s3util import s3_server, serve_files  # noqa: E402
 from test_arrow_export import BIN, VECTORS, deep_eq, vectors  # noqa: E402
 
 FILES = [(f, p) for f, p, _ in vectors(valid=True) if p.is_file()]
@@ -114,6 +114,21 @@ def test_every_invalid_vector_is_refused_from_s3_as_locally(s3, fmt, path):
     assert remote.returncode == local.returncode, remote.stderr
     # The same reason (the message names the local path or the URL).
     assert remote.stderr.replace(url_of(path), "X") == local.stderr.replace(str(path), "X")
+
+
+def test_files_behind_plain_http_read_the_same():
+    # The http(s):// store: HEAD for the length, then ranged GETs.
+    server = serve_files(VECTORS)
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        for fmt in ("idv", "mldf", "tbl2", "cntk", "bloscpack", "ffcv"):
+            path = largest(fmt)
+            url = f"{base}/{path.relative_to(VECTORS)}"
+            assert same(dataformats.open(url).to_arrow(), dataformats.open(path).to_arrow()), url
+        with pytest.raises(dataformats.FormatError):
+            dataformats.open(f"{base}/no/such.idv")
+    finally:
+        server.shutdown()
 
 
 def test_a_missing_object_is_a_clean_error(s3):

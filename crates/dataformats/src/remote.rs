@@ -77,7 +77,7 @@ fn remote_source(url: &Path) -> Result<Source, Error> {
     #[cfg(feature = "remote")]
     {
         let text = url.to_str().unwrap_or_default();
-        dataformats_remote::open(text).map_err(|e| failed(url, std::io::Error::other(e)))
+        dataformats_remote::open(text).map_err(|e| failed(url, e.into_io()))
     }
     #[cfg(not(feature = "remote"))]
     Err(no_remote(url))
@@ -186,7 +186,7 @@ impl Output {
             let text = self.url.to_str().unwrap_or_default();
             dataformats_remote::upload(staged.path(), text)
                 .map(|_| ())
-                .map_err(|e| failed(&self.url, std::io::Error::other(e)))
+                .map_err(|e| failed(&self.url, e.into_io()))
         }
         #[cfg(not(feature = "remote"))]
         {

@@ -85,6 +85,30 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The cause as an I/O error, without the URL (for callers that name
+    /// the URL themselves); a store's error stays its source.
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            Error::Url { reason, .. } => {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, reason)
+            }
+            Error::Store { source, .. } => {
+                let kind = match source {
+                    object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
+                    object_store::Error::PermissionDenied { .. }
+                    | object_store::Error::Unauthenticated { .. } => {
+                        std::io::ErrorKind::PermissionDenied
+                    }
+                    _ => std::io::ErrorKind::Other,
+                };
+                std::io::Error::new(kind, source)
+            }
+            Error::Io { source, .. } => source,
+        }
+    }
+}
+
 /// The URL schemes [`open`] reads (besides local paths).
 pub const SCHEMES: &[&str] = &[
     "s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "http", "https", "file",

@@ -222,6 +222,10 @@ pub(crate) fn store_for(
         ObjectStoreScheme::Http => Arc::new(
             HttpBuilder::new()
                 .with_url(&url[..url::Position::BeforePath])
+                // The URL says http or https: take it as given.
+                .with_client_options(
+                    object_store::ClientOptions::new().with_allow_http(url.scheme() == "http"),
+                )
                 .with_retry(retry)
                 .build()
                 .map_err(store_err)?,
