@@ -393,6 +393,14 @@ pub trait Dataset: Send + Sync {
         columns: &[usize],
         rows: std::ops::Range<u64>,
     ) -> Result<Vec<arrow_array::ArrayRef>, Error>;
+    /// A hint that [`read_arrays`](Dataset::read_arrays)`(columns, rows)`
+    /// comes soon: a file read by byte ranges from elsewhere starts
+    /// fetching the blocks, chunks or samples it will need, so that they
+    /// arrive while the records before them are decoded. Nothing to do for
+    /// local files (the default); results never depend on it.
+    fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
+        let _ = (columns, rows);
+    }
     /// Columns `columns` of the records `indices`, in that order (any
     /// order, repeats allowed): what a shuffled loader or a sampler asks
     /// for. Every index must be below [`len`](Dataset::len).
@@ -571,9 +579,13 @@ impl BatchReader<'_> {
             return None;
         }
         let end = self.end.min(self.next.saturating_add(self.batch));
-        let r = self
-            .d
-            .get()
+        let d = self.d.get();
+        // The batch after this one starts on its way while this one decodes.
+        let following = end..self.end.min(end.saturating_add(self.batch));
+        if !following.is_empty() {
+            d.prefetch(&self.columns, following);
+        }
+        let r = d
             .read_arrays(&self.columns, self.next..end)
             .and_then(|arrays| batch(self.schema.clone(), arrays, end - self.next));
         match r {

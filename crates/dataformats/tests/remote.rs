@@ -248,6 +248,14 @@ fn idv_reads_announce_the_blocks_they_then_read() {
     remote.log.lock().unwrap().clear();
     let got = d.read_batch(None, 1050..2990).unwrap();
     assert_eq!(got, local.read_batch(None, 1050..2990).unwrap());
+    // Blocks 10..=29 of each of the 3 columns.
+    let announced = reads_were_announced(&remote);
+    assert_eq!(announced.len(), 3 * 20, "{announced:?}");
+}
+
+/// The ranges of the last `prefetch` call in `remote`'s log, after
+/// checking that every read logged after it lies within one of them.
+fn reads_were_announced(remote: &Remote) -> Vec<std::ops::Range<u64>> {
     let log = remote.log.lock().unwrap().clone();
     let last = log
         .iter()
@@ -256,8 +264,6 @@ fn idv_reads_announce_the_blocks_they_then_read() {
     let Logged::Prefetch(announced) = &log[last] else {
         unreachable!()
     };
-    // Blocks 10..=29 of each of the 3 columns.
-    assert_eq!(announced.len(), 3 * 20, "{announced:?}");
     let reads: Vec<_> = log[last + 1..]
         .iter()
         .filter_map(|l| match l {
@@ -274,4 +280,35 @@ fn idv_reads_announce_the_blocks_they_then_read() {
             "read {r:?} was not announced"
         );
     }
+    announced.clone()
+}
+
+#[test]
+fn tbl2_reads_in_any_order_announce_their_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.tbl");
+    let mut w = dataformats::tbl2::Writer::create(&path, true).unwrap();
+    for i in 0..300u32 {
+        let payload: Vec<u8> = (0..(500 + i)).map(|k| (k ^ i) as u8).collect();
+        let info = dataformats::tbl2::SampleInfo {
+            format: dataformats::tbl2::SampleFormat(8),
+            width: 0,
+            height: 0,
+        };
+        w.add_sample(&payload, info).unwrap();
+    }
+    w.finish().unwrap();
+    let local = dataformats::open(&path).unwrap();
+    let remote = Arc::new(Remote::new(std::fs::read(&path).unwrap()));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    let picks = [250u64, 3, 77, 78, 12, 299, 0];
+    remote.log.lock().unwrap().clear();
+    let got = d.take_arrays(&[0], &picks).unwrap();
+    assert_eq!(got, local.take_arrays(&[0], &picks).unwrap());
+    assert_eq!(reads_were_announced(&remote).len(), picks.len());
+    // Columns without sample bytes announce nothing.
+    remote.log.lock().unwrap().clear();
+    d.read_arrays(&[2, 3], 0..300).unwrap();
+    assert!(remote.log.lock().unwrap().is_empty());
 }

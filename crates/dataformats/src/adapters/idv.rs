@@ -166,7 +166,7 @@ impl Idv {
     /// Tells a remote source which stored blocks the rows `start..end` of
     /// `columns` are in, so that they are fetched together before they are
     /// decoded one by one (nothing to do for local files).
-    fn prefetch(&self, columns: &[usize], start: u64, end: u64) {
+    fn announce(&self, columns: &[usize], start: u64, end: u64) {
         let src = self.r.source();
         if !src.is_remote() || start >= end {
             return;
@@ -204,6 +204,11 @@ impl Dataset for Idv {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.schema.clone()
     }
+    fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
+        let end = rows.end.min(self.r.row_count());
+        self.announce(columns, rows.start.min(end), end);
+    }
+
     fn read_arrays(
         &self,
         columns: &[usize],
@@ -211,7 +216,7 @@ impl Dataset for Idv {
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
         let end = rows.end.min(self.r.row_count());
         let start = rows.start.min(end);
-        self.prefetch(columns, start, end);
+        self.announce(columns, start, end);
         let mut out = Vec::with_capacity(columns.len());
         for &j in columns {
             let (Some(&k), Some(kind), Some(f)) = (

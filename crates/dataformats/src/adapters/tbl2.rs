@@ -67,6 +67,10 @@ impl Dataset for Tbl2 {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()
     }
+    fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
+        let end = rows.end.min(self.len());
+        self.announce(columns, rows.start.min(end)..end);
+    }
     fn read_arrays(
         &self,
         columns: &[usize],
@@ -89,6 +93,22 @@ impl Dataset for Tbl2 {
 }
 
 impl Tbl2 {
+    /// Tells a remote source where the stored samples `rows` are when the
+    /// data column is asked for (the index is in memory; nothing to do for
+    /// local files).
+    fn announce(&self, columns: &[usize], rows: impl Iterator<Item = u64>) {
+        let src = self.0.source();
+        if !src.is_remote() || !columns.contains(&0) {
+            return;
+        }
+        let index = self.0.index();
+        let ranges: Vec<_> = rows
+            .filter_map(|i| index.get(usize::try_from(i).ok()?))
+            .map(|x| x.offset..x.offset.saturating_add(u64::from(x.size)))
+            .collect();
+        src.prefetch(&ranges);
+    }
+
     /// Columns `columns` of the `n` samples `rows` (each below `len()`),
     /// in that order.
     fn arrays(
@@ -101,6 +121,7 @@ impl Tbl2 {
         use std::sync::Arc;
         let e = fe::<crate::tbl2::Error>(Format::Tbl2);
         let at = |i: u64| usize::try_from(i).unwrap_or(usize::MAX);
+        self.announce(columns, rows.clone());
         let mut out: Vec<ArrayRef> = Vec::with_capacity(columns.len());
         for &j in columns {
             let a: ArrayRef = match j {

@@ -335,6 +335,17 @@ impl Batches {
         }
     }
 
+    /// The records of the batch after the one [`next_with`](Self::next_with)
+    /// reads next, if any (what to prefetch while that one decodes).
+    pub(crate) fn following(&self) -> Option<std::ops::Range<u64>> {
+        if self.failed {
+            return None;
+        }
+        let start = self.end.min(self.next.saturating_add(self.batch));
+        let end = self.end.min(start.saturating_add(self.batch));
+        (start < end).then_some(start..end)
+    }
+
     /// The next batch, its columns read by `read` for its record range.
     pub(crate) fn next_with(
         &mut self,
@@ -559,6 +570,9 @@ impl BatchStream for Owned {
     }
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         let (d, columns) = (&self.d, &self.columns);
+        if let Some(following) = self.batches.following() {
+            d.prefetch(columns, following);
+        }
         self.batches.next_with(|rows| d.read_arrays(columns, rows))
     }
 }
