@@ -2,7 +2,12 @@
 //! byte ranges, as object storage is): the same batches as the local file,
 //! only the bytes needed, and faulty answers are errors, never values.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::io::ErrorKind;
 use std::sync::Arc;
