@@ -317,3 +317,43 @@ fn tbl2_reads_in_any_order_announce_their_samples() {
     d.read_arrays(&[2, 3], 0..300).unwrap();
     assert!(remote.log.lock().unwrap().is_empty());
 }
+
+#[test]
+fn mldf_reads_announce_the_metadata_rows_they_then_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let mut text = String::from("a,b\n");
+    for i in 0..2000 {
+        text.push_str(&format!("{i},{}\n", i as f64 / 7.0));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let path = dir.path().join("t.mldf");
+    dataformats::convert::convert(&csv, &path, &Default::default()).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let r = dataformats::mldf::Reader::from_bytes(bytes.clone()).unwrap();
+    let (base, row) = (r.header().metadata_ptr, r.row_size());
+    let meta = base..base + r.num_samples() * row;
+    let local = dataformats::open(&path).unwrap();
+    let remote = Arc::new(Remote::new(bytes));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    remote.log.lock().unwrap().clear();
+    let got = d.read_arrays(&[0, 1], 500..1500).unwrap();
+    assert_eq!(got, local.read_arrays(&[0, 1], 500..1500).unwrap());
+    let log = remote.log.lock().unwrap().clone();
+    let want = base + 500 * row..base + 1500 * row;
+    assert_eq!(log.first(), Some(&Logged::Prefetch(vec![want.clone()])));
+    let mut metadata_reads = 0;
+    for l in &log[1..] {
+        if let Logged::Read(x) = l {
+            if x.start < meta.end && meta.start < x.end {
+                metadata_reads += 1;
+                assert!(
+                    want.start <= x.start && x.end <= want.end,
+                    "{x:?} not announced"
+                );
+            }
+        }
+    }
+    assert!(metadata_reads > 0);
+}

@@ -146,6 +146,26 @@ pub(crate) fn arrow_field(f: &crate::mldf::Field) -> Result<arrow_schema::Field,
     })
 }
 
+/// Tells a remote source that the metadata rows of samples `rows` (one
+/// stretch of the file, every field's record) are about to be read: each
+/// value is found through its record, one small read per record and field
+/// otherwise. The values themselves come by read-ahead as they are read.
+fn announce_metadata(r: &crate::mldf::Reader, rows: std::ops::Range<u64>) {
+    let src = r.source();
+    let end = rows.end.min(r.num_samples());
+    if !src.is_remote() || rows.start >= end {
+        return;
+    }
+    let base = r.header().metadata_ptr;
+    let at = |i: u64| {
+        i.checked_mul(r.row_size())
+            .and_then(|x| x.checked_add(base))
+    };
+    if let (Some(a), Some(b)) = (at(rows.start), at(end)) {
+        src.prefetch(std::slice::from_ref(&(a..b)));
+    }
+}
+
 impl Dataset for Mldf {
     fn format(&self) -> Format {
         Format::Mldf
@@ -163,6 +183,9 @@ impl Dataset for Mldf {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()
     }
+    fn prefetch(&self, _columns: &[usize], rows: std::ops::Range<u64>) {
+        announce_metadata(&self.0, rows);
+    }
     fn read_arrays(
         &self,
         columns: &[usize],
@@ -170,6 +193,7 @@ impl Dataset for Mldf {
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
         let end = rows.end.min(self.0.num_samples());
         let start = rows.start.min(end);
+        announce_metadata(&self.0, start..end);
         let mut out = Vec::with_capacity(columns.len());
         for &j in columns {
             let (Some(f), Some(af)) = (self.0.fields().get(j), self.1.fields().get(j)) else {
