@@ -466,10 +466,9 @@ impl RangeRead for ObjectSource {
     }
 
     /// Starts fetching `ranges` now: sorted, neighbours closer than
-    /// [`MERGE_GAP`] merged, parts already held or in flight left out, at
-    /// most [`PLAN_BUDGET`] bytes; reads of them then wait for these
-    /// fetches instead of asking again. Small objects are fetched whole
-    /// anyway.
+    /// 64 KiB merged, parts already held or in flight left out, at most
+    /// 256 MiB in all; reads of them then wait for these fetches instead of
+    /// asking again. Small objects are fetched whole anyway.
     fn prefetch(&self, ranges: &[Range<u64>]) {
         if self.len <= SMALL || ranges.is_empty() {
             return;
