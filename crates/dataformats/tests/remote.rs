@@ -192,25 +192,32 @@ fn a_failed_range_is_named_and_keeps_its_cause() {
     assert_eq!(r.requests.load(Ordering::Relaxed), 0);
 }
 
+/// A TBL v2 file at `path` of `n` samples (format code 8), sample `i`
+/// holding `payload(i)`, LZ4-compressed when `compress`.
+fn write_tbl(path: &std::path::Path, compress: bool, n: u32, payload: impl Fn(u32) -> Vec<u8>) {
+    let mut w = dataformats::tbl2::Writer::create(path, compress).unwrap();
+    for i in 0..n {
+        let info = dataformats::tbl2::SampleInfo {
+            format: dataformats::tbl2::SampleFormat(8),
+            width: 0,
+            height: 0,
+        };
+        w.add_sample(&payload(i), info).unwrap();
+    }
+    w.finish().unwrap();
+}
+
 #[test]
 fn one_column_of_a_few_records_fetches_a_small_part_of_a_large_file() {
     // A TBL v2 file of 2,000 samples of 2 KB: reading 20 samples' data
     // fetches the header, the index and those samples only.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.tbl");
-    let mut w = dataformats::tbl2::Writer::create(&path, false).unwrap();
-    for i in 0..2000u32 {
-        let payload: Vec<u8> = (0..2048u32)
+    write_tbl(&path, false, 2000, |i| {
+        (0..2048u32)
             .map(|k| (k.wrapping_mul(31) ^ i) as u8)
-            .collect();
-        let info = dataformats::tbl2::SampleInfo {
-            format: dataformats::tbl2::SampleFormat(8),
-            width: 0,
-            height: 0,
-        };
-        w.add_sample(&payload, info).unwrap();
-    }
-    w.finish().unwrap();
+            .collect()
+    });
     let bytes = std::fs::read(&path).unwrap();
     let total = bytes.len() as u64;
     let remote = Arc::new(Remote::new(bytes));
@@ -292,17 +299,9 @@ fn reads_were_announced(remote: &Remote) -> Vec<std::ops::Range<u64>> {
 fn tbl2_reads_in_any_order_announce_their_samples() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.tbl");
-    let mut w = dataformats::tbl2::Writer::create(&path, true).unwrap();
-    for i in 0..300u32 {
-        let payload: Vec<u8> = (0..(500 + i)).map(|k| (k ^ i) as u8).collect();
-        let info = dataformats::tbl2::SampleInfo {
-            format: dataformats::tbl2::SampleFormat(8),
-            width: 0,
-            height: 0,
-        };
-        w.add_sample(&payload, info).unwrap();
-    }
-    w.finish().unwrap();
+    write_tbl(&path, true, 300, |i| {
+        (0..(500 + i)).map(|k| (k ^ i) as u8).collect()
+    });
     let local = dataformats::open(&path).unwrap();
     let remote = Arc::new(Remote::new(std::fs::read(&path).unwrap()));
     let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
