@@ -7,6 +7,7 @@
 mod demo;
 mod output;
 mod progress;
+mod sql;
 mod typed;
 
 use std::ops::Range;
@@ -114,6 +115,9 @@ enum Command {
         #[arg(long)]
         content: bool,
     },
+    /// Run a SQL query over files of any format (`--table NAME=PATH`); needs
+    /// a build with the `sql` feature.
+    Sql(sql::SqlArgs),
     /// List the formats this build knows and whether it reads them.
     Formats,
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
@@ -289,6 +293,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             typed::library(&c.input, &c.output, &opts, cli.json)
         }
         Command::Diff { a, b, content } => diff(&a, &b, content, cli.json),
+        Command::Sql(args) => sql::run(args, cli.json),
         Command::Formats => {
             formats(cli.json);
             Ok(())

@@ -401,6 +401,16 @@ pub trait Dataset: Send + Sync {
     fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
         let _ = (columns, rows);
     }
+    /// At most `parts` (at least 1) consecutive, non-empty record ranges
+    /// that together cover every record in order: the units of work for
+    /// reading the file in parallel (a SQL scan's partitions, a cluster's
+    /// read tasks). Cuts fall where the file's stored units start (IDV
+    /// blocks, Bloscpack chunks, CBF chunks), so no block or chunk is
+    /// decoded by two ranges; files stored record by record are cut
+    /// evenly (the default). An empty file gives no range.
+    fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
+        split_at_starts(self.len(), &[], 1, parts)
+    }
     /// Columns `columns` of the records `indices`, in that order (any
     /// order, repeats allowed): what a shuffled loader or a sampler asks
     /// for. Every index must be below [`len`](Dataset::len).
@@ -500,6 +510,46 @@ impl dyn Dataset + '_ {
             failed: false,
         }
     }
+}
+
+/// Cuts `0..len` into at most `parts` (at least 1) non-empty ranges of
+/// about equal size. Each cut is a record where a stored unit starts: one
+/// of `starts` (ascending) when given, else a multiple of `unit` (at least
+/// 1), the nearest one to an even cut. Used by [`Dataset::splits`].
+pub fn split_at_starts(
+    len: u64,
+    starts: &[u64],
+    unit: u64,
+    parts: usize,
+) -> Vec<std::ops::Range<u64>> {
+    let parts = parts.max(1) as u64;
+    let unit = unit.max(1);
+    let mut cuts = vec![0u64];
+    for k in 1..parts {
+        // The even cut point, moved to the nearest stored unit start.
+        let want =
+            u64::try_from(u128::from(len) * u128::from(k) / u128::from(parts)).unwrap_or(len);
+        let cut = if starts.is_empty() {
+            (want.saturating_add(unit / 2) / unit).saturating_mul(unit)
+        } else {
+            let i = starts.partition_point(|&s| s < want);
+            let after = starts.get(i).copied().unwrap_or(len);
+            match i.checked_sub(1).and_then(|j| starts.get(j)) {
+                Some(&before) if want - before < after - want => before,
+                _ => after,
+            }
+        };
+        let last = cuts.last().copied().unwrap_or(0);
+        if cut > last && cut < len {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(len);
+    cuts.iter()
+        .zip(cuts.iter().skip(1))
+        .filter(|(a, z)| a < z)
+        .map(|(&a, &z)| a..z)
+        .collect()
 }
 
 fn batch(

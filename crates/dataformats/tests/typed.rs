@@ -215,3 +215,71 @@ fn take_arrays_equals_taking_from_the_whole_file() {
         assert!(seen > 150, "only {seen} valid vectors");
     }
 }
+
+#[test]
+fn splits_cover_every_record_once_and_read_back_the_whole_file() {
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let d = dataformats::open(&p).unwrap_or_else(|e| panic!("{format} {}: {e}", p.display()));
+        for parts in [1usize, 2, 3, 8, 1000] {
+            let s = d.splits(parts);
+            assert!(s.len() <= parts, "{} {parts}: {s:?}", p.display());
+            if d.is_empty() {
+                assert!(s.is_empty(), "{}", p.display());
+                continue;
+            }
+            assert_eq!(s.first().unwrap().start, 0, "{}", p.display());
+            assert_eq!(s.last().unwrap().end, d.len(), "{}", p.display());
+            for w in s.windows(2) {
+                assert_eq!(w[0].end, w[1].start, "{} {parts}: {s:?}", p.display());
+            }
+            assert!(s.iter().all(|r| r.start < r.end), "{}: {s:?}", p.display());
+        }
+        // Reading split by split gives the whole file.
+        let parts = d.splits(3);
+        let schema = d.schema();
+        let batches: Vec<RecordBatch> = parts
+            .iter()
+            .map(|r| d.read_batch(None, r.clone()).unwrap())
+            .collect();
+        let joined = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(
+            joined,
+            whole(d.as_ref()),
+            "{} read split by split",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn splits_cut_where_stored_units_start() {
+    use dataformats::dataset::split_at_starts;
+    // The multiples of the unit nearest to the even cuts.
+    assert_eq!(
+        split_at_starts(100, &[], 30, 3),
+        vec![0..30, 30..60, 60..100]
+    );
+    assert_eq!(split_at_starts(100, &[], 20, 2), vec![0..60, 60..100]);
+    assert_eq!(split_at_starts(10, &[], 1, 3), vec![0..3, 3..6, 6..10]);
+    // Chunk starts: the cut moves to the start nearest the even point.
+    assert_eq!(
+        split_at_starts(100, &[0, 10, 45, 80], 1, 2),
+        vec![0..45, 45..100]
+    );
+    assert_eq!(
+        split_at_starts(100, &[0, 10, 70, 80], 1, 2),
+        vec![0..70, 70..100]
+    );
+    assert_eq!(
+        split_at_starts(100, &[0, 10, 50, 80], 1, 2),
+        vec![0..50, 50..100]
+    );
+    // Fewer units than parts: fewer ranges; one unit: one range.
+    assert_eq!(split_at_starts(5, &[], 1, 10).len(), 5);
+    assert_eq!(split_at_starts(5, &[], 100, 4), vec![0..5]);
+    assert!(split_at_starts(0, &[], 1, 4).is_empty());
+    assert_eq!(split_at_starts(7, &[], 0, 0), vec![0..7]);
+}

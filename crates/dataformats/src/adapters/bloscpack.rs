@@ -197,6 +197,17 @@ impl Dataset for Blp {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.3.clone()
     }
+    fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
+        // A numpy array's rows: a cut at row r lies on a chunk's start when
+        // r * row bytes is a multiple of the chunk size. Records that are
+        // chunks (no numpy metadata) cut anywhere.
+        let chunk = u64::try_from(self.0.header().chunk_size).unwrap_or(0);
+        let unit = match self.np_rows() {
+            Some((_, _, per_row)) if per_row > 0 && chunk > 0 => chunk / gcd(chunk, per_row),
+            _ => 1,
+        };
+        crate::dataset::split_at_starts(self.typed_len(), &[], unit, parts)
+    }
     fn read_arrays(
         &self,
         columns: &[usize],
@@ -257,4 +268,12 @@ impl Dataset for Blp {
             })
             .collect()
     }
+}
+
+/// Greatest common divisor (`b > 0`).
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }

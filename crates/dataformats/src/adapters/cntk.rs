@@ -260,6 +260,9 @@ impl Dataset for Cntk {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
+    fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
+        crate::dataset::split_at_starts(self.samples, &self.sample_starts, 1, parts)
+    }
     fn read_arrays(
         &self,
         columns: &[usize],

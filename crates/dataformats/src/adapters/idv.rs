@@ -204,6 +204,11 @@ impl Dataset for Idv {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.schema.clone()
     }
+    fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
+        // Every column's blocks hold the same rows.
+        let rpb = self.r.columns().first().map_or(1, |c| c.rows_per_block);
+        crate::dataset::split_at_starts(self.len(), &[], u64::from(rpb), parts)
+    }
     fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
         let end = rows.end.min(self.r.row_count());
         self.announce(columns, rows.start.min(end), end);
