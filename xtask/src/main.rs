@@ -4,6 +4,8 @@
 //!   shared vector against our readers.
 //! - `cargo xtask fuzz [--seconds N] [--seed N] [--replay] [TARGET...]`: run the
 //!   cargo-fuzz targets, or replay their saved regression inputs.
+//! - `cargo xtask scale [--venv DIR] [--factor N]`: the Ray cluster tests
+//!   with N times the files.
 //! - `cargo xtask ci`: run `.ci/run`, exactly what CI runs.
 
 #![allow(clippy::indexing_slicing)]
@@ -54,6 +56,11 @@ tasks:
       directories; TBL v2 with every format, compression setting and metadata type, and a
       converted tar), then read them back with the reference Python packages installed
       from PyPI into a throw-away virtual environment (target/interop/venv).
+  scale [--venv DIR] [--factor N]
+      The Ray tests (python/tests/test_ray.py: a loopback cluster of a head and two
+      one-CPU worker nodes) with N times (default 10) the files converted, using the
+      Python venv DIR (default .venv, made by `bash python/setup-venv.sh .venv`).
+      CI runs them at factor 1.
   ci
       Run .ci/run (what CI runs on a fresh clone).
 ";
@@ -70,6 +77,7 @@ fn main() -> ExitCode {
         "ci" => ci(rest),
         "bench" => bench(rest),
         "interop" => interop::main(rest),
+        "scale" => scale(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(true)
@@ -102,6 +110,49 @@ fn ci(args: &[String]) -> Result<bool, String> {
         .current_dir(&root)
         .status()
         .map_err(|e| format!("cannot run .ci/run: {e}"))?;
+    Ok(status.success())
+}
+
+fn scale(args: &[String]) -> Result<bool, String> {
+    let root = project_root();
+    let mut venv = root.join(".venv");
+    let mut factor = 10u32;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("`{a}` needs a value"));
+        match a.as_str() {
+            "--venv" => venv = PathBuf::from(value()?),
+            "--factor" => {
+                let v = value()?;
+                factor = v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    format!("--factor takes a whole number of at least 1, not `{v}`")
+                })?;
+            }
+            other => return Err(format!("unknown option `{other}` for `scale`")),
+        }
+    }
+    let pytest = venv.join("bin").join("pytest");
+    if !pytest.exists() {
+        return Err(format!(
+            "no pytest in {}: make the venv with `bash python/setup-venv.sh {}`",
+            venv.display(),
+            venv.display()
+        ));
+    }
+    let built = Command::new("cargo")
+        .args(["build", "-p", "dataformats-cli", "--features", "sql"])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !built.success() {
+        return Ok(false);
+    }
+    let status = Command::new(pytest)
+        .args(["-q", "python/tests/test_ray.py"])
+        .env("DATAFORMATS_RAY_SCALE", factor.to_string())
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run pytest: {e}"))?;
     Ok(status.success())
 }
 

@@ -278,6 +278,17 @@ impl Dataset {
         .map_err(|e| py_err(py, &e))
     }
 
+    /// At most `parts` consecutive `(start, end)` record ranges covering
+    /// every record, cut where the file's blocks or chunks start: units of
+    /// parallel work (a cluster's read tasks).
+    fn splits(&self, parts: usize) -> Vec<(u64, u64)> {
+        self.d
+            .splits(parts)
+            .into_iter()
+            .map(|r| (r.start, r.end))
+            .collect()
+    }
+
     /// Checks the whole file the way the format's validator does (GIL
     /// released).
     fn validate(&self, py: Python<'_>) -> PyResult<()> {

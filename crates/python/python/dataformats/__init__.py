@@ -221,6 +221,15 @@ class Dataset:
             return arr
         return out
 
+    def splits(self, parts: int) -> List[Tuple[int, int]]:
+        """At most ``parts`` consecutive ``(start, end)`` record ranges that
+        cover every record once, cut where the file's blocks or chunks start
+        (so no block is decoded by two of them): units of parallel work, as
+        :func:`dataformats.ray.read` uses them."""
+        if parts < 1:
+            raise ValueError(f"parts must be at least 1, not {parts}")
+        return [tuple(r) for r in self._native.splits(parts)]
+
     def validate(self) -> None:
         """Checks every byte the way the format's validator does; raises
         :class:`FormatError` for a damaged file."""

@@ -1,0 +1,137 @@
+"""A Ray cluster on loopback for the tests and `cargo xtask scale`: a head
+node with no CPU of its own and worker nodes of one CPU each, started with
+`ray start` and stopped (`ray stop --force`) when done.
+
+Run as a script, it starts the cluster, runs one job described by a JSON file
+(`dataformats.ray.read` of some files, `dataformats.ray.convert` of others),
+writes what came back, and stops the cluster:
+
+    python ray_cluster.py JOB.json
+
+Ray's servers listen on every interface they have, so `run_job` starts this
+script in a network namespace of its own that has only a loopback interface
+(`unshare --net`), when the machine allows one; elsewhere the cluster takes
+a random token (`RAY_AUTH_MODE=token`) so that no other program can join or
+submit work.
+"""
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PORT = 6399
+
+
+def _ray() -> str:
+    exe = Path(sys.executable).with_name("ray")
+    return str(exe) if exe.exists() else "ray"
+
+
+@contextmanager
+def cluster(workers: int = 2):
+    """Starts the cluster; yields its address; stops it."""
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    tmp = tempfile.mkdtemp(prefix="dfray")
+    common = ["--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
+    try:
+        subprocess.run(
+            [_ray(), "start", "--head", "--port", str(PORT), "--num-cpus", "0",
+             "--include-dashboard", "false", "--temp-dir", tmp, *common],
+            env=env, check=True, timeout=180, capture_output=True,
+        )
+        for _ in range(workers):
+            subprocess.run(
+                [_ray(), "start", "--address", f"127.0.0.1:{PORT}", "--num-cpus", "1", *common],
+                env=env, check=True, timeout=180, capture_output=True,
+            )
+        yield f"127.0.0.1:{PORT}"
+    finally:
+        subprocess.run([_ray(), "stop", "--force"], env=env, timeout=120, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_job(job: dict, workdir: Path, timeout: int = 1200) -> dict:
+    """Runs `job` on a fresh cluster in a child process; returns its result."""
+    spec = workdir / "job.json"
+    spec.write_text(json.dumps(job))
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    script = [sys.executable, str(HERE / "ray_cluster.py"), str(spec)]
+    isolated = shutil.which("unshare") and subprocess.run(
+        ["unshare", "--net", "true"], capture_output=True
+    ).returncode == 0
+    if isolated:
+        env["RAY_AUTH_MODE"] = "disabled"
+        cmd = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *script]
+    else:
+        env["RAY_AUTH_MODE"] = "token"
+        env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+        cmd = script
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    (workdir / "job.log").write_text(r.stdout + "\n" + r.stderr)
+    result = workdir / "result.json"
+    if r.returncode != 0 or not result.exists():
+        # The driver's own traceback, not the cluster's log lines.
+        lines = [x for x in r.stderr.splitlines() if "[state-dump]" not in x and "(raylet)" not in x]
+        tb = next((i for i, x in enumerate(lines) if x.startswith("Traceback")), max(0, len(lines) - 60))
+        raise AssertionError(
+            f"the Ray job failed ({r.returncode}); log in {workdir / 'job.log'}:\n" + "\n".join(lines[tb : tb + 80])
+        )
+    return json.loads(result.read_text())
+
+
+def _work(ray, pa, dfray, address, spec, out, result) -> None:
+    ray.init(address=address, log_to_driver=False)
+    result["nodes"] = len([n for n in ray.nodes() if n["Alive"]])
+    result["cpus"] = ray.cluster_resources().get("CPU", 0)
+    if spec.get("read"):
+        t = time.time()
+        ds = dfray.read(spec["read"], provenance=True, override_num_blocks=spec.get("blocks"))
+        table = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+        with pa.OSFile(str(out / "read.arrows"), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+            w.write_table(table)
+        result["read_s"] = time.time() - t
+        result["read_rows"] = table.num_rows
+    for name, conv in spec.get("convert", {}).items():
+        t = time.time()
+        summary = dfray.convert(conv["inputs"], conv["output_dir"], conv["to"], **conv.get("options", {}))
+        result[f"convert_{name}"] = summary
+        result[f"convert_{name}_s"] = time.time() - t
+
+
+def _job(spec_path: str) -> None:
+    import pyarrow as pa
+    import pyarrow.ipc  # noqa: F401
+    import ray
+
+    import dataformats.ray as dfray
+
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec["workdir"])
+    result = {}
+    t0 = time.time()
+    with cluster(spec.get("workers", 2)) as address:
+        result["cluster_start_s"] = time.time() - t0
+        try:
+            _work(ray, pa, dfray, address, spec, out, result)
+        except BaseException:
+            # Printed before the cluster stops: a driver still connected
+            # when it does is ended by Ray before Python could print it.
+            traceback.print_exc()
+            sys.stderr.flush()
+            ray.shutdown()
+            raise
+        ray.shutdown()
+    (out / "result.json").write_text(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    _job(sys.argv[1])
