@@ -341,3 +341,22 @@ def test_loader_refuses_bad_ranks(tmp_path):
         dataformats.Loader(path, batch_size=4, rank=2, world_size=2)
     with pytest.raises(dataformats.FormatError):
         dataformats.Loader(path, batch_size=0)
+
+
+def test_splits_cover_every_record_once_at_block_starts():
+    for fmt, path, _ in VECTORS_LIST:
+        ds = dataformats.open(path)
+        n = ds.num_rows
+        for parts in (1, 3, 50):
+            s = ds.splits(parts)
+            assert len(s) <= parts
+            if n == 0:
+                assert s == []
+                continue
+            assert s[0][0] == 0 and s[-1][1] == n, (path, s)
+            assert all(a < b for a, b in s) and all(s[i][1] == s[i + 1][0] for i in range(len(s) - 1)), (path, s)
+    # An IDV file of 20,000 records in blocks of 8,192: cuts at block starts.
+    idv = dataformats.open(VECTORS / "idv" / "mlnet15_large_default.idv")
+    assert idv.splits(3) == [(0, 8192), (8192, 16384), (16384, 20000)]
+    with pytest.raises(ValueError):
+        idv.splits(0)
