@@ -2,7 +2,8 @@
 it locally, with the same reader, in one process (a bench, not a test; run
 it by hand with the wheel and the test requirements installed):
 
-    python python/bench/bench_remote.py [--mb 1024] [--dir DIR] [--format mldf|idv|tbl]
+    python python/bench/bench_remote.py [--mb 1024] [--dir DIR] [--format mldf|idv]
+        [--s3rver PATH]
 
 A file of MB megabytes (uncompressed float64 columns, written from Parquet
 by `dataformats.convert`) is put into moto's S3 server (started here on
@@ -14,6 +15,11 @@ by `dataformats.convert`) is put into moto's S3 server (started here on
 - from `http://`, a plain ranged-file server of our own on loopback
   (positioned reads of the file: the client without moto's costs),
 
+- with `--s3rver PATH` (the `s3rver` program of the npm package of that
+  name, installed outside the project: `npm install s3rver`), from
+  `s3://` on s3rver too, a Node.js S3 server that serves ranges from files
+  and so does not pay moto's per-request cost,
+
 alternating, 5 runs each; the median throughputs and their ratios are
 printed with the machine's load (target: S3 >= 0.8x local), and moto's own
 speed for 4 MiB ranged GETs (boto3, serial): moto is a Python program and
@@ -23,7 +29,9 @@ S3 figure whatever the client does.
 
 import argparse
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +54,28 @@ def scan(url):
     return n
 
 
+def start_s3rver(exe, data, bucket):
+    """s3rver on 127.0.0.1 (a free port), the bucket made; (process, port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data.mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        [exe, "-d", str(data), "-a", "127.0.0.1", "-p", str(port), "-s", "--configure-bucket", bucket,
+         "--allow-mismatched-signatures"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("s3rver did not start")
+
+
 def timed(f):
     t = time.perf_counter()
     f()
@@ -58,6 +88,7 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--format", default="mldf", choices=["mldf", "idv"])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--s3rver", default=None, help="the s3rver program (npm package s3rver)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=a.dir) as work:
         work = Path(work)
@@ -90,11 +121,34 @@ def main():
                     "Body"
                 ].read()
             moto_ranges = (whole >> 22 << 22) / (time.perf_counter() - t0)
-            tl, tr, th = [], [], []
+            tl, tr, th, tn = [], [], [], []
+            node = None
+            if a.s3rver:
+                import boto3
+
+                node, port = start_s3rver(a.s3rver, work / "s3rver", "node")
+                endpoint = f"http://127.0.0.1:{port}"
+                keys = {"aws_access_key_id": "S3RVER", "aws_secret_access_key": "S3RVER"}
+                boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys).upload_file(
+                    str(path), "node", path.name
+                )
             for _ in range(a.runs):
                 tl.append(timed(lambda: scan(local)))
                 tr.append(timed(lambda: scan(url)))
                 th.append(timed(lambda: scan(plain)))
+                if node is not None:
+                    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+                    os.environ.update(
+                        AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER"
+                    )
+                    tn.append(timed(lambda: scan(f"s3://node/{path.name}")))
+                    for k, v in saved.items():
+                        if v is None:
+                            os.environ.pop(k, None)
+                        else:
+                            os.environ[k] = v
+            if node is not None:
+                node.kill()
             http.shutdown()
         ml, mr, mh = statistics.median(tl), statistics.median(tr), statistics.median(th)
         mb = size / 1e6
@@ -102,6 +156,9 @@ def main():
         print(f"local (positioned reads):          {mb / ml:8.0f} MB/s")
         print(f"s3 (moto on loopback):             {mb / mr:8.0f} MB/s   ratio {ml / mr:.2f}  (target >= 0.8)")
         print(f"http (ranged file server, loopback): {mb / mh:6.0f} MB/s   ratio {ml / mh:.2f}")
+        if tn:
+            mn = statistics.median(tn)
+            print(f"s3 (s3rver on loopback):           {mb / mn:8.0f} MB/s   ratio {ml / mn:.2f}")
         print(f"moto alone, 4 MiB ranged GETs (boto3, serial): {moto_ranges / 1e6:.0f} MB/s")
 
 
