@@ -356,3 +356,63 @@ fn mldf_reads_announce_the_metadata_rows_they_then_read() {
     }
     assert!(metadata_reads > 0);
 }
+
+fn vector(format: &str, name: &str) -> std::path::PathBuf {
+    dataformats::core::testing::all_vectors()
+        .into_iter()
+        .find(|(f, p, _)| *f == format && p.file_name().is_some_and(|n| n == name))
+        .map(|(_, p, _)| p)
+        .unwrap_or_else(|| panic!("vector {format}/{name} is missing"))
+}
+
+#[test]
+fn cbf_reads_announce_the_chunks_they_then_read() {
+    let path = vector("cntk", "cntkrepo_seqcla_train.bin");
+    let bytes = std::fs::read(&path).unwrap();
+    let local = dataformats::open(&path).unwrap();
+    let remote = Arc::new(Remote::new(bytes));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    let all: Vec<usize> = (0..d.schema().fields().len()).collect();
+    remote.log.lock().unwrap().clear();
+    let got = d.read_arrays(&all, 1000..2000).unwrap();
+    assert_eq!(got, local.read_arrays(&all, 1000..2000).unwrap());
+    let announced = reads_were_announced(&remote);
+    // The chunks holding samples 1000..2000, not the whole file.
+    let r = dataformats::cntk::Reader::open(&path).unwrap();
+    let mut first = 0u64;
+    let mut want = 0;
+    for c in r.chunks() {
+        let next = first + u64::from(c.num_samples);
+        if first < 2000 && next > 1000 {
+            want += 1;
+        }
+        first = next;
+    }
+    assert_eq!(announced.len(), want, "{announced:?}");
+    assert!(want < r.chunks().len());
+    // An announcement of the batch after: fetched early, read later.
+    remote.log.lock().unwrap().clear();
+    d.prefetch(&all, 3000..3100);
+    assert!(matches!(
+        remote.log.lock().unwrap().first(),
+        Some(Logged::Prefetch(r)) if !r.is_empty()
+    ));
+}
+
+#[test]
+fn bloscpack_reads_announce_the_chunks_they_then_read() {
+    // 13 chunks of 8,192 float64 values.
+    let path = vector("bloscpack", "f8_default_args_64k_chunks.blp");
+    let bytes = std::fs::read(&path).unwrap();
+    let local = dataformats::open(&path).unwrap();
+    let remote = Arc::new(Remote::new(bytes));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    remote.log.lock().unwrap().clear();
+    let got = d.read_arrays(&[0], 10_000..30_000).unwrap();
+    assert_eq!(got, local.read_arrays(&[0], 10_000..30_000).unwrap());
+    // Rows 8,192..32,767: chunks 1, 2 and 3.
+    let announced = reads_were_announced(&remote);
+    assert_eq!(announced.len(), 3, "{announced:?}");
+}

@@ -179,6 +179,47 @@ impl Blp {
     }
 }
 
+impl Blp {
+    /// Tells a remote source the chunks (with their digests) that hold
+    /// records `rows`, so that they are fetched at once; nothing for local
+    /// files. A record is a chunk, or a numpy row whose bytes may span
+    /// chunks (Fortran-order arrays read every chunk).
+    fn announce(&self, rows: std::ops::Range<u64>) {
+        let src = self.0.source();
+        if !src.is_remote() || rows.start >= rows.end {
+            return;
+        }
+        let chunks = self.0.chunks();
+        let picked = match self.np_rows() {
+            None => {
+                usize::try_from(rows.start).unwrap_or(usize::MAX)
+                    ..usize::try_from(rows.end).unwrap_or(usize::MAX)
+            }
+            Some((m, _, _)) if m.order != crate::bloscpack::numpy::Order::C => 0..chunks.len(),
+            Some((_, _, per_row)) => {
+                let (a, z) = (
+                    rows.start.saturating_mul(per_row),
+                    rows.end.saturating_mul(per_row),
+                );
+                let first = chunks
+                    .partition_point(|c| c.payload_start <= a)
+                    .saturating_sub(1);
+                first..chunks.partition_point(|c| c.payload_start < z).max(first)
+            }
+        };
+        let end = self.0.data_end();
+        let ranges: Vec<_> = picked
+            .filter_map(|k| {
+                let c = chunks.get(k)?;
+                // To the next chunk: the chunk and its digest.
+                let stop = chunks.get(k + 1).map_or(end, |n| n.offset);
+                Some(c.offset..stop.max(c.digest_offset()))
+            })
+            .collect();
+        src.prefetch(&ranges);
+    }
+}
+
 impl Dataset for Blp {
     fn format(&self) -> Format {
         Format::Bloscpack
@@ -196,6 +237,10 @@ impl Dataset for Blp {
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.3.clone()
+    }
+    fn prefetch(&self, _columns: &[usize], rows: std::ops::Range<u64>) {
+        let end = rows.end.min(self.typed_len());
+        self.announce(rows.start.min(end)..end);
     }
     fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
         // A numpy array's rows: a cut at row r lies on a chunk's start when
@@ -218,6 +263,9 @@ impl Dataset for Blp {
         let end = rows.end.min(len);
         let start = rows.start.min(end);
         let n = usize::try_from(end - start).unwrap_or(usize::MAX);
+        if !columns.is_empty() {
+            self.announce(start..end);
+        }
         if self.0.numpy().is_none() {
             let mut cells = crate::typed::VarCells::new(n, &self.4);
             for i in start..end {

@@ -244,6 +244,34 @@ impl Cntk {
     }
 }
 
+impl Cntk {
+    /// Tells a remote source the chunks that hold records `rows` (every
+    /// stream of a sample lies in its chunk), so that they are fetched at
+    /// once; nothing for local files.
+    fn announce(&self, rows: std::ops::Range<u64>) {
+        let src = self.r.source();
+        if !src.is_remote() || rows.start >= rows.end {
+            return;
+        }
+        // The chunk holding the first record, to the last chunk starting
+        // before the end.
+        let first = self
+            .sample_starts
+            .partition_point(|&s| s <= rows.start)
+            .saturating_sub(1);
+        let last = self.sample_starts.partition_point(|&s| s < rows.end);
+        let ranges: Vec<_> = self
+            .r
+            .chunks()
+            .get(first..last.max(first))
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.offset..c.end)
+            .collect();
+        src.prefetch(&ranges);
+    }
+}
+
 impl Dataset for Cntk {
     fn format(&self) -> Format {
         Format::Cntk
@@ -263,6 +291,10 @@ impl Dataset for Cntk {
     fn splits(&self, parts: usize) -> Vec<std::ops::Range<u64>> {
         crate::dataset::split_at_starts(self.samples, &self.sample_starts, 1, parts)
     }
+    fn prefetch(&self, _columns: &[usize], rows: std::ops::Range<u64>) {
+        let end = rows.end.min(self.samples);
+        self.announce(rows.start.min(end)..end);
+    }
     fn read_arrays(
         &self,
         columns: &[usize],
@@ -272,6 +304,9 @@ impl Dataset for Cntk {
         let end = rows.end.min(self.samples);
         let start = rows.start.min(end);
         let n = usize::try_from(end - start).unwrap_or(usize::MAX);
+        if !columns.is_empty() {
+            self.announce(start..end);
+        }
         self.limits
             .check_count("CNTK samples", n as u64)
             .map_err(|e| Error::limit(e).in_format(Format::Cntk))?;
