@@ -4,7 +4,8 @@ generated files; the `dataformats` package and CLI read them by URL.
 
 - every valid vector opens from `s3://` with the same Arrow table as the
   local file, and `dataformats validate s3://...` says what it says locally;
-  every invalid vector is refused from `s3://` as it is locally;
+  every invalid vector is refused from `s3://` as it is locally; BLZ/bcolz
+  directories the same, named by their prefix;
 - one column of 1% of the records of a 100 MB IDV, MLDF and TBL v2 file
   fetches less than 5% of the file's bytes (counted by the proxy);
 - answers dropped, cut off or short are retried or reported naming the
@@ -36,6 +37,9 @@ from test_arrow_export import BIN, VECTORS, deep_eq, vectors  # noqa: E402
 
 FILES = [(f, p) for f, p, _ in vectors(valid=True) if p.is_file()]
 INVALID = [(f, p) for f, p, _ in vectors(valid=False) if p.is_file()]
+# BLZ/bcolz directories: each file an object under the directory's prefix.
+DIRS = [(f, p) for f, p, _ in vectors(valid=True) if p.is_dir()]
+INVALID_DIRS = [(f, p) for f, p, _ in vectors(valid=False) if p.is_dir()]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +50,10 @@ def s3(tmp_path_factory):
         s.bucket("out")
         for _, p in FILES + INVALID:
             s.put("vectors", str(p.relative_to(VECTORS)), p)
+        for _, d in DIRS + INVALID_DIRS:
+            for f in sorted(d.rglob("*")):
+                if f.is_file():
+                    s.put("vectors", str(f.relative_to(VECTORS)), f)
         yield s
 
 
@@ -114,6 +122,46 @@ def test_every_invalid_vector_is_refused_from_s3_as_locally(s3, fmt, path):
     assert remote.returncode == local.returncode, remote.stderr
     # The same reason (the message names the local path or the URL).
     assert remote.stderr.replace(url_of(path), "X") == local.stderr.replace(str(path), "X")
+
+
+def test_there_are_blz_directories():
+    assert len(DIRS) >= 5 and len(INVALID_DIRS) >= 1
+
+
+@pytest.mark.parametrize("fmt,path", DIRS, ids=[f"{f}/{p.name}" for f, p in DIRS])
+def test_every_blz_directory_reads_the_same_from_an_s3_prefix(s3, fmt, path, tmp_path):
+    url = url_of(path)
+    local = dataformats.open(path)
+    remote = dataformats.open(url)
+    assert dataformats.detect(url) == "blz" == remote.format
+    assert remote.num_rows == local.num_rows
+    assert remote.schema.equals(local.schema, check_metadata=True)
+    assert same(remote.to_arrow(), local.to_arrow()), f"{url}: the table differs from the local directory's"
+    remote.validate()
+    for cmd in ("validate", "inspect"):
+        want = without_paths(json.loads(cli("--json", cmd, path).stdout))
+        got = without_paths(json.loads(cli("--json", cmd, url).stdout))
+        assert got == want, cmd
+    # A conversion reads the prefix as it reads the directory.
+    cli("convert", path, tmp_path / "local.parquet")
+    cli("convert", url, tmp_path / "remote.parquet")
+    assert (tmp_path / "remote.parquet").read_bytes() == (tmp_path / "local.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("fmt,path", INVALID_DIRS, ids=[f"{f}/{p.name}" for f, p in INVALID_DIRS])
+def test_every_invalid_blz_directory_is_refused_from_s3_as_locally(s3, fmt, path):
+    local = cli("validate", path, check=False)
+    remote = cli("validate", url_of(path), check=False)
+    assert local.returncode != 0
+    assert remote.returncode == local.returncode, remote.stderr
+    assert remote.stderr.replace(url_of(path), "X") == local.stderr.replace(str(path), "X")
+
+
+def test_a_prefix_without_a_blz_directory_is_refused(s3):
+    r = cli("validate", "s3://vectors/idv", check=False)
+    assert r.returncode == 1 and "s3://vectors/idv" in r.stderr
+    with pytest.raises(dataformats.FormatError):
+        dataformats.open("s3://vectors/no/such/prefix")
 
 
 def test_files_behind_plain_http_read_the_same():

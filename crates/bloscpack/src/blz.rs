@@ -19,6 +19,54 @@ use serde_json::Value;
 use crate::dtype::{Dtype, Field, Scalar};
 use crate::error::{Error, ErrorKind, Result};
 
+/// Where a BLZ/bcolz directory's files are read from: the local
+/// filesystem ([`LocalFiles`]), or elsewhere (the facade reads directories
+/// in object storage, named by a URL prefix, through this trait). Paths are
+/// the directory's root joined with the names inside it.
+pub trait Files: Send + Sync + std::fmt::Debug {
+    /// Whether `path` is a file.
+    fn is_file(&self, path: &Path) -> bool;
+    /// Whether `path` is a directory.
+    fn is_dir(&self, path: &Path) -> bool;
+    /// The size of file `path`.
+    fn len(&self, path: &Path) -> std::io::Result<u64>;
+    /// The whole of file `path` (exactly [`len`](Files::len) bytes).
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+    /// The names of the entries directly inside directory `path`.
+    fn list(&self, path: &Path) -> std::io::Result<Vec<String>>;
+}
+
+/// The local filesystem.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalFiles;
+
+impl Files for LocalFiles {
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+    fn len(&self, path: &Path) -> std::io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+    fn list(&self, path: &Path) -> std::io::Result<Vec<String>> {
+        std::fs::read_dir(path)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
+    }
+}
+
+/// The files of a directory, shared by its arrays.
+type Shared = std::sync::Arc<dyn Files>;
+
+fn local() -> Shared {
+    std::sync::Arc::new(LocalFiles)
+}
+
 pub use crate::blz_write::{
     ArrayOptions, CArrayWriter, ColumnData, TableWriter, create_array, create_table, python_json,
     storage_dtype_string,
@@ -135,12 +183,12 @@ pub fn parse_storage_dtype(s: &str) -> Result<Dtype> {
     }
 }
 
-fn read_json(path: &Path, limits: &Limits) -> Result<Value> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
+fn read_json(files: &dyn Files, path: &Path, limits: &Limits) -> Result<Value> {
+    let len = files.len(path).map_err(|e| Error::from(e).in_file(path))?;
     limits
-        .check_alloc("JSON file", meta.len())
+        .check_alloc("JSON file", len)
         .map_err(|e| Error::from(e).in_file(path))?;
-    let bytes = std::fs::read(path).map_err(|e| Error::from(e).in_file(path))?;
+    let bytes = read_exact(files, path, len)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| Error::new(ErrorKind::BadJson, "not UTF-8").in_file(path))?;
     serde_json::from_str(text)
@@ -154,6 +202,7 @@ fn chunk_name(i: u64) -> String {
 /// A BLZ/bcolz array directory.
 #[derive(Debug, Clone)]
 pub struct CArray {
+    files: Shared,
     root: PathBuf,
     layout: Layout,
     storage: Value,
@@ -172,23 +221,24 @@ impl CArray {
     /// Opens the array directory at `root`: reads and checks the meta files
     /// and every needed chunk file's headers (no chunk is decoded).
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(root.as_ref(), Limits::default(), false)
+        Self::open_with(&local(), root.as_ref(), Limits::default(), false)
     }
 
-    fn open_with(root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+    fn open_with(files: &Shared, root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+        let fs = files.as_ref();
         // Step 2: the meta files.
         let storage_p = root.join("meta").join("storage");
         let sizes_p = root.join("meta").join("sizes");
         for p in [&storage_p, &sizes_p] {
-            if !p.is_file() {
+            if !fs.is_file(p) {
                 return Err(Error::new(ErrorKind::MissingFile, "missing").in_file(p));
             }
         }
-        let storage = read_json(&storage_p, &limits)?;
-        let sizes = read_json(&sizes_p, &limits)?;
+        let storage = read_json(fs, &storage_p, &limits)?;
+        let sizes = read_json(fs, &sizes_p, &limits)?;
         let attrs_p = root.join("__attrs__");
-        let attrs = if attrs_p.is_file() {
-            read_json(&attrs_p, &limits)?
+        let attrs = if fs.is_file(&attrs_p) {
+            read_json(fs, &attrs_p, &limits)?
         } else {
             Value::Object(Default::default())
         };
@@ -209,7 +259,7 @@ impl CArray {
         limits.check_count("chunk files", needed)?;
         for i in 0..needed {
             let p = data.join(chunk_name(i));
-            if !p.is_file() {
+            if !fs.is_file(&p) {
                 return Err(Error::new(
                     ErrorKind::MissingFile,
                     format!("chunk file {i} is missing"),
@@ -219,9 +269,8 @@ impl CArray {
             }
         }
         let mut stale: Vec<(u64, String)> = Vec::new();
-        if let Ok(rd) = std::fs::read_dir(&data) {
-            for e in rd.filter_map(std::result::Result::ok) {
-                let n = e.file_name().to_string_lossy().into_owned();
+        if let Ok(names) = fs.list(&data) {
+            for n in names {
                 if let Some(i) = n
                     .strip_prefix("__")
                     .and_then(|r| r.strip_suffix(".blp"))
@@ -242,11 +291,12 @@ impl CArray {
             let path = data.join(chunk_name(i));
             let first_item = i * chunklen;
             let items = chunklen.min(len - first_item);
+            let bytes = read_chunk_file(fs, &path, &limits)?;
             let cf = check_chunk_file(
+                &bytes,
                 &path,
                 i,
-                first_item,
-                items,
+                first_item..first_item + items,
                 atomsize,
                 &limits,
                 deep.then_some(&mut scratch),
@@ -254,6 +304,7 @@ impl CArray {
             chunks.push(cf);
         }
         Ok(CArray {
+            files: files.clone(),
             root: root.to_path_buf(),
             layout,
             storage,
@@ -355,7 +406,7 @@ impl CArray {
                 format!("chunk {i} does not exist"),
             )
         })?;
-        let bytes = read_chunk_file(&c.path, &self.limits)?;
+        let bytes = read_chunk_file(self.files.as_ref(), &c.path, &self.limits)?;
         let chunk = bytes.get(CHUNK_FILE_HEADER as usize..).unwrap_or_default();
         blosc::decompress_into(chunk, dst, 1)
             .map_err(|e| Error::codec(e, i as u64, CHUNK_FILE_HEADER).in_file(&c.path))?;
@@ -510,26 +561,38 @@ pub fn check_meta_bytes(storage: &[u8], sizes: &[u8]) -> Result<(u64, u64, u64)>
     Ok((m.len, m.atomsize, m.chunklen))
 }
 
-fn read_chunk_file(path: &Path, limits: &Limits) -> Result<Vec<u8>> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| Error::from(e).in_file(path))?
-        .len();
+fn read_chunk_file(files: &dyn Files, path: &Path, limits: &Limits) -> Result<Vec<u8>> {
+    let size = files.len(path).map_err(|e| Error::from(e).in_file(path))?;
     limits.check_alloc("chunk file", size)?;
-    std::fs::read(path).map_err(|e| Error::from(e).in_file(path))
+    read_exact(files, path, size)
 }
 
-/// Step 5 of the BLZ check order for one chunk file.
+/// File `path`, which must hold `len` bytes (a file that changed size
+/// since it was listed is an error, never a short value).
+fn read_exact(files: &dyn Files, path: &Path, len: u64) -> Result<Vec<u8>> {
+    let bytes = files.read(path).map_err(|e| Error::from(e).in_file(path))?;
+    if bytes.len() as u64 != len {
+        return Err(Error::new(
+            ErrorKind::Truncated,
+            format!("read {} bytes of a {len}-byte file", bytes.len()),
+        )
+        .in_file(path));
+    }
+    Ok(bytes)
+}
+
+/// Step 5 of the BLZ check order for chunk file `i`, holding `atoms`.
 fn check_chunk_file(
+    bytes: &[u8],
     path: &Path,
     i: u64,
-    first_item: u64,
-    items: u64,
+    atoms: std::ops::Range<u64>,
     atomsize: u64,
     limits: &Limits,
     decode: Option<&mut Vec<u8>>,
 ) -> Result<ChunkFile> {
-    let bytes = read_chunk_file(path, limits)?;
-    check_chunk_bytes(&bytes, path, i, items, atomsize, limits, decode)?;
+    let (first_item, items) = (atoms.start, atoms.end - atoms.start);
+    check_chunk_bytes(bytes, path, i, items, atomsize, limits, decode)?;
     let h = BloscHeader::parse(bytes.get(16..32).unwrap_or_default())
         .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
     Ok(ChunkFile {
@@ -646,12 +709,13 @@ pub struct CTable {
 impl CTable {
     /// Opens the table directory at `root` (see [`CArray::open`] for each column).
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(root.as_ref(), Limits::default(), false)
+        Self::open_with(&local(), root.as_ref(), Limits::default(), false)
     }
 
-    fn open_with(root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+    fn open_with(files: &Shared, root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+        let fs = files.as_ref();
         let rp = root.join("__rootdirs__");
-        let rootdirs = read_json(&rp, &limits)?;
+        let rootdirs = read_json(fs, &rp, &limits)?;
         let bad = |m: &str| Error::new(ErrorKind::BadMetadata, m.to_string()).in_file(&rp);
         let names: Vec<String> = rootdirs
             .get("names")
@@ -671,8 +735,8 @@ impl CTable {
             Layout::Bcolz
         };
         let attrs_p = root.join("__attrs__");
-        let attrs = if attrs_p.is_file() {
-            read_json(&attrs_p, &limits)?
+        let attrs = if fs.is_file(&attrs_p) {
+            read_json(fs, &attrs_p, &limits)?
         } else {
             Value::Object(Default::default())
         };
@@ -692,14 +756,14 @@ impl CTable {
                 )));
             }
             let cp = root.join(dir);
-            if !cp.is_dir() {
+            if !fs.is_dir(&cp) {
                 return Err(Error::new(
                     ErrorKind::MissingFile,
                     format!("column {n:?} directory is missing"),
                 )
                 .in_file(&cp));
             }
-            columns.push(CArray::open_with(&cp, limits, deep)?);
+            columns.push(CArray::open_with(files, &cp, limits, deep)?);
         }
         if let Some(first) = columns.first() {
             for (n, c) in names.iter().zip(&columns) {
@@ -832,29 +896,42 @@ pub enum BlzDir {
 impl BlzDir {
     /// Opens the root directory at `root` (a table when it has `__rootdirs__`).
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Self::open_inner(root.as_ref(), Limits::default(), false)
+        Self::open_inner(&local(), root.as_ref(), Limits::default(), false)
+    }
+
+    /// Opens the root directory at `root` of `files` (a directory that is
+    /// not on the local filesystem); `deep` checks it fully, as
+    /// [`open_validated`](BlzDir::open_validated) does.
+    pub fn open_in(
+        files: std::sync::Arc<dyn Files>,
+        root: &Path,
+        limits: Limits,
+        deep: bool,
+    ) -> Result<Self> {
+        Self::open_inner(&files, root, limits, deep)
     }
 
     /// [`BlzDir::open`] with the caller's limits for every size read from
     /// the directory's files.
     pub fn open_with_limits(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {
-        Self::open_inner(root.as_ref(), limits, false)
+        Self::open_inner(&local(), root.as_ref(), limits, false)
     }
 
     /// Opens and fully checks `root` (every chunk decoded), reporting the
     /// first failure in the order of `bloscpack-blz.md` §6.3.
     pub fn open_validated(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {
-        Self::open_inner(root.as_ref(), limits, true)
+        Self::open_inner(&local(), root.as_ref(), limits, true)
     }
 
-    fn open_inner(root: &Path, limits: Limits, deep: bool) -> Result<Self> {
-        if !root.is_dir() {
+    fn open_inner(files: &Shared, root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+        if !files.is_dir(root) {
             return Err(Error::new(ErrorKind::MissingFile, "not a directory").in_file(root));
         }
-        if root.join("__rootdirs__").exists() {
-            CTable::open_with(root, limits, deep).map(BlzDir::Table)
+        let rootdirs = root.join("__rootdirs__");
+        if files.is_file(&rootdirs) || files.is_dir(&rootdirs) {
+            CTable::open_with(files, root, limits, deep).map(BlzDir::Table)
         } else {
-            CArray::open_with(root, limits, deep).map(BlzDir::Array)
+            CArray::open_with(files, root, limits, deep).map(BlzDir::Array)
         }
     }
 

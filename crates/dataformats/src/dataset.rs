@@ -735,7 +735,16 @@ pub fn open_with(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Box<dyn D
     if crate::remote::is_url(path) {
         // One object, asked for its length once: detected from its first
         // bytes, then read through the same source.
-        let src = crate::remote::source(path)?;
+        let src = match crate::remote::source(path) {
+            Ok(src) => src,
+            // No such object: a BLZ/bcolz directory is a prefix.
+            Err(e) => {
+                return match crate::remote::detect(path) {
+                    Ok(Some(Format::Blz)) => open_as_with(path, Format::Blz, opts),
+                    _ => Err(e),
+                };
+            }
+        };
         let format =
             crate::remote::detect_source(&src, path)?.ok_or_else(|| Error::Unrecognized {
                 what: path.display().to_string(),

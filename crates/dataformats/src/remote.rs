@@ -59,7 +59,18 @@ pub fn source(path: &Path) -> Result<Source, Error> {
 /// The format of the object at `url`, from its first bytes (one ranged
 /// read) and its name's extension.
 pub(crate) fn detect(url: &Path) -> Result<Option<crate::Format>, Error> {
-    detect_source(&remote_source(url)?, url)
+    match remote_source(url) {
+        Ok(src) => detect_source(&src, url),
+        // No object of that name: a BLZ/bcolz directory is a prefix.
+        #[cfg(feature = "bloscpack")]
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            match PrefixFiles::list(url) {
+                Ok(Some(files)) if files.is_blz() => Ok(Some(crate::Format::Blz)),
+                _ => Err(failed(url, source)),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The format of `src`, the object at `url`, from its first bytes and
@@ -98,7 +109,7 @@ fn no_remote(url: &Path) -> Error {
 /// with a typed view) rather than downloaded whole first (text, tables,
 /// `.npy`, tars: inputs read as one stream).
 pub(crate) fn by_ranges(from: Option<crate::Format>) -> bool {
-    from.is_some_and(|f| f.is_available() && !matches!(f, crate::Format::Ctf | crate::Format::Blz))
+    from.is_some_and(|f| f.is_available() && f != crate::Format::Ctf)
 }
 
 /// A local copy of the object at `url`, for inputs read whole as a
@@ -194,4 +205,150 @@ impl Output {
             Err(no_remote(&self.url))
         }
     }
+}
+
+/// Objects under a prefix of at most this many: a BLZ/bcolz directory is
+/// listed whole when opened.
+#[cfg(feature = "bloscpack")]
+const MAX_PREFIX_OBJECTS: usize = 1_000_000;
+
+/// A BLZ/bcolz directory in object storage: the objects under a URL
+/// prefix, listed once when opened; each file is fetched whole when read.
+#[cfg(feature = "bloscpack")]
+#[derive(Debug)]
+pub(crate) struct PrefixFiles {
+    /// The prefix's URL, as the directory's root path.
+    root: PathBuf,
+    /// Each object's name below the prefix (`meta/storage`) and size.
+    files: std::collections::BTreeMap<String, u64>,
+}
+
+#[cfg(feature = "bloscpack")]
+impl PrefixFiles {
+    /// Lists the objects under `url`; `None` when there are none.
+    pub(crate) fn list(url: &Path) -> Result<Option<Self>, Error> {
+        #[cfg(feature = "remote")]
+        {
+            let text = url.to_str().unwrap_or_default().trim_end_matches('/');
+            let listed = dataformats_remote::list(text, MAX_PREFIX_OBJECTS)
+                .map_err(|e| failed(url, e.into_io()))?;
+            if listed.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(PrefixFiles {
+                root: PathBuf::from(text),
+                files: listed.into_iter().collect(),
+            }))
+        }
+        #[cfg(not(feature = "remote"))]
+        Err(no_remote(url))
+    }
+
+    /// Whether the objects form a BLZ/bcolz root directory, by the rule
+    /// [`detect_dir`](crate::detect_dir) applies to a local one: a
+    /// `__rootdirs__`, or something inside `meta/` or `data/`.
+    pub(crate) fn is_blz(&self) -> bool {
+        self.files.contains_key("__rootdirs__")
+            || self.below("meta").next().is_some()
+            || self.below("data").next().is_some()
+    }
+
+    /// The directory's root path (its URL).
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `path`'s name below the prefix (`""` for the root itself).
+    fn name(&self, path: &Path) -> Option<String> {
+        let rest = path.strip_prefix(&self.root).ok()?;
+        let parts: Vec<&str> = rest
+            .components()
+            .map(|c| c.as_os_str().to_str())
+            .collect::<Option<_>>()?;
+        Some(parts.join("/"))
+    }
+
+    /// The names strictly below directory `name` (all of them for the root).
+    fn below<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let lead = if name.is_empty() {
+            String::new()
+        } else {
+            format!("{name}/")
+        };
+        let skip = lead.len();
+        self.files
+            .range(lead.clone()..)
+            .map(|(k, _)| k.as_str())
+            .take_while(move |k| k.starts_with(&lead))
+            .filter_map(move |k| k.get(skip..))
+            .filter(|k| !k.is_empty())
+    }
+}
+
+#[cfg(feature = "bloscpack")]
+impl crate::bloscpack::blz::Files for PrefixFiles {
+    fn is_file(&self, path: &Path) -> bool {
+        self.name(path).is_some_and(|n| self.files.contains_key(&n))
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.name(path)
+            .is_some_and(|n| self.below(&n).next().is_some())
+    }
+    fn len(&self, path: &Path) -> std::io::Result<u64> {
+        self.name(path)
+            .and_then(|n| self.files.get(&n).copied())
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such object"))
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let len = self.len(path)?;
+        let src = remote_source(path).map_err(std::io::Error::other)?;
+        if src.len() != len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("listed as {len} bytes, now {}", src.len()),
+            ));
+        }
+        let n = usize::try_from(len).map_err(std::io::Error::other)?;
+        let mut out = vec![0u8; n];
+        src.read_at(0, &mut out).map_err(std::io::Error::other)?;
+        Ok(out)
+    }
+    fn list(&self, path: &Path) -> std::io::Result<Vec<String>> {
+        let name = self.name(path).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "outside the prefix")
+        })?;
+        let mut out: Vec<String> = self
+            .below(&name)
+            .map(|k| k.split('/').next().unwrap_or(k).to_string())
+            .collect();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Opens the BLZ/bcolz root directory `path`: a local directory, or the
+/// objects under a URL prefix; `deep` checks every chunk.
+#[cfg(feature = "bloscpack")]
+pub(crate) fn open_blz(
+    path: &Path,
+    limits: crate::core::Limits,
+    deep: bool,
+) -> Result<crate::bloscpack::blz::BlzDir, Error> {
+    use crate::bloscpack::blz::BlzDir;
+    let blz = crate::dataset::fe::<crate::bloscpack::Error>(crate::Format::Blz);
+    if !is_url(path) {
+        return if deep {
+            BlzDir::open_validated(path, limits).map_err(blz)
+        } else {
+            BlzDir::open_with_limits(path, limits).map_err(blz)
+        };
+    }
+    let files = PrefixFiles::list(path)?.ok_or_else(|| {
+        failed(
+            path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no object under this prefix"),
+        )
+    })?;
+    let root = files.root().to_path_buf();
+    BlzDir::open_in(std::sync::Arc::new(files), &root, limits, deep).map_err(blz)
 }

@@ -151,6 +151,51 @@ pub fn open_with(url: &str, opts: &RemoteOptions) -> Result<Source, Error> {
     Ok(Source::from_ranges(Arc::new(object)))
 }
 
+/// The objects whose names start with the prefix `url` names, taken as a
+/// directory (`s3://bucket/data/table.bcolz`: everything under
+/// `data/table.bcolz/`): each one's name relative to the prefix (parts
+/// joined with `/`) and size, in the store's order. More than `max`
+/// objects is an error (a prefix is listed whole before use).
+pub fn list(url: &str, max: usize) -> Result<Vec<(String, u64)>, Error> {
+    let parsed = parse(url)?;
+    if parsed.scheme() == "file" {
+        return Err(Error::Url {
+            url: url.to_string(),
+            reason: "a file:// URL names a local directory: give its path".into(),
+        });
+    }
+    let (store, prefix) = object::store_for(&parsed, url)?;
+    let listed = runtime::block_on(async move {
+        use futures::StreamExt;
+        let mut stream = store.list(Some(&prefix));
+        let mut out = Vec::new();
+        while let Some(meta) = stream.next().await {
+            let meta = meta?;
+            let Some(parts) = meta.location.prefix_match(&prefix) else {
+                continue;
+            };
+            let name: Vec<String> = parts.map(|p| p.as_ref().to_string()).collect();
+            if out.len() >= max {
+                return Ok(None);
+            }
+            out.push((name.join("/"), meta.size));
+        }
+        Ok(Some(out))
+    })
+    .map_err(|source| Error::Io {
+        url: url.to_string(),
+        source,
+    })?
+    .map_err(|source| Error::Store {
+        url: url.to_string(),
+        source,
+    })?;
+    listed.ok_or_else(|| Error::Io {
+        url: url.to_string(),
+        source: std::io::Error::other(format!("more than {max} objects under this prefix")),
+    })
+}
+
 /// `url` parsed, its scheme one of [`SCHEMES`].
 fn parse(url: &str) -> Result<url::Url, Error> {
     let bad = |reason: String| Error::Url {

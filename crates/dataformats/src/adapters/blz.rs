@@ -6,7 +6,7 @@ use std::path::Path;
 
 pub(crate) fn open(path: &Path, opts: &crate::OpenOptions) -> Result<Box<dyn Dataset>, Error> {
     use crate::bloscpack::blz::BlzDir;
-    let d = BlzDir::open_with_limits(path, opts.limits).map_err(fe(Format::Blz))?;
+    let d = crate::remote::open_blz(path, opts.limits, false)?;
     let mut b = Blz {
         d,
         root: path.to_path_buf(),
@@ -136,8 +136,6 @@ impl Dataset for Blz {
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         // One step: the directory is checked as a whole.
         progress.advance(0, 1);
-        crate::bloscpack::blz::BlzDir::open_validated(&self.root, self.limits)
-            .map(|_| progress.advance(1, 1))
-            .map_err(fe(Format::Blz))
+        crate::remote::open_blz(&self.root, self.limits, true).map(|_| progress.advance(1, 1))
     }
 }

@@ -321,7 +321,7 @@ fn blz_to_npy(
 ) -> Result<u64, Error> {
     use crate::bloscpack::blz::BlzDir;
     use crate::bloscpack::{NumpyMeta, Order};
-    let d = BlzDir::open(input).map_err(Error::Blz)?;
+    let d = crate::remote::open_blz(input, Default::default(), false)?;
     let (meta, parts) = match &d {
         BlzDir::Array(a) => (
             NumpyMeta {

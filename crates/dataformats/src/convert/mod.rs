@@ -663,7 +663,7 @@ fn open_detected(
             what: input.display().to_string(),
         });
     };
-    if input.is_dir() {
+    if input.is_dir() || format == crate::Format::Blz {
         return from_dataset(crate::open_as_with(input, format, &opts.open)?, opts, None);
     }
     // IDV text that is not Unicode: refused, or replaced and reported.

@@ -235,7 +235,7 @@ fn array_json(a: &CArray) -> Value {
 }
 
 pub(super) fn inspect_blz(path: &Path) -> Result<Description, Error> {
-    let d = BlzDir::open(path).map_err(blz_err)?;
+    let d = crate::remote::open_blz(path, Limits::default(), false)?;
     let json = match &d {
         BlzDir::Array(a) => {
             json!({"format": "blz", "kind": d.kind(), "layout": a.layout().name(), "array": array_json(a)})
@@ -288,7 +288,7 @@ fn show_array(t: &mut String, name: &str, a: &CArray) {
 }
 
 pub(super) fn validate_blz(path: &Path) -> Result<Description, Error> {
-    let d = BlzDir::open_validated(path, Limits::default()).map_err(blz_err)?;
+    let d = crate::remote::open_blz(path, Limits::default(), true)?;
     let files: usize = match &d {
         BlzDir::Array(a) => a.chunks().len(),
         BlzDir::Table(t) => t.columns().iter().map(|c| c.chunks().len()).sum(),
@@ -312,7 +312,7 @@ pub(super) fn dump_blz(
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let d = BlzDir::open(path).map_err(blz_err)?;
+    let d = crate::remote::open_blz(path, Limits::default(), false)?;
     let (rows, row_dtype) = match &d {
         BlzDir::Array(a) => (a.len(), a.dtype().clone()),
         BlzDir::Table(t) => (t.nrows(), t.row_dtype()),
