@@ -209,7 +209,7 @@ impl Output {
 
 /// Objects under a prefix of at most this many: a BLZ/bcolz directory is
 /// listed whole when opened.
-#[cfg(feature = "bloscpack")]
+#[cfg(all(feature = "bloscpack", feature = "remote"))]
 const MAX_PREFIX_OBJECTS: usize = 1_000_000;
 
 /// A BLZ/bcolz directory in object storage: the objects under a URL
