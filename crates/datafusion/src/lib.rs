@@ -57,14 +57,21 @@ fn external(e: DatasetError) -> DataFusionError {
 /// [`DatasetTable`] for formats with a typed view, a [`StreamTable`] for
 /// stream inputs (CTF, tar, `.npy`, Parquet, Arrow IPC, CSV, JSON lines).
 pub fn table(path: &Path) -> Result<Arc<dyn TableProvider>, DatasetError> {
+    if has_view(path)? {
+        Ok(Arc::new(DatasetTable::open(path)?))
+    } else {
+        Ok(Arc::new(StreamTable::open(path)?))
+    }
+}
+
+/// Whether `path` is of a format with a typed view (read as a
+/// [`DatasetTable`]) rather than a stream input.
+fn has_view(path: &Path) -> Result<bool, DatasetError> {
     let format = dataformats::detect(path).map_err(|e| DatasetError::Io {
         path: path.display().to_string(),
         source: std::io::Error::other(e),
     })?;
-    match format {
-        Some(f) if f != Format::Ctf => Ok(Arc::new(DatasetTable::open(path)?)),
-        _ => Ok(Arc::new(StreamTable::open(path)?)),
-    }
+    Ok(format.is_some_and(|f| f != Format::Ctf))
 }
 
 /// [`table`], with a record number column `row_number` (see
@@ -77,23 +84,18 @@ pub fn table_with_row_number(
     let Some(name) = row_number else {
         return table(path).map_err(external);
     };
-    let format = dataformats::detect(path).map_err(|e| {
-        external(DatasetError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e),
-        })
-    })?;
-    match format {
-        Some(f) if f != Format::Ctf => Ok(Arc::new(
+    if has_view(path).map_err(external)? {
+        Ok(Arc::new(
             DatasetTable::open(path)
                 .map_err(external)?
                 .with_row_number(name)?,
-        )),
-        _ => Err(DataFusionError::Plan(format!(
+        ))
+    } else {
+        Err(DataFusionError::Plan(format!(
             "{}: a record number column needs a format with a typed view (not a stream \
              input such as CSV, Parquet, CTF or a tar)",
             path.display()
-        ))),
+        )))
     }
 }
 
