@@ -3,8 +3,9 @@ node with no CPU of its own and worker nodes of one CPU each, started with
 `ray start` and stopped (`ray stop --force`) when done.
 
 Run as a script, it starts the cluster, runs one job described by a JSON file
-(`dataformats.ray.read` of some files, `dataformats.ray.convert` of others),
-writes what came back, and stops the cluster:
+(`dataformats.ray.read` of some files, and of others by s3:// URL from moto's
+server started beside the cluster; `dataformats.ray.convert` of others),
+writes what came back, and stops the cluster and the server:
 
     python ray_cluster.py JOB.json
 
@@ -88,18 +89,21 @@ def run_job(job: dict, workdir: Path, timeout: int = 1200) -> dict:
     return json.loads(result.read_text())
 
 
-def _work(ray, pa, dfray, address, spec, out, result) -> None:
-    ray.init(address=address, log_to_driver=False)
+def _work(ray, pa, dfray, address, spec, out, result, env) -> None:
+    # The workers reach the S3 server (if any) with the driver's settings.
+    ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": env} if env else None)
     result["nodes"] = len([n for n in ray.nodes() if n["Alive"]])
     result["cpus"] = ray.cluster_resources().get("CPU", 0)
-    if spec.get("read"):
+    for name, paths in (("read", spec.get("read")), ("read_urls", spec.get("read_urls"))):
+        if not paths:
+            continue
         t = time.time()
-        ds = dfray.read(spec["read"], provenance=True, override_num_blocks=spec.get("blocks"))
+        ds = dfray.read(paths, provenance=True, override_num_blocks=spec.get("blocks"))
         table = pa.concat_tables(ray.get(ds.to_arrow_refs()))
-        with pa.OSFile(str(out / "read.arrows"), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+        with pa.OSFile(str(out / f"{name}.arrows"), "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
             w.write_table(table)
-        result["read_s"] = time.time() - t
-        result["read_rows"] = table.num_rows
+        result[f"{name}_s"] = time.time() - t
+        result[f"{name}_rows"] = table.num_rows
     for name, conv in spec.get("convert", {}).items():
         t = time.time()
         summary = dfray.convert(conv["inputs"], conv["output_dir"], conv["to"], **conv.get("options", {}))
@@ -117,19 +121,38 @@ def _job(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["workdir"])
     result = {}
+    s3 = None
+    env = {}
+    if spec.get("s3_upload"):
+        # moto's server on loopback (here, in the cluster's namespace) with
+        # these files in bucket `vectors`, read by their s3:// URLs.
+        sys.path.insert(0, str(HERE))
+        from s3util import S3
+
+        (out / "s3").mkdir(exist_ok=True)
+        s3 = S3(out / "s3")
+        s3.bucket("vectors")
+        spec["read_urls"] = [s3.put("vectors", key, Path(p)) for key, p in spec["s3_upload"].items()]
+        env = s3.env
+        os.environ.update(env)
     t0 = time.time()
-    with cluster(spec.get("workers", 2)) as address:
-        result["cluster_start_s"] = time.time() - t0
-        try:
-            _work(ray, pa, dfray, address, spec, out, result)
-        except BaseException:
-            # Printed before the cluster stops: a driver still connected
-            # when it does is ended by Ray before Python could print it.
-            traceback.print_exc()
-            sys.stderr.flush()
+    try:
+        with cluster(spec.get("workers", 2)) as address:
+            result["cluster_start_s"] = time.time() - t0
+            try:
+                _work(ray, pa, dfray, address, spec, out, result, env)
+            except BaseException:
+                # Printed before the cluster stops: a driver still connected
+                # when it does is ended by Ray before Python could print it.
+                traceback.print_exc()
+                sys.stderr.flush()
+                ray.shutdown()
+                raise
             ray.shutdown()
-            raise
-        ray.shutdown()
+    finally:
+        if s3 is not None:
+            result["s3_bytes"] = s3.faults.bytes
+            s3.stop()
     (out / "result.json").write_text(json.dumps(result, default=str))
 
 

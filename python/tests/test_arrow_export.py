@@ -5,7 +5,7 @@ to an Arrow IPC file, read back by pyarrow: the row count is what
 equal the sidecar's expected values.
 
 The CLI is taken from $DATAFORMATS_BIN (default: target/debug/dataformats,
-built by `cargo build -p dataformats-cli`); the vectors from
+built by `cargo test --workspace --all-features --no-run`); the vectors from
 $DATAFORMATS_VECTORS (default: ../shared/vectors).
 """
 

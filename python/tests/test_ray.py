@@ -1,7 +1,8 @@
 """`dataformats.ray` on a real Ray cluster on loopback (a head node and two
 worker nodes of one CPU each, started and stopped by the test; see
 ray_cluster.py): a dataset of 20 files in all six formats read with every
-record exactly once and every value as the local read gives it; 20 CTF files
+record exactly once and every value as the local read gives it, and six of
+them (one per format) by s3:// URL from moto's server on loopback; 20 CTF files
 converted to CBF and 20 tars to TBL v2 across the cluster, byte-identical to
 the local CLI's outputs.
 
@@ -51,6 +52,17 @@ READ = [
     "ffcv/ffcv_scalars_only.beton",
     "bloscpack/f4_bitshuffle_nelems_not_mult8.blp",
     "bloscpack/i4_meta_uncompressed_sha1.blp",
+    "bloscpack/f8_md5_zlib_byte.blp",
+]
+
+
+# Read by s3:// URL from moto's server on loopback: one file of each format.
+READ_S3 = [
+    "idv/mlnet15_vectors.idv",
+    "mldf/bytes_varied.mldf",
+    "cntk/cntkrepo_5x10_and_5x5_jagged.bin",
+    "tbl2/many200_lz4.tbl",
+    "ffcv/ffcv_images.beton",
     "bloscpack/f8_md5_zlib_byte.blp",
 ]
 
@@ -107,6 +119,7 @@ def job(tmp_path_factory):
         "workers": 2,
         "blocks": 40,
         "read": [str(VECTORS / p) for p in READ],
+        "s3_upload": {p: str(VECTORS / p) for p in READ_S3},
         "convert": {
             "ctf": {
                 "inputs": [str(p) for p in ctf],
@@ -129,12 +142,26 @@ def test_the_cluster_has_two_workers(job):
 
 def test_read_gives_every_record_once_with_its_values(job):
     work, result, _, _ = job
-    got = pa.ipc.open_stream(str(work / "read.arrows")).read_all()
     assert {p.split("/")[0] for p in READ} == {"idv", "mldf", "cntk", "tbl2", "ffcv", "bloscpack"}
+    check_read(work / "read.arrows", {str(VECTORS / rel): rel for rel in READ}, result["read_rows"])
+
+
+def test_read_of_s3_urls_gives_every_record_once_with_its_values(job):
+    # The same from moto's S3 server on loopback, read by the workers
+    # through their own clients, each task fetching its own ranges.
+    work, result, _, _ = job
+    assert {p.split("/")[0] for p in READ_S3} == {"idv", "mldf", "cntk", "tbl2", "ffcv", "bloscpack"}
+    check_read(work / "read_urls.arrows", {f"s3://vectors/{rel}": rel for rel in READ_S3}, result["read_urls_rows"])
+    assert result["s3_bytes"] > 0
+
+
+def check_read(arrows: Path, sources: dict, rows: int):
+    """Every record of every file (`sources`: the name the read was given,
+    the vector) once in `arrows`, with the local read's values."""
+    got = pa.ipc.open_stream(str(arrows)).read_all()
     total = 0
-    for rel in READ:
-        path = str(VECTORS / rel)
-        local = dataformats.open(path).to_arrow()
+    for path, rel in sources.items():
+        local = dataformats.open(str(VECTORS / rel)).to_arrow()
         total += local.num_rows
         mask = pa.compute.equal(got[dfray.PATH_COLUMN], path)
         mine = got.filter(mask).sort_by(dfray.RECORD_COLUMN)
@@ -148,7 +175,7 @@ def test_read_gives_every_record_once_with_its_values(job):
         # Columns the file does not have are null in its records.
         for name in set(got.column_names) - set(local.column_names) - {dfray.PATH_COLUMN, dfray.RECORD_COLUMN}:
             assert mine[name].null_count == mine.num_rows, f"{rel}: {name}"
-    assert got.num_rows == total == result["read_rows"]
+    assert got.num_rows == total == rows
 
 
 def local_cli(src: Path, dst: Path, *args):

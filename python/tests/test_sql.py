@@ -1,5 +1,5 @@
-"""`dataformats sql` (the CLI built with `--features sql`, as .ci/run
-builds it) against pyarrow computing the same query from the Parquet
+"""`dataformats sql` (the CLI with its `sql` feature, as the Rust test build
+makes it) against pyarrow computing the same query from the Parquet
 exports: a GROUP BY over an IDV file, joins of MLDF files with Parquet
 files, CSV output, output files of other formats, and clean errors.
 

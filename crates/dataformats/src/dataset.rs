@@ -574,6 +574,47 @@ pub struct BatchReader<'a> {
     end: u64,
     batch: u64,
     failed: bool,
+    ahead: LookAhead,
+}
+
+/// Batches announced ahead of the one being read: enough requests in
+/// flight to keep a remote source's connections busy while batches
+/// decode; what is in flight stays a few batches.
+pub const BATCHES_AHEAD: u64 = 4;
+
+/// What a reader of consecutive batches has announced
+/// ([`Dataset::prefetch`]): each batch once, [`BATCHES_AHEAD`] batches
+/// ahead of the one being read. [`BatchReader`] and the conversions use it;
+/// so can other readers of batches (the SQL table of
+/// `dataformats-datafusion`).
+#[derive(Debug, Default)]
+pub struct LookAhead {
+    /// Records before this were announced.
+    until: u64,
+}
+
+impl LookAhead {
+    /// Reading `rows` next of records up to `end` in batches of `batch`:
+    /// announces to `d` the batches after it that were not announced yet,
+    /// up to [`BATCHES_AHEAD`] of them.
+    pub fn announce(
+        &mut self,
+        d: &dyn Dataset,
+        columns: &[usize],
+        rows: std::ops::Range<u64>,
+        end: u64,
+        batch: u64,
+    ) {
+        let batch = batch.max(1);
+        let upto = end.min(rows.end.saturating_add(batch.saturating_mul(BATCHES_AHEAD)));
+        let mut at = self.until.max(rows.end);
+        while at < upto {
+            let next = upto.min(at.saturating_add(batch));
+            d.prefetch(columns, at..next);
+            at = next;
+        }
+        self.until = self.until.max(at);
+    }
 }
 
 /// The dataset a [`BatchReader`] reads: borrowed, or shared so that the
@@ -609,6 +650,7 @@ impl<'a> BatchReader<'a> {
             end,
             batch: opts.batch_size.max(1) as u64,
             failed: false,
+            ahead: LookAhead::default(),
         })
     }
 }
@@ -630,11 +672,9 @@ impl BatchReader<'_> {
         }
         let end = self.end.min(self.next.saturating_add(self.batch));
         let d = self.d.get();
-        // The batch after this one starts on its way while this one decodes.
-        let following = end..self.end.min(end.saturating_add(self.batch));
-        if !following.is_empty() {
-            d.prefetch(&self.columns, following);
-        }
+        // The batches after this one start on their way while it decodes.
+        self.ahead
+            .announce(d, &self.columns, self.next..end, self.end, self.batch);
         let r = d
             .read_arrays(&self.columns, self.next..end)
             .and_then(|arrays| batch(self.schema.clone(), arrays, end - self.next));

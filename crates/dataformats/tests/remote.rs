@@ -235,24 +235,102 @@ fn one_column_of_a_few_records_fetches_a_small_part_of_a_large_file() {
     assert!(fetched * 20 < total, "{fetched} of {total} bytes fetched");
 }
 
-#[test]
-fn idv_reads_announce_the_blocks_they_then_read() {
-    // An uncompressed IDV of 3 columns and 40 blocks: a read of some rows
-    // tells the source every block it goes on to read, before reading it.
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("t.csv");
+/// An uncompressed IDV of 4000 records in 3 columns and 40 blocks of 100.
+fn idv_of_40_blocks(dir: &std::path::Path) -> std::path::PathBuf {
+    let csv = dir.join("t.csv");
     let mut text = String::from("a,b,c\n");
     for i in 0..4000 {
         text.push_str(&format!("{i},{},{}\n", i * 2, i as f64 / 3.0));
     }
     std::fs::write(&csv, text).unwrap();
-    let parquet = dir.path().join("t.parquet");
+    let parquet = dir.join("t.parquet");
     dataformats::convert::convert(&csv, &parquet, &Default::default()).unwrap();
-    let idv = dir.path().join("t.idv");
+    let idv = dir.join("t.idv");
     let mut opts = dataformats::convert::ConvertOptions::default();
     opts.idv.writer.rows_per_block = Some(100);
     opts.idv.writer.compression = dataformats::idv::Compression::None;
     dataformats::convert::convert(&parquet, &idv, &opts).unwrap();
+    idv
+}
+
+/// Every range announced by a `prefetch` in `log`, in order of first
+/// announcement.
+fn announced(log: &[Logged]) -> Vec<std::ops::Range<u64>> {
+    let mut out: Vec<std::ops::Range<u64>> = Vec::new();
+    for l in log {
+        if let Logged::Prefetch(rs) = l {
+            for r in rs {
+                if !out.contains(r) {
+                    out.push(r.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn batch_readers_announce_each_batch_before_it_is_read_four_ahead() {
+    // A scan in batches of one block: when the first batch has been read,
+    // its blocks and those of the next four batches have been announced;
+    // by the end every block was, and each read came after the
+    // announcement of what it reads.
+    let dir = tempfile::tempdir().unwrap();
+    let idv = idv_of_40_blocks(dir.path());
+    let local = dataformats::open(&idv).unwrap();
+    let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    remote.log.lock().unwrap().clear();
+    let opts = dataformats::ReadOptions {
+        batch_size: 100,
+        ..Default::default()
+    };
+    let mut reader = d.reader(&opts).unwrap();
+    let first = reader.next_batch().unwrap().unwrap();
+    assert_eq!(first, local.read_batch(None, 0..100).unwrap());
+    let after_first = announced(&remote.log.lock().unwrap());
+    assert_eq!(
+        after_first.len(),
+        3 * (1 + dataformats::dataset::BATCHES_AHEAD as usize),
+        "{after_first:?}"
+    );
+    let mut at = 100;
+    while let Some(b) = reader.next_batch() {
+        let b = b.unwrap();
+        assert_eq!(b, local.read_batch(None, at..at + 100).unwrap());
+        at += 100;
+    }
+    assert_eq!(at, 4000);
+    let log = remote.log.lock().unwrap().clone();
+    let all = announced(&log);
+    assert_eq!(all.len(), 3 * 40, "every block of every column");
+    // Reads of blocks (not the lazily read block tables) came after their
+    // announcement.
+    let within = |r: &std::ops::Range<u64>, rs: &[std::ops::Range<u64>]| {
+        rs.iter().any(|a| a.start <= r.start && r.end <= a.end)
+    };
+    let mut blocks = 0;
+    for (k, l) in log.iter().enumerate() {
+        if let Logged::Read(r) = l
+            && within(r, &all)
+        {
+            blocks += 1;
+            assert!(
+                within(r, &announced(&log[..k])),
+                "read {r:?} came before its announcement"
+            );
+        }
+    }
+    assert_eq!(blocks, 3 * 40, "each block read once");
+}
+
+#[test]
+fn idv_reads_announce_the_blocks_they_then_read() {
+    // A read of some rows tells the source every block it goes on to read,
+    // before reading it.
+    let dir = tempfile::tempdir().unwrap();
+    let idv = idv_of_40_blocks(dir.path());
     let local = dataformats::open(&idv).unwrap();
     let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
     let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())

@@ -441,16 +441,14 @@ impl PartitionStream for Part {
         let end = self.rows.end;
         let mut next = self.rows.start;
         let mut failed = false;
+        let mut ahead = dataformats::dataset::LookAhead::default();
         let batches = std::iter::from_fn(move || {
             if failed || next >= end {
                 return None;
             }
             let stop = end.min(next.saturating_add(batch));
-            // The batch after this one starts on its way while this one decodes.
-            let following = stop..end.min(stop.saturating_add(batch));
-            if !following.is_empty() {
-                me.ds.prefetch(&me.columns, following);
-            }
+            // The batches after this one start on their way while it decodes.
+            ahead.announce(me.ds.as_ref(), &me.columns, next..stop, end, batch);
             let r = me.read(next..stop);
             failed = r.is_err();
             next = stop;

@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use dataformats_core::RangeRead;
+use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
 
 use crate::{Error, runtime};
 
@@ -84,7 +86,7 @@ pub struct ObjectSource {
     opts: RemoteOptions,
     ahead: Mutex<Ahead>,
     /// A small object's bytes, fetched whole by its first read.
-    whole: Mutex<Option<Arc<[u8]>>>,
+    whole: Mutex<Option<Arc<Pieces>>>,
 }
 
 /// What the tasks that fetch need: the store, the object and the counters.
@@ -124,17 +126,17 @@ struct Window {
 /// The answer for a window, once it has come.
 #[derive(Debug, Default)]
 struct Slot {
-    answer: Mutex<Option<Result<Arc<[u8]>, String>>>,
+    answer: Mutex<Option<Result<Arc<Pieces>, String>>>,
     ready: Condvar,
 }
 
 impl Slot {
-    fn fill(&self, answer: Result<Arc<[u8]>, String>) {
-        *lock(&self.answer) = Some(answer);
+    fn fill(&self, answer: Result<Pieces, String>) {
+        *lock(&self.answer) = Some(answer.map(Arc::new));
         self.ready.notify_all();
     }
 
-    fn wait(&self) -> Result<Arc<[u8]>, String> {
+    fn wait(&self) -> Result<Arc<Pieces>, String> {
         let mut guard = lock(&self.answer);
         loop {
             if let Some(a) = guard.as_ref() {
@@ -145,6 +147,64 @@ impl Slot {
                 .wait(guard)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
+    }
+}
+
+/// The bytes of a range as the answers' bodies brought them, in order: the
+/// client's buffers, kept as they are (a read copies out of them once,
+/// into the caller's buffer).
+#[derive(Debug, Default)]
+struct Pieces {
+    parts: Vec<Bytes>,
+    /// Where each part starts, from the start of the range.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl Pieces {
+    fn push(&mut self, b: Bytes) {
+        if b.is_empty() {
+            return;
+        }
+        self.starts.push(self.len);
+        self.len += b.len();
+        self.parts.push(b);
+    }
+
+    fn append(&mut self, other: Pieces) {
+        for b in other.parts {
+            self.push(b);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies bytes `from ..` into `dst`, as many as `dst` holds or there
+    /// are; returns how many.
+    fn copy_to(&self, from: usize, dst: &mut [u8]) -> usize {
+        // The part holding `from`: the last one starting at or before it.
+        let mut k = self
+            .starts
+            .partition_point(|&s| s <= from)
+            .saturating_sub(1);
+        let mut at = from;
+        let mut done = 0;
+        while done < dst.len() {
+            let (Some(part), Some(&start)) = (self.parts.get(k), self.starts.get(k)) else {
+                break;
+            };
+            let src = part.get(at - start..).unwrap_or_default();
+            let n = src.len().min(dst.len() - done);
+            if let (Some(d), Some(s)) = (dst.get_mut(done..done + n), src.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            done += n;
+            at += n;
+            k += 1;
+        }
+        done
     }
 }
 
@@ -282,7 +342,7 @@ impl ObjectSource {
 
     /// The whole object (at most [`SMALL`] bytes), fetched by the first
     /// call; a failed fetch is tried again by the next call.
-    fn whole(&self) -> io::Result<Arc<[u8]>> {
+    fn whole(&self) -> io::Result<Arc<Pieces>> {
         let mut slot = lock(&self.whole);
         if let Some(w) = slot.as_ref() {
             return Ok(w.clone());
@@ -303,6 +363,7 @@ impl ObjectSource {
                 format!("received {} of {} bytes", got.len(), self.len),
             ));
         }
+        let got = Arc::new(got);
         *slot = Some(got.clone());
         Ok(got)
     }
@@ -351,8 +412,7 @@ impl ObjectSource {
             let dst = buf
                 .get_mut(at..at + got.len())
                 .ok_or_else(|| io::Error::other("answer longer than the buffer"))?;
-            dst.copy_from_slice(&got);
-            at += got.len();
+            at += got.copy_to(0, dst);
         }
         if at != buf.len() {
             return Err(io::Error::new(
@@ -409,14 +469,16 @@ impl ObjectSource {
             let from = usize::try_from(pos - window.range.start).map_err(io::Error::other)?;
             let upto = usize::try_from(end.min(window.range.end) - window.range.start)
                 .map_err(io::Error::other)?;
-            let src = data.get(from..upto).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidData, "read-ahead window too short")
-            })?;
+            if upto > data.len() || from >= upto {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "read-ahead window too short",
+                ));
+            }
             let dst = buf
-                .get_mut(filled..filled + src.len())
+                .get_mut(filled..filled + (upto - from))
                 .ok_or_else(|| io::Error::other("window piece longer than the buffer"))?;
-            dst.copy_from_slice(src);
-            filled += src.len();
+            filled += data.copy_to(from, dst);
         }
         Ok(filled)
     }
@@ -512,11 +574,13 @@ impl RangeRead for ObjectSource {
             .ok_or(io::ErrorKind::UnexpectedEof)?;
         if self.len <= SMALL {
             let whole = self.whole()?;
-            let (from, to) = (offset as usize, end as usize);
-            let src = whole.get(from..to).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidData, "object shorter than its length")
-            })?;
-            buf.copy_from_slice(src);
+            let from = usize::try_from(offset).map_err(io::Error::other)?;
+            if whole.copy_to(from, buf) != buf.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "object shorter than its length",
+                ));
+            }
             return Ok(());
         }
         let filled = self.copy_from_windows(offset, buf)?;
@@ -595,29 +659,57 @@ fn split(range: Range<u64>, part: u64) -> Vec<Range<u64>> {
 }
 
 /// Fetches every range of `parts` concurrently and joins the answers in
-/// order, each one checked for its exact length and retried on failure.
+/// order (without copying them), each one checked for its exact length and
+/// retried on failure.
 async fn fetch_parts(
     shared: &Arc<Shared>,
     parts: Vec<Range<u64>>,
     retries: u32,
-) -> Result<Arc<[u8]>, String> {
-    let total: u64 = parts.iter().map(|r| r.end - r.start).sum();
+) -> Result<Pieces, String> {
     let mut tasks = Vec::with_capacity(parts.len());
     for r in parts {
         let s = shared.clone();
         tasks.push(tokio::spawn(async move { fetch_one(&s, r, retries).await }));
     }
-    let mut out = Vec::with_capacity(usize::try_from(total).map_err(|e| e.to_string())?);
+    let mut out = Pieces::default();
     for t in tasks {
-        let piece = t.await.map_err(|e| format!("fetch task failed: {e}"))??;
-        out.extend_from_slice(&piece);
+        out.append(t.await.map_err(|e| format!("fetch task failed: {e}"))??);
     }
-    Ok(out.into())
+    Ok(out)
+}
+
+/// One ranged GET: the body's buffers as they arrive, at most the `want`
+/// bytes asked for (an answer that goes on past them is an error).
+async fn get_once(shared: &Shared, r: Range<u64>) -> Result<Pieces, object_store::Error> {
+    let want = r.end - r.start;
+    let answer = shared
+        .store
+        .get_opts(&shared.path, GetOptions::new().with_range(Some(r.clone())))
+        .await?;
+    if answer.range != r {
+        return Err(object_store::Error::Generic {
+            store: "range",
+            source: format!(
+                "asked for bytes {}..{}, the store answered bytes {}..{}",
+                r.start, r.end, answer.range.start, answer.range.end
+            )
+            .into(),
+        });
+    }
+    let mut body = answer.into_stream();
+    let mut out = Pieces::default();
+    while let Some(b) = body.next().await {
+        out.push(b?);
+        if out.len() as u64 > want {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// One range, asked again after a failure or a short answer (50 ms, then
 /// twice as long each time), up to `retries` times.
-async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Vec<u8>, String> {
+async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Pieces, String> {
     let want = r.end - r.start;
     let mut delay = Duration::from_millis(50);
     let mut attempt = 0u32;
@@ -628,14 +720,17 @@ async fn fetch_one(shared: &Shared, r: Range<u64>, retries: u32) -> Result<Vec<u
             .await
             .map_err(|e| format!("the request limit closed: {e}"))?;
         shared.requests.fetch_add(1, Ordering::Relaxed);
-        let failure = match shared.store.get_range(&shared.path, r.clone()).await {
-            Ok(bytes) if bytes.len() as u64 == want => {
+        let failure = match get_once(shared, r.clone()).await {
+            Ok(pieces) if pieces.len() as u64 == want => {
                 shared.bytes.fetch_add(want, Ordering::Relaxed);
-                return Ok(bytes.to_vec());
+                return Ok(pieces);
             }
-            Ok(bytes) => format!(
+            Ok(pieces) if pieces.len() as u64 > want => {
+                format!("the store answered more than the {want} bytes asked for")
+            }
+            Ok(pieces) => format!(
                 "the store answered {} of the {want} bytes asked for",
-                bytes.len()
+                pieces.len()
             ),
             Err(e) if permanent(&e) => return Err(e.to_string()),
             Err(e) => e.to_string(),
@@ -685,5 +780,32 @@ mod tests {
         assert_eq!(merge(&[0..10, 5..8, 9..12], 0), vec![0..12]);
         assert_eq!(merge(&[0..10, 11..12], 0), vec![0..10, 11..12]);
         assert_eq!(merge(&[4..4, 1..2], 0), vec![1..2]);
+    }
+
+    #[test]
+    fn pieces_copy_any_span_across_part_boundaries() {
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let mut p = Pieces::default();
+        for cut in [(0, 7), (7, 7), (7, 300), (300, 301), (301, 1000)] {
+            p.push(Bytes::copy_from_slice(&bytes[cut.0..cut.1]));
+        }
+        assert_eq!(p.len(), 1000);
+        assert_eq!(p.parts.len(), 4, "empty parts are not kept");
+        for from in [0, 1, 6, 7, 299, 300, 301, 999] {
+            for n in [0, 1, 2, 293, 700, 1000] {
+                let mut dst = vec![0xAAu8; n];
+                let got = p.copy_to(from, &mut dst);
+                let want = n.min(1000 - from);
+                assert_eq!(got, want, "from {from}, {n} bytes");
+                assert_eq!(&dst[..got], &bytes[from..from + got]);
+                assert!(
+                    dst[got..].iter().all(|&b| b == 0xAA),
+                    "nothing past the end written"
+                );
+            }
+        }
+        let mut dst = [0u8; 4];
+        assert_eq!(p.copy_to(1000, &mut dst), 0);
+        assert_eq!(p.copy_to(5000, &mut dst), 0);
     }
 }

@@ -316,6 +316,7 @@ pub(crate) struct Batches {
     batch: u64,
     failed: bool,
     pages: Option<PageRelease>,
+    ahead: crate::dataset::LookAhead,
 }
 
 impl Batches {
@@ -332,18 +333,20 @@ impl Batches {
             batch: opts.batch_size.max(1) as u64,
             failed: false,
             pages,
+            ahead: crate::dataset::LookAhead::default(),
         }
     }
 
-    /// The records of the batch after the one [`next_with`](Self::next_with)
-    /// reads next, if any (what to prefetch while that one decodes).
-    pub(crate) fn following(&self) -> Option<std::ops::Range<u64>> {
-        if self.failed {
-            return None;
+    /// Announces to `d` the batches after the one
+    /// [`next_with`](Self::next_with) reads next, so they are on their way
+    /// while that one decodes.
+    pub(crate) fn announce(&mut self, d: &dyn Dataset, columns: &[usize]) {
+        if self.failed || self.next >= self.end {
+            return;
         }
-        let start = self.end.min(self.next.saturating_add(self.batch));
-        let end = self.end.min(start.saturating_add(self.batch));
-        (start < end).then_some(start..end)
+        let end = self.end.min(self.next.saturating_add(self.batch));
+        self.ahead
+            .announce(d, columns, self.next..end, self.end, self.batch);
     }
 
     /// The next batch, its columns read by `read` for its record range.
@@ -570,9 +573,7 @@ impl BatchStream for Owned {
     }
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         let (d, columns) = (&self.d, &self.columns);
-        if let Some(following) = self.batches.following() {
-            d.prefetch(columns, following);
-        }
+        self.batches.announce(d.as_ref(), columns);
         self.batches.next_with(|rows| d.read_arrays(columns, rows))
     }
 }
