@@ -33,69 +33,112 @@ fn perr(line: usize, col: usize, msg: impl Into<String>) -> Error {
     )
 }
 
-/// Python `int()` on a token: optional sign, ASCII digits with single `_`
-/// between digits.
+/// The zero of every run of ten decimal digits outside ASCII (Unicode
+/// category Nd, as Python 3.11's Unicode 14 database has them): Python's
+/// `int()` and `float()` read each such digit as its ASCII digit.
+const DECIMAL_ZEROS: [u32; 65] = [
+    0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6,
+    0xE50, 0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50,
+    0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650,
+    0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50,
+    0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+];
+
+/// `t` with each non-ASCII decimal digit made its ASCII digit, or `None`
+/// when some other non-ASCII character is in it (no number then).
+fn ascii_digits(t: &str) -> Option<String> {
+    t.chars()
+        .map(|c| {
+            if c.is_ascii() {
+                return Some(c);
+            }
+            let u = u32::from(c);
+            let k = DECIMAL_ZEROS.partition_point(|&z| z <= u).checked_sub(1)?;
+            let d = u - DECIMAL_ZEROS.get(k)?;
+            (d < 10).then(|| char::from(b'0' + d as u8))
+        })
+        .collect()
+}
+
+/// Python `int()` on a token: optional sign, decimal digits (any script's)
+/// with single `_` between digits.
 pub fn py_int(t: &str) -> Option<i64> {
+    if !t.is_ascii() {
+        return py_int(&ascii_digits(t)?);
+    }
     let (neg, digits) = match t.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    if digits.is_empty()
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-        || digits.contains("__")
-    {
+    if digits.is_empty() || !underscores_between_digits(digits.as_bytes()) {
         return None;
     }
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    if !clean.chars().all(|c| c.is_ascii_digit()) {
+    if !digits.bytes().all(|c| c.is_ascii_digit() || c == b'_') {
         return None;
     }
-    let v: i64 = clean.parse().ok()?;
+    let v: i64 = if digits.contains('_') {
+        digits.replace('_', "").parse().ok()?
+    } else {
+        digits.parse().ok()?
+    };
     Some(if neg { -v } else { v })
+}
+
+/// Every `_` in `b` has an ASCII digit on each side.
+fn underscores_between_digits(b: &[u8]) -> bool {
+    b.iter().enumerate().all(|(i, &c)| {
+        c != b'_'
+            || (i > 0
+                && b.get(i - 1).is_some_and(u8::is_ascii_digit)
+                && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+    })
 }
 
 /// Python `float()` on a token: decimal numbers (correctly rounded),
 /// `inf`/`infinity`/`nan` in any case with an optional sign (the sign of a
-/// NaN is kept), `_` between digits.
+/// NaN is kept), `_` between digits, digits of any script. One sign at
+/// most. Allocates only for a token with `_` or a non-ASCII digit in it.
 pub fn py_float(t: &str) -> Option<f64> {
+    if !t.is_ascii() {
+        return py_float(&ascii_digits(t)?);
+    }
     let (neg, body) = match t.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
-    let lower = body.to_ascii_lowercase();
-    let special = match lower.as_str() {
-        "inf" | "infinity" => Some(f64::INFINITY),
-        "nan" => Some(f64::NAN),
-        _ => None,
-    };
-    if let Some(v) = special {
-        return Some(if neg { -v } else { v });
-    }
-    // Underscores only between digits.
-    let b = body.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        if c == b'_' {
-            let ok = i > 0
-                && b.get(i - 1).is_some_and(u8::is_ascii_digit)
-                && b.get(i + 1).is_some_and(u8::is_ascii_digit);
-            if !ok {
+    let v = match body.as_bytes().first()? {
+        b'0'..=b'9' | b'.' => {
+            if !body
+                .bytes()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-' | b'_'))
+            {
                 return None;
             }
-        } else if !(c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
-            return None;
+            if body.contains('_') {
+                if !underscores_between_digits(body.as_bytes()) {
+                    return None;
+                }
+                body.replace('_', "").parse().ok()?
+            } else {
+                // Rust's parse is correctly rounded, as Python's is, and
+                // takes the same decimal forms once the sign is gone
+                // (`1.`, `.5`, `1e5`, `1E+05`; not `.`, `e5`, `1e`).
+                body.parse().ok()?
+            }
         }
-    }
-    let clean: String = body.chars().filter(|&c| c != '_').collect();
-    if clean.is_empty() || !clean.bytes().any(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let v: f64 = clean.parse().ok()?;
+        _ if body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity") => {
+            f64::INFINITY
+        }
+        _ if body.eq_ignore_ascii_case("nan") => f64::NAN,
+        _ => return None,
+    };
     Some(if neg { -v } else { v })
 }
 
-fn py_split(s: &str) -> Vec<&str> {
-    s.split(is_py_space).filter(|t| !t.is_empty()).collect()
+/// The tokens of `s` between runs of Python whitespace.
+fn py_tokens(s: &str) -> impl Iterator<Item = &str> {
+    s.split(is_py_space).filter(|t| !t.is_empty())
 }
 
 /// Parses a ctf2bin stream file: one `name alias dense|sparse dim` per line.
@@ -104,7 +147,7 @@ pub fn parse_streams_file(text: &str) -> Result<Vec<StreamSpec>> {
     let body = text.strip_suffix('\n').unwrap_or(&text);
     let mut out = Vec::new();
     for (n, line) in body.split('\n').enumerate() {
-        let f = py_split(line);
+        let f: Vec<&str> = py_tokens(line).collect();
         let [name, alias, kind, dim] = f.as_slice() else {
             return Err(perr(
                 n + 1,
@@ -176,11 +219,14 @@ fn universal_newlines(s: &str) -> String {
 }
 
 /// Reads text lines with Python's universal newlines (CRLF, LF and a lone CR
-/// end a line; nothing else does), strict UTF-8, one line at a time.
+/// end a line; nothing else does), strict UTF-8, one line at a time, into
+/// one buffer reused for every line.
 struct Lines<R> {
     r: R,
+    /// Lines split off a lone CR, still to give.
     pending: std::collections::VecDeque<String>,
     buf: Vec<u8>,
+    line: String,
     number: usize,
 }
 
@@ -190,15 +236,22 @@ impl<R: std::io::BufRead> Lines<R> {
             r,
             pending: Default::default(),
             buf: Vec::new(),
+            line: String::new(),
             number: 0,
         }
     }
 
-    /// The next line (without its end) and its 1-based number, and the bytes it took.
-    fn next(&mut self) -> Result<Option<(usize, String, usize)>> {
+    /// The line [`next`](Self::next) read last, without its end.
+    fn line(&self) -> &str {
+        &self.line
+    }
+
+    /// Reads the next line; its 1-based number and the bytes it took.
+    fn next(&mut self) -> Result<Option<(usize, usize)>> {
         if let Some(l) = self.pending.pop_front() {
+            self.line = l;
             self.number += 1;
-            return Ok(Some((self.number, l, 0)));
+            return Ok(Some((self.number, 0)));
         }
         self.buf.clear();
         let n = self
@@ -222,14 +275,20 @@ impl<R: std::io::BufRead> Lines<R> {
                 "the text is not UTF-8",
             )
         })?;
-        let mut pieces: Vec<String> = text.split('\r').map(str::to_string).collect();
-        if !had_nl && pieces.len() > 1 && pieces.last().is_some_and(String::is_empty) {
-            pieces.pop();
+        self.line.clear();
+        match text.split_once('\r') {
+            None => self.line.push_str(text),
+            Some((first, rest)) => {
+                self.line.push_str(first);
+                let mut pieces: Vec<String> = rest.split('\r').map(str::to_string).collect();
+                if !had_nl && pieces.last().is_some_and(String::is_empty) {
+                    pieces.pop();
+                }
+                self.pending.extend(pieces);
+            }
         }
-        self.pending.extend(pieces);
-        let first = self.pending.pop_front().unwrap_or_default();
         self.number += 1;
-        Ok(Some((self.number, first, n)))
+        Ok(Some((self.number, n)))
     }
 }
 
@@ -315,7 +374,8 @@ pub fn ctf_to_cbf(
             Ok(())
         };
     {
-        while let Some((ln, line, taken)) = lines.next()? {
+        while let Some((ln, taken)) = lines.next()? {
+            let line = lines.line();
             progress(taken);
             let Some(bar) = line.find('|') else {
                 return Err(perr(
@@ -333,8 +393,10 @@ pub fn ctf_to_cbf(
             } else {
                 current_id.as_deref() != Some(prefix)
             };
-            if !prefix.is_empty() {
-                current_id = Some(prefix.to_string());
+            if starts_new && !prefix.is_empty() {
+                let id = current_id.get_or_insert_with(String::new);
+                id.clear();
+                id.push_str(prefix);
             }
             if starts_new || acc.is_none() {
                 flush(&mut w, &mut acc, &mut report)?;
@@ -361,21 +423,17 @@ pub fn ctf_to_cbf(
                     return Err(perr(ln, here, format!("unknown input {alias:?}")));
                 };
                 let spec = specs.get(si).ok_or_else(|| perr(ln, here, "stream"))?;
-                let tokens = py_split(after);
                 match a.get_mut(si) {
                     Some(Acc::Dense { samples, values }) => {
-                        if tokens.len() != spec.dim as usize {
+                        let count = py_tokens(after).count();
+                        if count != spec.dim as usize {
                             return Err(perr(
                                 ln,
                                 here,
-                                format!(
-                                    "{alias}: {} values, the dimension is {}",
-                                    tokens.len(),
-                                    spec.dim
-                                ),
+                                format!("{alias}: {count} values, the dimension is {}", spec.dim),
                             ));
                         }
-                        for t in tokens {
+                        for t in py_tokens(after) {
                             values.push(py_float(t).ok_or_else(|| {
                                 perr(ln, here, format!("{alias}: {t:?} is not a number"))
                             })?);
@@ -385,7 +443,7 @@ pub fn ctf_to_cbf(
                     }
                     Some(Acc::Sparse(samples)) => {
                         let mut entries = Vec::new();
-                        for t in tokens {
+                        for t in py_tokens(after) {
                             let (i, v) = t.split_once(':').ok_or_else(|| {
                                 perr(ln, here, format!("{alias}: {t:?} is not index:value"))
                             })?;
@@ -505,5 +563,135 @@ fn fmt_value(v: f64) -> String {
         if v > 0.0 { "inf".into() } else { "-inf".into() }
     } else {
         format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn py_float_takes_what_python_float_takes() {
+        let bits = |t: &str| py_float(t).map(f64::to_bits);
+        for (t, want) in [
+            ("0", 0.0),
+            ("-0", -0.0),
+            ("+1.5", 1.5),
+            ("1.", 1.0),
+            (".5", 0.5),
+            ("-.5e1", -5.0),
+            ("1e5", 1e5),
+            ("1E+05", 1e5),
+            ("2.5e-3", 2.5e-3),
+            ("1_000.2_5", 1000.25),
+            ("1e1_0", 1e10),
+            ("007", 7.0),
+            ("1e400", f64::INFINITY),
+            ("-1e400", f64::NEG_INFINITY),
+            ("1e-400", 0.0),
+            ("4.9406564584124654e-324", 5e-324),
+            ("0.1", 0.1),
+            ("9007199254740993", 9007199254740992.0),
+            ("inf", f64::INFINITY),
+            ("-Infinity", f64::NEG_INFINITY),
+            ("+iNF", f64::INFINITY),
+            // Digits of other scripts: Arabic-Indic, fullwidth, Devanagari,
+            // mathematical bold (the first and last runs of the table).
+            ("\u{661}.\u{665}", 1.5),
+            ("-\u{FF11}\u{FF12}e\u{FF13}", -12e3),
+            ("\u{966}\u{96F}", 9.0),
+            ("\u{1D7CF}\u{1FBF9}", 19.0),
+        ] {
+            assert_eq!(bits(t), Some(want.to_bits()), "{t:?}");
+        }
+        assert!(py_float("nan").is_some_and(|v| v.is_nan() && v.is_sign_positive()));
+        assert!(py_float("-NaN").is_some_and(|v| v.is_nan() && v.is_sign_negative()));
+        for t in [
+            "",
+            "-",
+            "+",
+            ".",
+            "e5",
+            "1e",
+            "1e+",
+            "-+5",
+            "+-5",
+            "--5",
+            "++5",
+            "1.5.5",
+            "1e5.5",
+            "1+5",
+            "_1",
+            "1_",
+            "1__0",
+            "1_.5",
+            "1._5",
+            "1e_5",
+            "0x10",
+            "infinit",
+            "infinityy",
+            "nana",
+            "-inf_",
+            "1 2",
+            "1,5",
+            "\u{661}\u{B7}",
+            "\u{660}x",
+            "\u{2160}",
+        ] {
+            assert_eq!(py_float(t), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn py_int_takes_what_python_int_takes() {
+        for (t, want) in [
+            ("0", 0),
+            ("-7", -7),
+            ("+12", 12),
+            ("1_000", 1000),
+            ("007", 7),
+            ("\u{663}_\u{664}", 34),
+        ] {
+            assert_eq!(py_int(t), Some(want), "{t:?}");
+        }
+        for t in [
+            "",
+            "-",
+            "+-1",
+            "1.0",
+            "_1",
+            "1_",
+            "1__0",
+            "1e3",
+            "0x1",
+            "99999999999999999999",
+            "\u{2160}",
+            "\u{B2}",
+        ] {
+            assert_eq!(py_int(t), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_lone_cr_with_their_numbers() {
+        let text = b"a |x 1\r\nb |x 2\rc |x 3\n\nd\r";
+        let mut lines = Lines::new(&text[..]);
+        let mut got = Vec::new();
+        while let Some((n, _)) = lines.next().unwrap() {
+            got.push((n, lines.line().to_string()));
+        }
+        let want = [
+            (1, "a |x 1"),
+            (2, "b |x 2"),
+            (3, "c |x 3"),
+            (4, ""),
+            (5, "d"),
+        ];
+        let want: Vec<(usize, String)> = want.iter().map(|(n, l)| (*n, l.to_string())).collect();
+        assert_eq!(got, want);
+        let mut bad = Lines::new(&b"ok\n\xff\n"[..]);
+        assert!(bad.next().unwrap().is_some());
+        let e = bad.next().unwrap_err().to_string();
+        assert!(e.contains("line 2, column 1"), "{e}");
     }
 }
