@@ -107,6 +107,9 @@ pub fn py_float(t: &str) -> Option<f64> {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
     };
+    if let Some(v) = plain_decimal(body.as_bytes()) {
+        return Some(if neg { -v } else { v });
+    }
     let v = match body.as_bytes().first()? {
         b'0'..=b'9' | b'.' => {
             if !body
@@ -136,9 +139,107 @@ pub fn py_float(t: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+/// Powers of ten that a double holds exactly.
+const EXACT_POWERS: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common case of CNTK text, fast: `DIGITS[.DIGITS]` (or `.DIGITS`,
+/// `DIGITS.`) with at most 15 digits in all and no exponent. Such a number
+/// is `m / 10^k` with `m < 2^53` and `k <= 22`, both exact as doubles, so
+/// the one division is correctly rounded (Clinger's fast path) and gives
+/// what a full parse gives. Anything else is `None`, for the full parse.
+fn plain_decimal(b: &[u8]) -> Option<f64> {
+    let mut m: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac: Option<usize> = None;
+    for &c in b {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                digits += 1;
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+        if digits > 15 {
+            return None;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    // m < 10^15 < 2^53: exact.
+    let p = *EXACT_POWERS.get(frac.unwrap_or(0))?;
+    Some(m as f64 / p)
+}
+
 /// The tokens of `s` between runs of Python whitespace.
-fn py_tokens(s: &str) -> impl Iterator<Item = &str> {
-    s.split(is_py_space).filter(|t| !t.is_empty())
+fn py_tokens(s: &str) -> Tokens<'_> {
+    Tokens { s, at: 0 }
+}
+
+/// [`py_tokens`]: ASCII bytes are looked at one by one, only a non-ASCII
+/// character is decoded.
+struct Tokens<'a> {
+    s: &'a str,
+    at: usize,
+}
+
+impl Tokens<'_> {
+    /// Whether the non-ASCII character at byte `i` is a Python space, and
+    /// its length; `None` at the end.
+    #[cold]
+    fn other_space_at(&self, i: usize) -> Option<(bool, usize)> {
+        let ch = self.s.get(i..)?.chars().next()?;
+        Some((is_py_space(ch), ch.len_utf8()))
+    }
+}
+
+/// Python's ASCII spaces: Rust's ASCII whitespace, U+000B and U+001C..U+001F.
+#[inline]
+fn ascii_py_space(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0x1c..=0x1f | b' ')
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let b = self.s.as_bytes();
+        loop {
+            let c = *b.get(self.at)?;
+            let (space, len) = if c.is_ascii() {
+                (ascii_py_space(c), 1)
+            } else {
+                self.other_space_at(self.at)?
+            };
+            if !space {
+                break;
+            }
+            self.at += len;
+        }
+        let start = self.at;
+        while let Some(&c) = b.get(self.at) {
+            let (space, len) = if c.is_ascii() {
+                (ascii_py_space(c), 1)
+            } else {
+                match self.other_space_at(self.at) {
+                    Some(x) => x,
+                    None => break,
+                }
+            };
+            if space {
+                break;
+            }
+            self.at += len;
+        }
+        self.s.get(start..self.at)
+    }
 }
 
 /// Parses a ctf2bin stream file: one `name alias dense|sparse dim` per line.
@@ -425,7 +526,19 @@ pub fn ctf_to_cbf(
                 let spec = specs.get(si).ok_or_else(|| perr(ln, here, "stream"))?;
                 match a.get_mut(si) {
                     Some(Acc::Dense { samples, values }) => {
-                        let count = py_tokens(after).count();
+                        // One pass; a wrong count is reported before a
+                        // token that is no number.
+                        let mut count = 0usize;
+                        let mut bad = None;
+                        for t in py_tokens(after) {
+                            count += 1;
+                            if bad.is_none() {
+                                match py_float(t) {
+                                    Some(v) => values.push(v),
+                                    None => bad = Some(t),
+                                }
+                            }
+                        }
                         if count != spec.dim as usize {
                             return Err(perr(
                                 ln,
@@ -433,10 +546,8 @@ pub fn ctf_to_cbf(
                                 format!("{alias}: {count} values, the dimension is {}", spec.dim),
                             ));
                         }
-                        for t in py_tokens(after) {
-                            values.push(py_float(t).ok_or_else(|| {
-                                perr(ln, here, format!("{alias}: {t:?} is not a number"))
-                            })?);
+                        if let Some(t) = bad {
+                            return Err(perr(ln, here, format!("{alias}: {t:?} is not a number")));
                         }
                         *samples += 1;
                         report.samples += 1;
@@ -640,6 +751,59 @@ mod tests {
         ] {
             assert_eq!(py_float(t), None, "{t:?}");
         }
+    }
+
+    #[test]
+    fn the_fast_path_gives_what_the_full_parse_gives() {
+        // Random plain decimals of 1 to 17 digits with the point anywhere:
+        // the fast path (up to 15 digits) or the full parse, always the
+        // correctly rounded value Rust's parse gives.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200_000 {
+            let n = (next() % 17 + 1) as usize;
+            let mut t: String = (0..n)
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect();
+            match next() % 4 {
+                0 => {}
+                1 => t.insert(0, '.'),
+                2 => t.push('.'),
+                _ => t.insert((next() % (n as u64 + 1)) as usize, '.'),
+            }
+            let want: f64 = t.parse().unwrap();
+            assert_eq!(py_float(&t).map(f64::to_bits), Some(want.to_bits()), "{t}");
+            if n <= 15 {
+                assert!(plain_decimal(t.as_bytes()).is_some(), "{t}");
+            }
+        }
+        for t in [
+            "",
+            ".",
+            "..5",
+            "1.2.3",
+            "1e5",
+            "-1",
+            "+1",
+            "1_0",
+            "1234567890123456",
+        ] {
+            assert_eq!(plain_decimal(t.as_bytes()), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn tokens_split_at_every_python_space() {
+        let t: Vec<&str> = py_tokens("  a\tb\u{1c}c\u{a0}d\u{3000}\u{e9}t\u{e9}\r\n").collect();
+        assert_eq!(t, ["a", "b", "c", "d", "\u{e9}t\u{e9}"]);
+        assert_eq!(py_tokens("").count(), 0);
+        assert_eq!(py_tokens(" \u{2028} ").count(), 0);
+        assert_eq!(py_tokens("x").collect::<Vec<_>>(), ["x"]);
     }
 
     #[test]
