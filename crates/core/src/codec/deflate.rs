@@ -1,5 +1,8 @@
-//! Raw deflate and zlib through flate2 (C zlib backend).
+//! Raw deflate and zlib through flate2 (C zlib backend); blocks whose
+//! decoded size is known are tried first with libdeflate (whole-buffer
+//! inflate, typically two to three times zlib's speed).
 
+use std::cell::RefCell;
 use std::io::Write;
 
 use flate2::{Compression, Decompress, FlushDecompress, Status};
@@ -62,10 +65,37 @@ pub(super) fn inflate_into(src: &[u8], dst: &mut [u8], zlib: bool) -> Result<usi
     }
 }
 
+thread_local! {
+    /// One libdeflate decompressor per thread, made on first use.
+    static LIBDEFLATE: RefCell<Option<libdeflater::Decompressor>> = const { RefCell::new(None) };
+}
+
+/// libdeflate's inflate of the raw deflate stream `src` into `dst`: true
+/// when the stream decodes to exactly `dst.len()` bytes (then `dst` holds
+/// them). Any other outcome (longer or shorter output, damage) is false and
+/// leaves the answer to zlib, whose results and messages define ours.
+fn inflate_whole(src: &[u8], dst: &mut [u8]) -> bool {
+    LIBDEFLATE.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let d = slot.get_or_insert_with(libdeflater::Decompressor::new);
+        d.deflate_decompress(src, dst).is_ok_and(|n| n == dst.len())
+    })
+}
+
 /// Inflates raw deflate `src` into `dst` until `dst` is full or the stream
 /// ends; returns how many bytes were written. Bytes the stream could still
 /// produce and input after its end are ignored.
 pub(super) fn inflate_prefix(src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
+    if !dst.is_empty() && inflate_whole(src, dst) {
+        return Ok(dst.len());
+    }
+    inflate_prefix_zlib(src, dst)
+}
+
+/// [`inflate_prefix`] by zlib alone.
+pub(super) fn inflate_prefix_zlib(src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
     let mut d = Decompress::new(false);
     loop {
         let (in_pos, out_pos) = (total(d.total_in()), total(d.total_out()));

@@ -412,4 +412,50 @@ mod tests {
         );
         assert_eq!(out, data);
     }
+
+    #[test]
+    #[cfg(feature = "deflate")]
+    fn inflate_prefix_is_zlibs_whichever_decoder_answers() {
+        // libdeflate answers only when the stream fills the buffer exactly;
+        // every other case is zlib's: a longer stream gives its prefix, a
+        // shorter one its length, damage an error. Trailing input is ignored.
+        let data = sample();
+        let packed = compress(Codec::Deflate, &data, None).unwrap();
+        let mut trailing = packed.clone();
+        trailing.extend_from_slice(b"trailing bytes");
+        for src in [&packed, &trailing] {
+            let mut out = vec![0u8; data.len()];
+            assert_eq!(inflate_prefix(src, &mut out).unwrap(), data.len());
+            assert_eq!(out, data);
+            let mut short = vec![0u8; data.len() - 7];
+            assert_eq!(inflate_prefix(src, &mut short).unwrap(), short.len());
+            assert_eq!(short[..], data[..data.len() - 7]);
+            let mut long = vec![0u8; data.len() + 7];
+            assert_eq!(inflate_prefix(src, &mut long).unwrap(), data.len());
+            assert_eq!(long[..data.len()], data[..]);
+        }
+        // Cut short: what there is, then the stream ends.
+        let mut out = vec![0u8; data.len()];
+        let n = inflate_prefix(&packed[..packed.len() / 2], &mut out).unwrap_or(0);
+        assert!(n < data.len());
+        // Damaged anywhere: the same answer (bytes or error) as zlib's.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut damaged = packed.clone();
+            let at = (x % damaged.len() as u64) as usize;
+            damaged[at] ^= (x >> 32) as u8 | 1;
+            let (mut a, mut b) = (vec![0u8; data.len()], vec![0u8; data.len()]);
+            let ra = inflate_prefix(&damaged, &mut a).map_err(|e| e.to_string());
+            let rb = deflate::inflate_prefix_zlib(&damaged, &mut b).map_err(|e| e.to_string());
+            assert_eq!(ra, rb, "byte {at}");
+            if let Ok(n) = ra {
+                assert_eq!(a[..n], b[..n], "byte {at}");
+            }
+        }
+        let mut empty: [u8; 0] = [];
+        assert_eq!(inflate_prefix(&packed, &mut empty).unwrap(), 0);
+    }
 }
