@@ -152,10 +152,18 @@ fn json_scalar(out: &mut String, v: &Values, i: usize) {
 /// one as `{"length", "indices", "values"}` (first 64 entries).
 pub fn json_value(v: &Values, i: usize) -> String {
     let mut out = String::new();
+    push_json_value(&mut out, v, i);
+    out
+}
+
+/// [`json_value`], appended to `out` (no allocation of its own for a
+/// scalar).
+pub fn push_json_value(out: &mut String, v: &Values, i: usize) {
     match v {
         Values::Vector(vv) => {
             let Some(r) = vv.get(i) else {
-                return "null".into();
+                out.push_str("null");
+                return;
             };
             let items = vv.values();
             match r.indices {
@@ -165,7 +173,7 @@ pub fn json_value(v: &Values, i: usize) -> String {
                         if k > 0 {
                             out.push_str(", ");
                         }
-                        json_scalar(&mut out, items, j);
+                        json_scalar(out, items, j);
                     }
                     out.push(']');
                 }
@@ -175,7 +183,7 @@ pub fn json_value(v: &Values, i: usize) -> String {
                         if k > 0 {
                             out.push_str(", ");
                         }
-                        json_scalar(&mut out, items, j);
+                        json_scalar(out, items, j);
                     }
                     out.push_str("]}");
                 }
@@ -192,28 +200,50 @@ pub fn json_value(v: &Values, i: usize) -> String {
                         if k > 0 {
                             out.push_str(", ");
                         }
-                        json_scalar(&mut out, items, j);
+                        json_scalar(out, items, j);
                     }
                     out.push_str("]}");
                 }
             }
         }
-        flat => json_scalar(&mut out, flat, i),
+        flat => json_scalar(out, flat, i),
     }
-    out
 }
 
 /// Scalar `i` of flat `v` as plain text (for CSV): numbers as in JSON,
 /// text as is, times in their string forms, `NaN`/`Infinity` bare.
 pub fn text_scalar(v: &Values, i: usize) -> String {
+    let mut out = String::new();
+    push_text_scalar(&mut out, v, i);
+    out
+}
+
+/// [`text_scalar`], appended to `out` (no allocation of its own for a
+/// number or a text).
+pub fn push_text_scalar(out: &mut String, v: &Values, i: usize) {
     match v {
-        Values::Text(t) => wtf8_to_str_lossy(t.wtf8(i).unwrap_or_default()).into_owned(),
-        Values::TimeSpan(x) => timespan_string(x.get(i).copied().unwrap_or_default()),
-        Values::DateTime(x) => datetime_string(x.get(i).copied().unwrap_or_default()),
-        Values::DateTimeOffset(x) => datetimeoffset_string(x.get(i).copied().unwrap_or_default()),
+        Values::Text(t) => out.push_str(&wtf8_to_str_lossy(t.wtf8(i).unwrap_or_default())),
+        Values::TimeSpan(x) => {
+            out.push_str(&timespan_string(x.get(i).copied().unwrap_or_default()))
+        }
+        Values::DateTime(x) => {
+            out.push_str(&datetime_string(x.get(i).copied().unwrap_or_default()))
+        }
+        Values::DateTimeOffset(x) => {
+            out.push_str(&datetimeoffset_string(
+                x.get(i).copied().unwrap_or_default(),
+            ));
+        }
         other => {
-            let s = json_value(other, i);
-            s.trim_matches('"').to_string()
+            let start = out.len();
+            push_json_value(out, other, i);
+            let piece = out.get(start..).unwrap_or_default();
+            let trimmed = piece.trim_matches('"');
+            if trimmed.len() != piece.len() {
+                let kept = trimmed.to_string();
+                out.truncate(start);
+                out.push_str(&kept);
+            }
         }
     }
 }

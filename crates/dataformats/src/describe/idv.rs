@@ -147,7 +147,7 @@ pub(super) fn dump(
         csv::ErrorKind::Io(e) => io(e),
         k => io(std::io::Error::other(format!("{k:?}"))),
     };
-    let mut buf = std::io::BufWriter::new(out);
+    let mut buf = std::io::BufWriter::with_capacity(1 << 18, out);
     let (mut csv, mut lines) = if as_csv {
         (Some(csv::Writer::from_writer(&mut buf)), None)
     } else {
@@ -171,11 +171,17 @@ pub(super) fn dump(
             .map_err(Error::Idv)?;
         for k in 0..(stop - at) as usize {
             if let Some(w) = csv.as_mut() {
-                w.write_record(cols.iter().map(|v| match v {
-                    Values::Vector(_) => render::json_value(v, k),
-                    flat => render::text_scalar(flat, k),
-                }))
-                .map_err(csv_err)?;
+                // Each field rendered into one reused buffer; the CSV
+                // writer quotes it when it must.
+                for v in &cols {
+                    line.clear();
+                    match v {
+                        Values::Vector(_) => render::push_json_value(&mut line, v, k),
+                        flat => render::push_text_scalar(&mut line, flat, k),
+                    }
+                    w.write_field(line.as_bytes()).map_err(csv_err)?;
+                }
+                w.write_record(None::<&[u8]>).map_err(csv_err)?;
                 continue;
             }
             line.clear();
@@ -186,7 +192,7 @@ pub(super) fn dump(
                 }
                 crate::core::text::push_json_string(&mut line, n);
                 line.push_str(": ");
-                line.push_str(&render::json_value(v, k));
+                render::push_json_value(&mut line, v, k);
             }
             line.push_str("}\n");
             if let Some(out) = lines.as_mut() {
