@@ -16,7 +16,8 @@ use dataformats_core::codec::blosc::{BloscCompressor, Shuffle};
 use serde_json::json;
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("df-blz-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-blz-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -365,7 +366,7 @@ proptest::proptest! {
         bcolz in proptest::prelude::any::<bool>(),
     ) {
         let layout = if bcolz { Layout::Bcolz } else { Layout::Blz06 };
-        let root = std::env::temp_dir().join(format!("df-blz-prop-{}-{n}-{more}-{chunklen}-{keep}-{bcolz}", std::process::id()));
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-blz-prop-{}-{n}-{more}-{chunklen}-{keep}-{bcolz}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut a = create_array(&root, &dt("'<f8'"), &[], &f8(n, 0), &ArrayOptions::new(layout).chunklen(chunklen)).unwrap();
         proptest::prop_assert_eq!(a.read_all().unwrap(), f8(n, 0));

@@ -18,7 +18,8 @@ fn data(n: usize) -> Vec<u8> {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("df-blp-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-blp-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -376,7 +377,7 @@ proptest! {
         chunk in 50usize..1000,
         o in options(),
     ) {
-        let dir = std::env::temp_dir().join(format!("df-blp-prop-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-blp-prop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("p{}.blp", base.len() * 7919 + chunk));
         std::fs::write(&path, pack_bytes(&base, None, &WriteOptions::default().chunk_size(chunk).max_app_chunks(200)).unwrap()).unwrap();

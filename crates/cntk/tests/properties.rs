@@ -31,7 +31,7 @@ proptest! {
                 dim,
             })
             .collect();
-        let dir = std::env::temp_dir().join(format!("df-cntk-prop-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-cntk-prop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join(format!("p{}-{}.bin", kinds.len(), seqs.len()));
         let mut w = Writer::create(&p, &streams, Chunking::Target(target)).unwrap();

@@ -11,7 +11,8 @@ use dataformats_cntk::{
 };
 
 fn file() -> Reader {
-    let dir = std::env::temp_dir().join(format!("df-cntk-rand-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-rand-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("r.bin");
     let streams = [StreamDesc {

@@ -61,7 +61,8 @@ fn ctf2bin_vectors_are_rebuilt_byte_for_byte() {
     let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
         return;
     };
-    let out = std::env::temp_dir().join(format!("df-cntk-w-{}", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-w-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
@@ -89,7 +90,8 @@ fn ctf2bin_vectors_are_rebuilt_byte_for_byte() {
 
 #[test]
 fn target_chunking_and_validation() {
-    let dir = std::env::temp_dir().join(format!("df-cntk-w2-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-w2-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let streams = [
         StreamDesc {
@@ -178,7 +180,8 @@ fn ctf2bin_conversions_are_byte_identical() {
     let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
         return;
     };
-    let out = std::env::temp_dir().join(format!("df-cntk-ctf-{}", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-ctf-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let mut n = 0;
     let mut invalid = 0;
@@ -250,7 +253,8 @@ fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
     let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
         return;
     };
-    let out = std::env::temp_dir().join(format!("df-cntk-fix-{}", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-fix-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
@@ -319,7 +323,8 @@ fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
 
 #[test]
 fn dense_bytes_keep_every_bit_pattern() {
-    let dir = std::env::temp_dir().join(format!("df-cntk-raw-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("raw.bin");
     let streams = [StreamDesc {

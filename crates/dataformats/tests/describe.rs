@@ -114,7 +114,8 @@ fn tbl_summary_npy_and_tar() {
     let Some(blp) = dataformats::core::testing::vectors_dir("bloscpack") else {
         return;
     };
-    let work = std::env::temp_dir().join(format!("df-describe-{}", std::process::id()));
+    let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-describe-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let npy = work.join("b.npy");
     dataformats::convert::convert(
@@ -139,7 +140,8 @@ fn tbl_summary_npy_and_tar() {
 /// the way to read it.
 #[test]
 fn unrecognized_and_ctf() {
-    let work = std::env::temp_dir().join(format!("df-describe-u-{}", std::process::id()));
+    let work = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-describe-u-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let txt = work.join("notes.txt");
     std::fs::write(&txt, b"hello").unwrap();

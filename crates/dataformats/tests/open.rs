@@ -114,7 +114,8 @@ fn blz_directories_through_the_common_view() {
 
 #[test]
 fn records_carry_the_values() {
-    let dir = std::env::temp_dir().join(format!("df-facade-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-facade-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("x.mldf");
     use dataformats::mldf::{Dtype, Field, FieldType, FieldValue, Writer, WriterOptions};

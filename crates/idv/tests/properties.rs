@@ -123,7 +123,7 @@ proptest! {
             1 => (ColumnType::vector(item, 5), vectors(item, rows, Some(5), seed)),
             _ => (ColumnType::var_vector(item), vectors(item, rows, None, seed)),
         };
-        let dir = std::env::temp_dir().join(format!("df-idv-prop-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-idv-prop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{seed}.idv"));
         let compression = if deflate { Compression::Deflate } else { Compression::None };

@@ -14,7 +14,8 @@ fn every_valid_vector_survives_our_writer() {
     if vectors.is_empty() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("df-idv-rt-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-idv-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut files = 0;
     for p in &vectors {

@@ -17,7 +17,8 @@ fn arr(i: u64) -> Vec<u8> {
 /// A file of N samples: `id` (INT), `x` (f32[2,3], nullable; missing for
 /// the samples in `missing`), written with `opts`.
 fn file(missing: &[u64], opts: WriterOptions) -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("df-mldf-contig-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-contig-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("c-{}-{}.mldf", missing.len(), opts.compressed));
     let fields = vec![

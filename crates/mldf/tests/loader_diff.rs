@@ -36,7 +36,8 @@ fn opts() -> WriterOptions {
 
 #[test]
 fn orders_shards_and_batches() {
-    let dir = std::env::temp_dir().join(format!("df-mldf-loader-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-loader-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("l.mldf");
     write(&p, 203, opts(), None);
@@ -146,7 +147,8 @@ fn orders_shards_and_batches() {
 
 #[test]
 fn diff_reports_header_schema_and_values() {
-    let dir = std::env::temp_dir().join(format!("df-mldf-diff-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-diff-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (a, b, c) = (dir.join("a.mldf"), dir.join("b.mldf"), dir.join("c.mldf"));
     write(&a, 20, opts(), None);

@@ -211,7 +211,7 @@ proptest! {
         packing in any::<bool>(),
         seed in any::<u64>(),
     ) {
-        let dir = std::env::temp_dir().join(format!("df-mldf-prop-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-mldf-prop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{seed}.mldf"));
         let opts = WriterOptions {
@@ -243,7 +243,8 @@ proptest! {
 
 #[test]
 fn refusals_write_nothing() {
-    let dir = std::env::temp_dir().join(format!("df-mldf-refuse-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-refuse-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("x.mldf");
     let mut w = Writer::create(&p, fields(), WriterOptions::default()).unwrap();

@@ -56,7 +56,8 @@ fn valid_vectors_are_rewritten_byte_for_byte() {
     let Some(dir) = dataformats_core::testing::vectors_dir("mldf") else {
         return;
     };
-    let out_dir = std::env::temp_dir().join(format!("df-mldf-rw-{}", std::process::id()));
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-rw-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

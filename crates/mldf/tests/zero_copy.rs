@@ -32,7 +32,8 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn ndarray_partial_reads_are_zero_copy() {
-    let dir = std::env::temp_dir().join(format!("df-mldf-zc-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-zc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("z.mldf");
     let fields = vec![

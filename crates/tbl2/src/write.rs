@@ -275,5 +275,6 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap().len(), 64);
         // No spool files are left behind.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

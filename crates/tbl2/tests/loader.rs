@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use dataformats_tbl2::{Loader, LoaderOptions, Reader, SampleFormat, SampleInfo, Writer};
 
 fn file(n: usize) -> Reader {
-    let dir = std::env::temp_dir().join(format!("df-tbl-loader-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-tbl-loader-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("l{n}.tbl"));
     let mut w = Writer::create(&p, true).unwrap();

@@ -45,7 +45,8 @@ fn every_valid_vector_is_reproduced_byte_for_byte() {
     let Some(dir) = dataformats_core::testing::vectors_dir("tbl2") else {
         return;
     };
-    let out_dir = std::env::temp_dir().join(format!("df-tbl-ref-{}", std::process::id()));
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-tbl-ref-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut checked = 0;
     for e in std::fs::read_dir(&dir).unwrap() {

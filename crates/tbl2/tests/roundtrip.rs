@@ -9,7 +9,8 @@ use dataformats_tbl2::{
 use proptest::prelude::*;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("df-tbl-rt-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-tbl-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -199,7 +200,8 @@ fn a_member_larger_than_its_tar_is_cut_short_without_allocating_its_size() {
     let mut tar = header.to_vec();
     tar.extend_from_slice(&[0xFF, 0xD8, 0xFF, 0xE0]);
     tar.extend(std::iter::repeat_n(7u8, 1000));
-    let dir = std::env::temp_dir().join(format!("df-tbl2-bigtar-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-tbl2-bigtar-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("x.tbl");
     let report =
