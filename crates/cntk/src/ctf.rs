@@ -758,23 +758,17 @@ mod tests {
         // Random plain decimals of 1 to 17 digits with the point anywhere:
         // the fast path (up to 15 digits) or the full parse, always the
         // correctly rounded value Rust's parse gives.
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = dataformats_core::rng::SplitMix64::new(20_261_126);
         for _ in 0..200_000 {
-            let n = (next() % 17 + 1) as usize;
+            let n = rng.below(17) as usize + 1;
             let mut t: String = (0..n)
-                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .map(|_| char::from(b'0' + rng.below(10) as u8))
                 .collect();
-            match next() % 4 {
+            match rng.below(4) {
                 0 => {}
                 1 => t.insert(0, '.'),
                 2 => t.push('.'),
-                _ => t.insert((next() % (n as u64 + 1)) as usize, '.'),
+                _ => t.insert(rng.below(n as u64 + 1) as usize, '.'),
             }
             let want: f64 = t.parse().unwrap();
             assert_eq!(py_float(&t).map(f64::to_bits), Some(want.to_bits()), "{t}");

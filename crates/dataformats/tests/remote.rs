@@ -253,6 +253,19 @@ fn idv_of_40_blocks(dir: &std::path::Path) -> std::path::PathBuf {
     idv
 }
 
+/// [`idv_of_40_blocks`] opened locally and through a logging ranged
+/// source whose log starts empty after the open: (local, source, remote).
+fn idv_of_40_blocks_by_ranges() -> (Box<dyn Dataset>, Arc<Remote>, Box<dyn Dataset>) {
+    let dir = tempfile::tempdir().unwrap();
+    let idv = idv_of_40_blocks(dir.path());
+    let local = dataformats::open(&idv).unwrap();
+    let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
+    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+        .unwrap();
+    remote.log.lock().unwrap().clear();
+    (local, remote, d)
+}
+
 /// Every range announced by a `prefetch` in `log`, in order of first
 /// announcement.
 fn announced(log: &[Logged]) -> Vec<std::ops::Range<u64>> {
@@ -275,13 +288,7 @@ fn batch_readers_announce_each_batch_before_it_is_read_four_ahead() {
     // its blocks and those of the next four batches have been announced;
     // by the end every block was, and each read came after the
     // announcement of what it reads.
-    let dir = tempfile::tempdir().unwrap();
-    let idv = idv_of_40_blocks(dir.path());
-    let local = dataformats::open(&idv).unwrap();
-    let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
-    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
-        .unwrap();
-    remote.log.lock().unwrap().clear();
+    let (local, remote, d) = idv_of_40_blocks_by_ranges();
     let opts = dataformats::ReadOptions {
         batch_size: 100,
         ..Default::default()
@@ -329,13 +336,7 @@ fn batch_readers_announce_each_batch_before_it_is_read_four_ahead() {
 fn idv_reads_announce_the_blocks_they_then_read() {
     // A read of some rows tells the source every block it goes on to read,
     // before reading it.
-    let dir = tempfile::tempdir().unwrap();
-    let idv = idv_of_40_blocks(dir.path());
-    let local = dataformats::open(&idv).unwrap();
-    let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
-    let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
-        .unwrap();
-    remote.log.lock().unwrap().clear();
+    let (local, remote, d) = idv_of_40_blocks_by_ranges();
     let got = d.read_batch(None, 1050..2990).unwrap();
     assert_eq!(got, local.read_batch(None, 1050..2990).unwrap());
     // Blocks 10..=29 of each of the 3 columns.
