@@ -276,9 +276,10 @@ pub struct ConvertArgs {
     /// Convert even when the target cannot hold a value as it is (the changes are listed).
     #[arg(long)]
     lossy: bool,
-    /// tar -> TBL v2: threads compressing samples (the output does not depend on it).
-    #[arg(long, default_value_t = 1, help_heading = "TBL v2 output")]
-    workers: usize,
+    /// Threads the conversion may use (0: every core; the output does not
+    /// depend on it). Used by CNTK text -> binary and tar -> TBL v2.
+    #[arg(long, alias = "workers", default_value_t = 0)]
+    threads: usize,
     /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.
     #[arg(long, help_heading = "TBL v2 output")]
     no_compress: bool,
@@ -304,7 +305,7 @@ impl ConvertArgs {
             ..Default::default()
         };
         opts.tbl2.compress = !self.no_compress;
-        opts.tbl2.workers = self.workers;
+        opts.threads = self.threads;
         opts.bloscpack.write = self.pack.options()?;
         let chunk = self.pack.chunk_size.as_deref().map(parse_size).transpose();
         self.ctf.apply(&mut opts, chunk.map_err(usage)?)?;

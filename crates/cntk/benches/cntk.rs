@@ -47,19 +47,22 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("cntk");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(t.len() as u64));
-    g.bench_function("ctf_to_cbf", |b| {
-        b.iter(|| {
-            ctf_to_cbf(
-                t.as_bytes(),
-                &specs,
-                ElemType::F32,
-                Chunking::Target(1 << 20),
-                &out,
-                |_| {},
-            )
-            .unwrap()
-        })
-    });
+    for (name, threads) in [("ctf_to_cbf", 1), ("ctf_to_cbf_2_threads", 2)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                ctf_to_cbf(
+                    t.as_bytes(),
+                    &specs,
+                    ElemType::F32,
+                    Chunking::Target(1 << 20),
+                    threads,
+                    &out,
+                    |_| {},
+                )
+                .unwrap()
+            })
+        });
+    }
     let r = Reader::open(&out).unwrap();
     let dense_bytes: u64 = 2000 * 10 * 32 * 4;
     g.throughput(Throughput::Bytes(dense_bytes));

@@ -319,78 +319,40 @@ fn universal_newlines(s: &str) -> String {
     s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
-/// Reads text lines with Python's universal newlines (CRLF, LF and a lone CR
-/// end a line; nothing else does), strict UTF-8, one line at a time, into
-/// one buffer reused for every line.
-struct Lines<R> {
-    r: R,
-    /// Lines split off a lone CR, still to give.
-    pending: std::collections::VecDeque<String>,
-    buf: Vec<u8>,
-    line: String,
-    number: usize,
-}
-
-impl<R: std::io::BufRead> Lines<R> {
-    fn new(r: R) -> Self {
-        Lines {
-            r,
-            pending: Default::default(),
-            buf: Vec::new(),
-            line: String::new(),
-            number: 0,
+/// The lines of a block of text with Python's universal newlines (CRLF, LF
+/// and a lone CR end a line; nothing else does), each given to `each` with
+/// its 0-based index in the block. A piece between two `\n` that is not
+/// UTF-8 stops the walk: its index and the 1-based column of the first bad
+/// byte.
+fn block_lines<E>(
+    block: &[u8],
+    mut each: impl FnMut(usize, &str) -> std::result::Result<(), E>,
+    bad_utf8: impl FnOnce(usize, usize) -> E,
+) -> std::result::Result<usize, E> {
+    let mut n = 0;
+    for piece in block.split_inclusive(|&b| b == b'\n') {
+        let (mut body, had_nl) = match piece.split_last() {
+            Some((b'\n', body)) => (body, true),
+            _ => (piece, false),
+        };
+        if had_nl && let Some((b'\r', rest)) = body.split_last() {
+            body = rest;
         }
-    }
-
-    /// The line [`next`](Self::next) read last, without its end.
-    fn line(&self) -> &str {
-        &self.line
-    }
-
-    /// Reads the next line; its 1-based number and the bytes it took.
-    fn next(&mut self) -> Result<Option<(usize, usize)>> {
-        if let Some(l) = self.pending.pop_front() {
-            self.line = l;
-            self.number += 1;
-            return Ok(Some((self.number, 0)));
-        }
-        self.buf.clear();
-        let n = self
-            .r
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        let had_nl = self.buf.last() == Some(&b'\n');
-        if had_nl {
-            self.buf.pop();
-            if self.buf.last() == Some(&b'\r') {
-                self.buf.pop();
+        let text = match std::str::from_utf8(body) {
+            Ok(t) => t,
+            Err(e) => return Err(bad_utf8(n, e.valid_up_to() + 1)),
+        };
+        let mut parts = text.split('\r').peekable();
+        while let Some(line) = parts.next() {
+            // A lone CR ending the text ends its last line; it starts none.
+            if !had_nl && parts.peek().is_none() && text.ends_with('\r') {
+                break;
             }
+            each(n, line)?;
+            n += 1;
         }
-        let text = std::str::from_utf8(&self.buf).map_err(|e| {
-            perr(
-                self.number + 1,
-                e.valid_up_to() + 1,
-                "the text is not UTF-8",
-            )
-        })?;
-        self.line.clear();
-        match text.split_once('\r') {
-            None => self.line.push_str(text),
-            Some((first, rest)) => {
-                self.line.push_str(first);
-                let mut pieces: Vec<String> = rest.split('\r').map(str::to_string).collect();
-                if !had_nl && pieces.last().is_some_and(String::is_empty) {
-                    pieces.pop();
-                }
-                self.pending.extend(pieces);
-            }
-        }
-        self.number += 1;
-        Ok(Some((self.number, n)))
     }
+    Ok(n)
 }
 
 /// What a conversion produced.
@@ -405,9 +367,305 @@ pub struct ConvertReport {
     pub negative_indices: u64,
 }
 
+/// Text is parsed in blocks of whole lines of about this many bytes.
+const BLOCK: usize = 256 << 10;
+
+/// Reads the next block of whole lines (the last one may lack its end);
+/// `None` at the end of the input.
+fn read_block(r: &mut impl std::io::BufRead, size: usize) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+    let mut buf = Vec::with_capacity(size.min(BLOCK) + 4096);
+    r.by_ref()
+        .take(size as u64)
+        .read_to_end(&mut buf)
+        .map_err(io)?;
+    if buf.len() == size && buf.last() != Some(&b'\n') {
+        r.read_until(b'\n', &mut buf).map_err(io)?;
+    }
+    Ok((!buf.is_empty()).then_some(buf))
+}
+
+/// Where a block's parse stopped: a line (0-based in the block), a column
+/// and the message. A line stopped in its fields is in [`Parsed::lines`]
+/// (its id may end the sequence before, which writes that one first, as
+/// when reading line by line); a line stopped before (no `|`, not UTF-8) is
+/// not.
+struct Stop {
+    line: usize,
+    col: usize,
+    msg: String,
+}
+
+/// A field's samples: a range of [`Parsed::values`] (dense) or of
+/// [`Parsed::entries`] (sparse, sorted as ctf2bin sorts).
+enum FieldData {
+    Dense(std::ops::Range<usize>),
+    Sparse(std::ops::Range<usize>),
+}
+
+/// A line: its id (a range of [`Parsed::ids`]) and fields (of
+/// [`Parsed::fields`]).
+struct ParsedLine {
+    id: std::ops::Range<usize>,
+    fields: std::ops::Range<usize>,
+}
+
+/// A block of text parsed, independently of every other block.
+#[derive(Default)]
+struct Parsed {
+    ids: String,
+    lines: Vec<ParsedLine>,
+    fields: Vec<(usize, FieldData)>,
+    values: Vec<f64>,
+    entries: Vec<(u32, f64)>,
+    /// Lines in the block.
+    line_count: usize,
+    /// Bytes of text.
+    bytes: usize,
+    negative_indices: u64,
+    stop: Option<Stop>,
+}
+
+impl Parsed {
+    /// Parses a block of whole lines.
+    fn block(text: &[u8], specs: &[StreamSpec], compat: bool) -> Parsed {
+        let mut p = Parsed {
+            bytes: text.len(),
+            ..Default::default()
+        };
+        let walked = block_lines(
+            text,
+            |n, line| p.line(n, line, specs, compat),
+            |line, col| Stop {
+                line,
+                col,
+                msg: "the text is not UTF-8".into(),
+            },
+        );
+        match walked {
+            Ok(n) => p.line_count = n,
+            Err(stop) => p.stop = Some(stop),
+        }
+        p
+    }
+
+    /// Parses line `n` of the block.
+    fn line(
+        &mut self,
+        n: usize,
+        line: &str,
+        specs: &[StreamSpec],
+        compat: bool,
+    ) -> std::result::Result<(), Stop> {
+        let stop = |col: usize, msg: String| Stop { line: n, col, msg };
+        let Some(bar) = line.find('|') else {
+            return Err(stop(
+                1,
+                "a line without '|' (blank lines are not allowed)".into(),
+            ));
+        };
+        let id_start = self.ids.len();
+        self.ids.push_str(
+            line.get(..bar)
+                .unwrap_or_default()
+                .trim_matches(is_py_space),
+        );
+        let first_field = self.fields.len();
+        self.lines.push(ParsedLine {
+            id: id_start..self.ids.len(),
+            fields: first_field..first_field,
+        });
+        let mut col = bar + 1;
+        let result = (|| {
+            for part in line.get(bar + 1..).unwrap_or_default().split('|') {
+                let here = col;
+                col += part.len() + 1;
+                let trimmed = part.trim_start_matches(is_py_space);
+                let alias_end = trimmed.find(is_py_space).unwrap_or(trimmed.len());
+                let alias = trimmed.get(..alias_end).unwrap_or_default();
+                let after = trimmed
+                    .get(alias_end..)
+                    .unwrap_or_default()
+                    .trim_start_matches(is_py_space);
+                if alias.is_empty() || after.is_empty() || alias.starts_with('#') {
+                    continue;
+                }
+                let Some((si, spec)) = specs.iter().enumerate().find(|(_, s)| s.alias == alias)
+                else {
+                    return Err(stop(here, format!("unknown input {alias:?}")));
+                };
+                let data = match spec.kind {
+                    StreamKind::Dense => {
+                        // One pass; a wrong count is reported before a
+                        // token that is no number.
+                        let start = self.values.len();
+                        let mut count = 0usize;
+                        let mut bad = None;
+                        for t in py_tokens(after) {
+                            count += 1;
+                            if bad.is_none() {
+                                match py_float(t) {
+                                    Some(v) => self.values.push(v),
+                                    None => bad = Some(t),
+                                }
+                            }
+                        }
+                        if count != spec.dim as usize {
+                            return Err(stop(
+                                here,
+                                format!("{alias}: {count} values, the dimension is {}", spec.dim),
+                            ));
+                        }
+                        if let Some(t) = bad {
+                            return Err(stop(here, format!("{alias}: {t:?} is not a number")));
+                        }
+                        FieldData::Dense(start..self.values.len())
+                    }
+                    StreamKind::Sparse => {
+                        let start = self.entries.len();
+                        for t in py_tokens(after) {
+                            let (i, v) = t.split_once(':').ok_or_else(|| {
+                                stop(here, format!("{alias}: {t:?} is not index:value"))
+                            })?;
+                            let i = py_int(i).ok_or_else(|| {
+                                stop(here, format!("{alias}: index {i:?} is not an integer"))
+                            })?;
+                            let v = py_float(v).ok_or_else(|| {
+                                stop(here, format!("{alias}: {v:?} is not a number"))
+                            })?;
+                            // ctf2bin only checks `index >= dim` and packs a C int, so
+                            // in its compat mode a negative index is written as is.
+                            let ok = if compat {
+                                i32::try_from(i)
+                                    .ok()
+                                    .filter(|&i| i64::from(i) < i64::from(spec.dim))
+                                    .map(|i| i as u32)
+                            } else {
+                                u32::try_from(i).ok().filter(|&i| i < spec.dim)
+                            };
+                            let i = ok.ok_or_else(|| {
+                                stop(
+                                    here,
+                                    format!("{alias}: index {i} is outside 0..{}", spec.dim),
+                                )
+                            })?;
+                            if i >= 1 << 31 {
+                                self.negative_indices += 1;
+                            }
+                            self.entries.push((i, v));
+                        }
+                        let sample = self.entries.get_mut(start..).unwrap_or_default();
+                        if compat {
+                            sample.sort_by_key(|&(i, _)| i as i32);
+                        } else {
+                            sample.sort_by_key(|&(i, _)| i);
+                        }
+                        FieldData::Sparse(start..self.entries.len())
+                    }
+                };
+                self.fields.push((si, data));
+            }
+            Ok(())
+        })();
+        if let Some(l) = self.lines.last_mut() {
+            l.fields.end = self.fields.len();
+        }
+        result
+    }
+}
+
 enum Acc {
     Dense { samples: u32, values: Vec<f64> },
     Sparse(Vec<Vec<(u32, f64)>>),
+}
+
+/// Puts parsed blocks together in order: sequences grouped by id, written
+/// as they end.
+struct Assembler<'a> {
+    specs: &'a [StreamSpec],
+    w: Writer,
+    acc: Option<Vec<Acc>>,
+    current_id: Option<String>,
+    report: ConvertReport,
+    /// Lines before the block being assembled.
+    lines_before: usize,
+}
+
+impl Assembler<'_> {
+    fn new_acc(&self) -> Vec<Acc> {
+        self.specs
+            .iter()
+            .map(|s| match s.kind {
+                StreamKind::Dense => Acc::Dense {
+                    samples: 0,
+                    values: Vec::new(),
+                },
+                StreamKind::Sparse => Acc::Sparse(Vec::new()),
+            })
+            .collect()
+    }
+
+    /// Writes the open sequence, if any.
+    fn flush(&mut self) -> Result<()> {
+        if let Some(a) = self.acc.take() {
+            let data: Vec<RecordData<'_>> = a
+                .iter()
+                .map(|x| match x {
+                    Acc::Dense { samples, values } => RecordData::Dense {
+                        samples: *samples,
+                        values,
+                    },
+                    Acc::Sparse(s) => RecordData::Sparse(s),
+                })
+                .collect();
+            self.w.add_sequence(&data)?;
+            self.report.sequences += 1;
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, p: &Parsed) -> Result<()> {
+        for line in &p.lines {
+            let prefix = p.ids.get(line.id.clone()).unwrap_or_default();
+            let starts_new = if prefix.is_empty() {
+                self.current_id.is_none()
+            } else {
+                self.current_id.as_deref() != Some(prefix)
+            };
+            if starts_new && !prefix.is_empty() {
+                let id = self.current_id.get_or_insert_with(String::new);
+                id.clear();
+                id.push_str(prefix);
+            }
+            if starts_new || self.acc.is_none() {
+                self.flush()?;
+                self.acc = Some(self.new_acc());
+            }
+            let Some(acc) = self.acc.as_mut() else {
+                continue;
+            };
+            for (si, data) in p.fields.get(line.fields.clone()).unwrap_or_default() {
+                match (acc.get_mut(*si), data) {
+                    (Some(Acc::Dense { samples, values }), FieldData::Dense(r)) => {
+                        values.extend_from_slice(p.values.get(r.clone()).unwrap_or_default());
+                        *samples += 1;
+                    }
+                    (Some(Acc::Sparse(samples)), FieldData::Sparse(r)) => {
+                        samples.push(p.entries.get(r.clone()).unwrap_or_default().to_vec());
+                    }
+                    _ => continue,
+                }
+                self.report.samples += 1;
+            }
+        }
+        if let Some(s) = &p.stop {
+            return Err(perr(self.lines_before + s.line + 1, s.col, s.msg.clone()));
+        }
+        self.report.negative_indices += p.negative_indices;
+        self.lines_before += p.line_count;
+        Ok(())
+    }
 }
 
 /// Converts CTF text to a CBF file at `out` with ctf2bin's rules:
@@ -415,6 +673,10 @@ enum Acc {
 /// samples, `|#` comments, sparse `index:value` entries sorted per sample,
 /// values parsed as f64 and cast to f32 for `precision` f32. Errors give the
 /// line and column.
+///
+/// The text is parsed in blocks of lines on `threads` threads (0: every
+/// core) and put together in order, so the output does not depend on the
+/// number of threads. `progress` gets the bytes of text each block took.
 ///
 /// With [`Chunking::Ctf2bin`] the conversion is ctf2bin.py's in every
 /// respect, including its one lax check: a negative sparse index is written
@@ -425,6 +687,24 @@ pub fn ctf_to_cbf(
     specs: &[StreamSpec],
     precision: ElemType,
     chunking: Chunking,
+    threads: usize,
+    out: &Path,
+    progress: impl FnMut(usize),
+) -> Result<ConvertReport> {
+    ctf_to_cbf_in_blocks(
+        input, specs, precision, chunking, threads, BLOCK, out, progress,
+    )
+}
+
+/// [`ctf_to_cbf`] with blocks of `block` bytes.
+#[allow(clippy::too_many_arguments)]
+fn ctf_to_cbf_in_blocks(
+    mut input: impl std::io::BufRead,
+    specs: &[StreamSpec],
+    precision: ElemType,
+    chunking: Chunking,
+    threads: usize,
+    block: usize,
     out: &Path,
     mut progress: impl FnMut(usize),
 ) -> Result<ConvertReport> {
@@ -440,168 +720,26 @@ pub fn ctf_to_cbf(
     let compat = matches!(chunking, Chunking::Ctf2bin(_));
     let mut w = Writer::create(out, &streams, chunking)?;
     w.set_signed_indices(compat);
-    let new_acc = || -> Vec<Acc> {
-        specs
-            .iter()
-            .map(|s| match s.kind {
-                StreamKind::Dense => Acc::Dense {
-                    samples: 0,
-                    values: Vec::new(),
-                },
-                StreamKind::Sparse => Acc::Sparse(Vec::new()),
-            })
-            .collect()
+    let mut asm = Assembler {
+        specs,
+        w,
+        acc: None,
+        current_id: None,
+        report: ConvertReport::default(),
+        lines_before: 0,
     };
-    let mut report = ConvertReport::default();
-    let mut acc: Option<Vec<Acc>> = None;
-    let mut current_id: Option<String> = None;
-    let mut lines = Lines::new(input);
-    let flush =
-        |w: &mut Writer, acc: &mut Option<Vec<Acc>>, report: &mut ConvertReport| -> Result<()> {
-            if let Some(a) = acc.take() {
-                let data: Vec<RecordData<'_>> = a
-                    .iter()
-                    .map(|x| match x {
-                        Acc::Dense { samples, values } => RecordData::Dense {
-                            samples: *samples,
-                            values,
-                        },
-                        Acc::Sparse(s) => RecordData::Sparse(s),
-                    })
-                    .collect();
-                w.add_sequence(&data)?;
-                report.sequences += 1;
-            }
-            Ok(())
-        };
-    {
-        while let Some((ln, taken)) = lines.next()? {
-            let line = lines.line();
-            progress(taken);
-            let Some(bar) = line.find('|') else {
-                return Err(perr(
-                    ln,
-                    1,
-                    "a line without '|' (blank lines are not allowed)",
-                ));
-            };
-            let prefix = line
-                .get(..bar)
-                .unwrap_or_default()
-                .trim_matches(is_py_space);
-            let starts_new = if prefix.is_empty() {
-                current_id.is_none()
-            } else {
-                current_id.as_deref() != Some(prefix)
-            };
-            if starts_new && !prefix.is_empty() {
-                let id = current_id.get_or_insert_with(String::new);
-                id.clear();
-                id.push_str(prefix);
-            }
-            if starts_new || acc.is_none() {
-                flush(&mut w, &mut acc, &mut report)?;
-                acc = Some(new_acc());
-            }
-            let a = acc
-                .as_mut()
-                .ok_or_else(|| perr(ln, 1, "internal: no open sequence"))?;
-            let mut col = bar + 1;
-            for part in line.get(bar + 1..).unwrap_or_default().split('|') {
-                let here = col;
-                col += part.len() + 1;
-                let trimmed = part.trim_start_matches(is_py_space);
-                let alias_end = trimmed.find(is_py_space).unwrap_or(trimmed.len());
-                let alias = trimmed.get(..alias_end).unwrap_or_default();
-                let after = trimmed
-                    .get(alias_end..)
-                    .unwrap_or_default()
-                    .trim_start_matches(is_py_space);
-                if alias.is_empty() || after.is_empty() || alias.starts_with('#') {
-                    continue;
-                }
-                let Some(si) = specs.iter().position(|s| s.alias == alias) else {
-                    return Err(perr(ln, here, format!("unknown input {alias:?}")));
-                };
-                let spec = specs.get(si).ok_or_else(|| perr(ln, here, "stream"))?;
-                match a.get_mut(si) {
-                    Some(Acc::Dense { samples, values }) => {
-                        // One pass; a wrong count is reported before a
-                        // token that is no number.
-                        let mut count = 0usize;
-                        let mut bad = None;
-                        for t in py_tokens(after) {
-                            count += 1;
-                            if bad.is_none() {
-                                match py_float(t) {
-                                    Some(v) => values.push(v),
-                                    None => bad = Some(t),
-                                }
-                            }
-                        }
-                        if count != spec.dim as usize {
-                            return Err(perr(
-                                ln,
-                                here,
-                                format!("{alias}: {count} values, the dimension is {}", spec.dim),
-                            ));
-                        }
-                        if let Some(t) = bad {
-                            return Err(perr(ln, here, format!("{alias}: {t:?} is not a number")));
-                        }
-                        *samples += 1;
-                        report.samples += 1;
-                    }
-                    Some(Acc::Sparse(samples)) => {
-                        let mut entries = Vec::new();
-                        for t in py_tokens(after) {
-                            let (i, v) = t.split_once(':').ok_or_else(|| {
-                                perr(ln, here, format!("{alias}: {t:?} is not index:value"))
-                            })?;
-                            let i = py_int(i).ok_or_else(|| {
-                                perr(ln, here, format!("{alias}: index {i:?} is not an integer"))
-                            })?;
-                            let v = py_float(v).ok_or_else(|| {
-                                perr(ln, here, format!("{alias}: {v:?} is not a number"))
-                            })?;
-                            // ctf2bin only checks `index >= dim` and packs a C int, so
-                            // in its compat mode a negative index is written as is.
-                            let ok = if compat {
-                                i32::try_from(i)
-                                    .ok()
-                                    .filter(|&i| i64::from(i) < i64::from(spec.dim))
-                                    .map(|i| i as u32)
-                            } else {
-                                u32::try_from(i).ok().filter(|&i| i < spec.dim)
-                            };
-                            let i = ok.ok_or_else(|| {
-                                perr(
-                                    ln,
-                                    here,
-                                    format!("{alias}: index {i} is outside 0..{}", spec.dim),
-                                )
-                            })?;
-                            if i >= 1 << 31 {
-                                report.negative_indices += 1;
-                            }
-                            entries.push((i, v));
-                        }
-                        if compat {
-                            entries.sort_by_key(|&(i, _)| i as i32);
-                        } else {
-                            entries.sort_by_key(|&(i, _)| i);
-                        }
-                        samples.push(entries);
-                        report.samples += 1;
-                    }
-                    None => return Err(perr(ln, here, "stream")),
-                }
-            }
-        }
-    }
-    flush(&mut w, &mut acc, &mut report)?;
-    w.finish()?;
-    Ok(report)
+    dataformats_core::parallel::ordered(
+        dataformats_core::parallel::threads(threads),
+        || read_block(&mut input, block.max(1)),
+        |text| Parsed::block(&text, specs, compat),
+        |parsed| {
+            progress(parsed.bytes);
+            asm.block(&parsed)
+        },
+    )?;
+    asm.flush()?;
+    asm.w.finish()?;
+    Ok(asm.report)
 }
 
 /// Writes every sequence of `reader` as CTF text: one line per sample row,
@@ -832,24 +970,147 @@ mod tests {
 
     #[test]
     fn lines_end_at_lf_crlf_and_lone_cr_with_their_numbers() {
-        let text = b"a |x 1\r\nb |x 2\rc |x 3\n\nd\r";
-        let mut lines = Lines::new(&text[..]);
-        let mut got = Vec::new();
-        while let Some((n, _)) = lines.next().unwrap() {
-            got.push((n, lines.line().to_string()));
+        let lines = |text: &[u8]| -> std::result::Result<Vec<(usize, String)>, (usize, usize)> {
+            let mut got = Vec::new();
+            block_lines(
+                text,
+                |n, l| {
+                    got.push((n, l.to_string()));
+                    Ok(())
+                },
+                |n, col| (n, col),
+            )?;
+            Ok(got)
+        };
+        let want = |w: &[(usize, &str)]| Ok(w.iter().map(|(n, l)| (*n, l.to_string())).collect());
+        assert_eq!(
+            lines(b"a |x 1\r\nb |x 2\rc |x 3\n\nd\r"),
+            want(&[
+                (0, "a |x 1"),
+                (1, "b |x 2"),
+                (2, "c |x 3"),
+                (3, ""),
+                (4, "d")
+            ])
+        );
+        // A CR ending the text ends a line; before a LF it is part of CRLF;
+        // two CRs before a LF leave an empty line.
+        assert_eq!(lines(b"\r"), want(&[(0, "")]));
+        assert_eq!(lines(b"x\r\r\n"), want(&[(0, "x"), (1, "")]));
+        assert_eq!(lines(b"x\r\r"), want(&[(0, "x"), (1, "")]));
+        assert_eq!(lines(b"x"), want(&[(0, "x")]));
+        assert_eq!(lines(b"\n"), want(&[(0, "")]));
+        assert_eq!(lines(b""), want(&[]));
+        assert_eq!(lines(b"ok\nab\xff\n"), Err((1, 3)));
+    }
+
+    /// Random CTF text: ids that repeat, lines without ids, dense and
+    /// sparse fields, comments, every newline style; with `damage`, a few
+    /// lines broken in one of the ways the parser names.
+    fn random_ctf(seed: u64, lines: usize, damage: bool) -> Vec<u8> {
+        let mut r = dataformats_core::rng::SplitMix64::new(seed);
+        let mut t = Vec::new();
+        let mut id = 0u64;
+        for _ in 0..lines {
+            if r.below(4) == 0 {
+                id += 1;
+            }
+            let mut l = match r.below(8) {
+                0 => String::new(),
+                _ => format!("{id} "),
+            };
+            for _ in 0..1 + r.below(3) {
+                match r.below(5) {
+                    0 => l.push_str("|# a comment "),
+                    1 | 2 => {
+                        l.push_str("|d");
+                        for _ in 0..3 {
+                            l.push_str(&format!(" {}.{:03}", r.below(100), r.below(1000)));
+                        }
+                        l.push(' ');
+                    }
+                    _ => {
+                        l.push_str("|s");
+                        for _ in 0..r.below(4) {
+                            l.push_str(&format!(" {}:{}", r.below(7), r.below(9)));
+                        }
+                        l.push_str(" 0:1 ");
+                    }
+                }
+            }
+            if damage && r.below(300) == 0 {
+                match r.below(6) {
+                    0 => l = "no bar here".into(),
+                    1 => l.push_str("|d 1 2"),
+                    2 => l.push_str("|d 1 x 3"),
+                    3 => l.push_str("|q 1"),
+                    4 => l.push_str("|s 9:1"),
+                    _ => l.push('\u{FFFF}'),
+                }
+            }
+            t.extend_from_slice(l.as_bytes());
+            if damage && r.below(500) == 0 {
+                t.push(0xFF);
+            }
+            t.extend_from_slice(match r.below(10) {
+                0 => b"\r\n",
+                1 => b"\r",
+                _ => b"\n",
+            });
         }
-        let want = [
-            (1, "a |x 1"),
-            (2, "b |x 2"),
-            (3, "c |x 3"),
-            (4, ""),
-            (5, "d"),
+        t
+    }
+
+    #[test]
+    fn blocks_on_threads_give_what_one_pass_gives() {
+        let specs = [
+            parse_stream_arg("d:dense:3").unwrap(),
+            parse_stream_arg("s:sparse:7").unwrap(),
         ];
-        let want: Vec<(usize, String)> = want.iter().map(|(n, l)| (*n, l.to_string())).collect();
-        assert_eq!(got, want);
-        let mut bad = Lines::new(&b"ok\n\xff\n"[..]);
-        assert!(bad.next().unwrap().is_some());
-        let e = bad.next().unwrap_err().to_string();
-        assert!(e.contains("line 2, column 1"), "{e}");
+        let dir = std::env::temp_dir().join(format!("df-cntk-ctf-blocks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let convert = |text: &[u8], threads: usize, block: usize, name: &str| {
+            let out = dir.join(name);
+            let mut progress = 0;
+            let r = ctf_to_cbf_in_blocks(
+                text,
+                &specs,
+                ElemType::F32,
+                Chunking::Target(4096),
+                threads,
+                block,
+                &out,
+                |n| progress += n,
+            );
+            let bytes = std::fs::read(&out).ok();
+            let _ = std::fs::remove_file(&out);
+            match r {
+                Ok(rep) => {
+                    assert_eq!(progress, text.len());
+                    Ok((rep, bytes.expect("the output exists after success")))
+                }
+                Err(e) => {
+                    assert!(bytes.is_none(), "no output after {e}");
+                    Err(e.to_string())
+                }
+            }
+        };
+        let mut failures = 0;
+        for seed in 0..40u64 {
+            let damage = seed % 2 == 1;
+            let text = random_ctf(seed, 400, damage);
+            let whole = convert(&text, 1, usize::MAX >> 1, "one.bin");
+            failures += usize::from(whole.is_err());
+            for (threads, block) in [(1, 1), (2, 7), (3, 64), (4, 1000)] {
+                let parts = convert(&text, threads, block, "parts.bin");
+                assert_eq!(
+                    parts, whole,
+                    "seed {seed}, {threads} threads, blocks of {block}"
+                );
+            }
+        }
+        // The damaged texts do fail, at different lines.
+        assert!(failures >= 15, "{failures} of 40 failed");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -66,6 +66,7 @@ pub fn ctf(data: &[u8]) {
         &specs,
         ElemType::F32,
         Chunking::Ctf2bin(64),
+        1,
         &out,
         |_| {},
     ) {

@@ -216,6 +216,7 @@ fn ctf2bin_conversions_are_byte_identical() {
             &specs,
             precision,
             Chunking::Ctf2bin(chunk_size),
+            0,
             &ours,
             |_| {},
         )
@@ -233,6 +234,7 @@ fn ctf2bin_conversions_are_byte_identical() {
                 &specs,
                 precision,
                 Chunking::Target(chunk_size),
+                0,
                 &out.join("strict.bin"),
                 |_| {},
             );
@@ -290,6 +292,7 @@ fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
             &specs,
             precision,
             Chunking::Ctf2bin(chunk_size),
+            0,
             &bin1,
             |_| {},
         )
@@ -302,6 +305,7 @@ fn ctf_cbf_ctf_cbf_is_a_fixed_point() {
             &by_name,
             precision,
             Chunking::Ctf2bin(chunk_size),
+            0,
             &bin2,
             |_| {},
         )

@@ -18,6 +18,8 @@
 //! - [`plain`]: stored little-endian numbers as zero-copy slices when aligned,
 //!   else decoded into caller buffers.
 //! - [`AtomicFile`]: output that appears only when complete.
+//! - [`parallel`]: items worked on by several threads, results taken in
+//!   their order.
 //! - [`Error`]: the error type, with offsets, shared by the format crates.
 //!
 //! ```
@@ -59,6 +61,7 @@ pub mod fuzzing;
 pub mod image;
 pub mod json;
 pub mod limits;
+pub mod parallel;
 pub mod parse;
 pub mod plain;
 pub mod progress;

@@ -171,6 +171,7 @@ fn ctf_to_cbf(
         &opts.ctf.streams,
         opts.ctf.precision,
         opts.cntk.chunking,
+        opts.threads,
         output,
         |n| {
             done += n as u64;
@@ -220,7 +221,7 @@ fn tar_to_tbl(
         input,
         output,
         opts.tbl2.compress,
-        opts.tbl2.workers.max(1),
+        crate::core::parallel::threads(opts.threads),
         |n| {
             done += n;
             progress(done, total);

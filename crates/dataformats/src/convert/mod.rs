@@ -197,6 +197,9 @@ pub struct ConvertOptions {
     pub lossy: bool,
     /// Records per batch.
     pub batch_size: usize,
+    /// Threads a conversion may use (0: every core). The output does not
+    /// depend on it.
+    pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
     /// CNTK text input settings (the streams, which CTF does not name).
@@ -231,6 +234,7 @@ impl Default for ConvertOptions {
             limit: None,
             lossy: false,
             batch_size: 4096,
+            threads: 0,
             open: OpenOptions::default(),
             #[cfg(feature = "cntk")]
             ctf: direct::CtfOptions::default(),

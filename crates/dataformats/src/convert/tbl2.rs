@@ -24,17 +24,11 @@ pub struct Tbl2Options {
     /// LZ4-compress each sample when that makes it smaller (TurboLoader's
     /// default; off is its `--no-compress`).
     pub compress: bool,
-    /// tar → TBL v2: threads compressing samples (the output does not
-    /// depend on it).
-    pub workers: usize,
 }
 
 impl Default for Tbl2Options {
     fn default() -> Self {
-        Tbl2Options {
-            compress: true,
-            workers: 1,
-        }
+        Tbl2Options { compress: true }
     }
 }
 

@@ -1,0 +1,240 @@
+//! Work spread over threads with the results taken in order.
+//!
+//! A reader produces items one by one (blocks of text, chunks of a file),
+//! worker threads turn each into a result, and the results are consumed on
+//! the calling thread in the order the items came, so that output written
+//! from them is the same whatever the number of threads. At most twice as
+//! many items as threads are in flight, so memory does not grow with the
+//! input.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Mutex, mpsc};
+
+/// `requested` threads, or every core the process may use when it is 0.
+pub fn threads(requested: usize) -> usize {
+    if requested > 0 {
+        return requested;
+    }
+    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+}
+
+/// Takes items from `next` until it gives `Ok(None)`, runs `work` on each on
+/// one of `threads` worker threads, and hands the results to `done` on this
+/// thread, in the items' order.
+///
+/// With `threads` ≤ 1 everything runs on this thread, one item after the
+/// other. The first error stops the run: an error of `done` at once (items
+/// still queued are dropped), an error of `next` once every item before it
+/// went through `done` (so an earlier item's error comes first, as it would
+/// one item at a time). A panic in `work` is resumed on this thread.
+///
+/// ```
+/// use dataformats_core::parallel::ordered;
+///
+/// let mut items = (1..=100u64).map(Ok::<_, String>);
+/// let mut squares = Vec::new();
+/// ordered(4, || items.next().transpose(), |x| x * x, |y| {
+///     squares.push(y);
+///     Ok(())
+/// })
+/// .unwrap();
+/// assert_eq!(squares, (1..=100u64).map(|x| x * x).collect::<Vec<_>>());
+/// ```
+pub fn ordered<I, O, E>(
+    threads: usize,
+    mut next: impl FnMut() -> Result<Option<I>, E>,
+    work: impl Fn(I) -> O + Sync,
+    mut done: impl FnMut(O) -> Result<(), E>,
+) -> Result<(), E>
+where
+    I: Send,
+    O: Send,
+{
+    if threads <= 1 {
+        while let Some(item) = next()? {
+            done(work(item))?;
+        }
+        return Ok(());
+    }
+    let (job_tx, job_rx) = mpsc::sync_channel::<(u64, I)>(threads);
+    let job_rx = Mutex::new(job_rx);
+    let (out_tx, out_rx) = mpsc::channel::<(u64, std::thread::Result<O>)>();
+    std::thread::scope(|s| {
+        // Owned by this closure, so that however it returns the workers
+        // see the end of the jobs and stop before the scope waits for them.
+        let job_tx = job_tx;
+        for _ in 0..threads {
+            let out_tx = out_tx.clone();
+            let (job_rx, work) = (&job_rx, &work);
+            s.spawn(move || {
+                loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((i, item)) = job else { return };
+                    let out = std::panic::catch_unwind(AssertUnwindSafe(|| work(item)));
+                    let failed = out.is_err();
+                    if out_tx.send((i, out)).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(out_tx);
+        let limit = 2 * threads as u64;
+        let (mut sent, mut taken) = (0u64, 0u64);
+        let mut waiting = BTreeMap::new();
+        let mut end: Option<Result<(), E>> = None;
+        loop {
+            while end.is_none() && sent - taken < limit {
+                match next() {
+                    Ok(Some(item)) => {
+                        if job_tx.send((sent, item)).is_err() {
+                            // No worker is left (cannot happen while this
+                            // thread holds the results' receiver).
+                            end = Some(Ok(()));
+                            break;
+                        }
+                        sent += 1;
+                    }
+                    Ok(None) => end = Some(Ok(())),
+                    Err(e) => end = Some(Err(e)),
+                }
+            }
+            if taken == sent {
+                break;
+            }
+            let Ok((i, out)) = out_rx.recv() else { break };
+            match out {
+                Ok(out) => waiting.insert(i, out),
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            while let Some(out) = waiting.remove(&taken) {
+                taken += 1;
+                done(out)?;
+            }
+        }
+        end.unwrap_or(Ok(()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        threads: usize,
+        n: u64,
+        fail_next_at: Option<u64>,
+        fail_done_at: Option<u64>,
+    ) -> (Vec<u64>, Result<(), String>) {
+        let mut i = 0u64;
+        let mut seen = Vec::new();
+        let r = ordered(
+            threads,
+            || {
+                if Some(i) == fail_next_at {
+                    return Err(format!("next {i}"));
+                }
+                i += 1;
+                Ok((i <= n).then_some(i - 1))
+            },
+            |x: u64| {
+                // Later items finish first now and then.
+                if x % 3 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                x * 10
+            },
+            |o| {
+                if Some(o / 10) == fail_done_at {
+                    return Err(format!("done {}", o / 10));
+                }
+                seen.push(o);
+                Ok(())
+            },
+        );
+        (seen, r)
+    }
+
+    #[test]
+    fn results_come_in_order_whatever_the_threads() {
+        let want: Vec<u64> = (0..100).map(|x| x * 10).collect();
+        for t in [1, 2, 3, 8] {
+            let (seen, r) = run(t, 100, None, None);
+            assert_eq!(r, Ok(()));
+            assert_eq!(seen, want, "{t} threads");
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_after_every_earlier_item() {
+        for t in [1, 2, 4] {
+            let (seen, r) = run(t, 100, Some(37), None);
+            assert_eq!(r, Err("next 37".to_string()), "{t} threads");
+            assert_eq!(seen, (0..37).map(|x| x * 10).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn an_error_of_done_stops_at_that_item() {
+        for t in [1, 2, 4] {
+            let (seen, r) = run(t, 100, None, Some(12));
+            assert_eq!(r, Err("done 12".to_string()), "{t} threads");
+            assert_eq!(seen, (0..12).map(|x| x * 10).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn no_more_than_twice_the_threads_are_in_flight() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let read = AtomicU64::new(0);
+        let mut most = 0;
+        let mut done_count = 0u64;
+        let r: Result<(), ()> = ordered(
+            3,
+            || {
+                let n = read.fetch_add(1, Ordering::SeqCst);
+                Ok((n < 200).then_some(n))
+            },
+            |x| x,
+            |_| {
+                done_count += 1;
+                most = most.max(read.load(Ordering::SeqCst) - done_count);
+                Ok(())
+            },
+        );
+        assert_eq!(r, Ok(()));
+        assert_eq!(done_count, 200);
+        assert!(most <= 6, "{most} items in flight");
+    }
+
+    #[test]
+    #[should_panic(expected = "boom")]
+    fn a_panic_in_work_reaches_the_caller() {
+        let mut n = 0;
+        let _ = ordered(
+            2,
+            || {
+                n += 1;
+                Ok::<_, ()>((n < 50).then_some(n))
+            },
+            |x| {
+                if x == 20 {
+                    panic!("boom");
+                }
+                x
+            },
+            |_| Ok(()),
+        );
+    }
+
+    #[test]
+    fn zero_means_every_core() {
+        assert!(threads(0) >= 1);
+        assert_eq!(threads(3), 3);
+    }
+}
