@@ -11,13 +11,10 @@
 
 use std::fmt;
 
-use crc::{CRC_16_MODBUS, CRC_32_ISO_HDLC, Crc, Table};
 use md5::Md5;
 use sha1::Sha1;
 use sha2::{Digest as _, Sha224, Sha256, Sha384, Sha512};
 
-static CRC32: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISO_HDLC);
-static CRC16: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_MODBUS);
 
 /// A checksum or cryptographic digest algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -100,9 +97,9 @@ impl ChecksumKind {
     pub fn hasher(self) -> Hasher {
         let state = match self {
             ChecksumKind::None => State::None,
-            ChecksumKind::Adler32 => State::Adler32(adler2::Adler32::new()),
-            ChecksumKind::Crc32 => State::Crc32(CRC32.digest()),
-            ChecksumKind::Crc16Modbus => State::Crc16(CRC16.digest()),
+            ChecksumKind::Adler32 => State::Adler32(simd_adler32::Adler32::new()),
+            ChecksumKind::Crc32 => State::Crc32(crc32fast::Hasher::new()),
+            ChecksumKind::Crc16Modbus => State::Crc16(crate::crc16::INIT),
             ChecksumKind::Md5 => State::Md5(Md5::new()),
             ChecksumKind::Sha1 => State::Sha1(Sha1::new()),
             ChecksumKind::Sha224 => State::Sha224(Sha224::new()),
@@ -137,9 +134,10 @@ pub struct Hasher {
 #[derive(Clone)]
 enum State {
     None,
-    Adler32(adler2::Adler32),
-    Crc32(crc::Digest<'static, u32, Table<16>>),
-    Crc16(crc::Digest<'static, u16, Table<16>>),
+    Adler32(simd_adler32::Adler32),
+    Crc32(crc32fast::Hasher),
+    /// The register (reflected), which is the CRC at the end.
+    Crc16(u16),
     Md5(Md5),
     Sha1(Sha1),
     Sha224(Sha224),
@@ -166,9 +164,9 @@ impl Hasher {
     pub fn update(&mut self, data: &[u8]) {
         match &mut self.state {
             State::None => {}
-            State::Adler32(h) => h.write_slice(data),
+            State::Adler32(h) => h.write(data),
             State::Crc32(h) => h.update(data),
-            State::Crc16(h) => h.update(data),
+            State::Crc16(r) => *r = crate::crc16::update(*r, data),
             State::Md5(h) => h.update(data),
             State::Sha1(h) => h.update(data),
             State::Sha224(h) => h.update(data),
@@ -192,9 +190,9 @@ impl Hasher {
         }
         match self.state {
             State::None => {}
-            State::Adler32(h) => put(out, &h.checksum().to_le_bytes()),
+            State::Adler32(h) => put(out, &h.finish().to_le_bytes()),
             State::Crc32(h) => put(out, &h.finalize().to_le_bytes()),
-            State::Crc16(h) => put(out, &h.finalize().to_le_bytes()),
+            State::Crc16(r) => put(out, &r.to_le_bytes()),
             State::Md5(h) => put(out, &h.finalize()),
             State::Sha1(h) => put(out, &h.finalize()),
             State::Sha224(h) => put(out, &h.finalize()),
@@ -323,5 +321,40 @@ mod tests {
             assert_eq!(ChecksumKind::from_name(k.name()), Some(k));
         }
         assert_eq!(ChecksumKind::from_name("crc64"), None);
+    }
+
+    /// The SIMD and carry-less-multiplication paths against plain
+    /// definitions, on long buffers (where those paths run) of every
+    /// length near their block sizes.
+    #[test]
+    fn fast_paths_agree_with_the_definitions() {
+        fn adler32(d: &[u8]) -> u64 {
+            let (mut a, mut b) = (1u64, 0u64);
+            for &x in d {
+                a = (a + u64::from(x)) % 65521;
+                b = (b + a) % 65521;
+            }
+            (b << 16) | a
+        }
+        fn crc32(d: &[u8]) -> u64 {
+            let mut r = 0xFFFF_FFFFu32;
+            for &x in d {
+                r ^= u32::from(x);
+                for _ in 0..8 {
+                    r = if r & 1 == 1 { (r >> 1) ^ 0xEDB8_8320 } else { r >> 1 };
+                }
+            }
+            u64::from(!r)
+        }
+        let mut rng = crate::rng::SplitMix64::new(32);
+        let data: Vec<u8> = (0..70_000).map(|_| rng.next_u64() as u8).collect();
+        for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 5552, 5553, 65_536, 70_000] {
+            let d = data.get(..len).unwrap_or_default();
+            assert_eq!(ChecksumKind::Adler32.digest(d).value(), Some(adler32(d)), "{len}");
+            assert_eq!(ChecksumKind::Crc32.digest(d).value(), Some(crc32(d)), "{len}");
+        }
+        // All bytes 0xFF: Adler-32's sums wrap most often.
+        let ff = vec![0xFF; 70_000];
+        assert_eq!(ChecksumKind::Adler32.digest(&ff).value(), Some(adler32(&ff)));
     }
 }

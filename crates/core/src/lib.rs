@@ -55,6 +55,7 @@
 pub mod atomic;
 pub mod checksum;
 pub mod codec;
+mod crc16;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
