@@ -556,41 +556,99 @@ impl Reader {
         let first = self
             .chunks
             .partition_point(|c| c.payload_start + c.nbytes() <= start);
+        let last = self.chunks.partition_point(|c| c.payload_start < end);
+        let touched = self.chunks.get(first..last).unwrap_or_default();
+        if !self.opts.verify_checksums {
+            return self.decode_range(first, touched, start, dst, |_| Ok(()));
+        }
+        if touched.len() < 4 || dataformats_core::parallel::threads(0) < 2 {
+            return self.decode_range(first, touched, start, dst, |i| {
+                self.verify_digest(i as u64, self.info(i)?)
+            });
+        }
+        // Digests on another core, each chunk's while the one before it
+        // decodes here; a chunk's digest result is taken before its
+        // decode result, so errors come in the order of a serial read.
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(touched.len());
+            s.spawn(move || {
+                for (i, c) in (first..).zip(touched) {
+                    if tx.send(self.verify_digest(i as u64, c)).is_err() {
+                        return;
+                    }
+                }
+            });
+            self.decode_range(first, touched, start, dst, |_| {
+                rx.recv().unwrap_or_else(|_| {
+                    Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        "digest thread ended",
+                    ))
+                })
+            })
+        })
+    }
+
+    /// Decodes the parts of chunks `touched` (the first being chunk
+    /// `first`) that hold payload bytes `start .. start + dst.len()` into
+    /// `dst`; `check(i)` says whether chunk `i`'s digest is right, and an
+    /// error of it comes before any error decoding that chunk.
+    fn decode_range(
+        &self,
+        first: usize,
+        touched: &[ChunkInfo],
+        start: u64,
+        dst: &mut [u8],
+        mut check: impl FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
+        let end = start + dst.len() as u64;
         let mut scratch = Vec::new();
-        for (i, c) in self.chunks.iter().enumerate().skip(first) {
-            if c.payload_start >= end {
-                break;
-            }
+        for (i, c) in (first..).zip(touched) {
             let a = start.max(c.payload_start);
             let b = end.min(c.payload_start + c.nbytes());
             let out = dst
                 .get_mut((a - start) as usize..(b - start) as usize)
                 .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "range arithmetic"))?;
-            if a == c.payload_start && b == c.payload_start + c.nbytes() {
-                self.read_chunk_into(i, out)?;
-                continue;
-            }
-            // Part of a chunk.
-            if self.opts.verify_checksums {
-                self.verify_digest(i as u64, c)?;
-            }
-            let raw = self.src.bytes(c.offset, u64::from(c.blosc.cbytes))?;
-            let ts = u64::from(c.blosc.typesize.max(1));
-            let (la, lb) = (a - c.payload_start, b - c.payload_start);
-            if la % ts == 0 && (lb - la) % ts == 0 {
-                blosc::getitem(&raw, la / ts, (lb - la) / ts, out)
-                    .map_err(|e| Error::codec(e, i as u64, c.offset))?;
-            } else {
-                let n = self.opts.limits.check_alloc("chunk", c.nbytes())?;
-                scratch.resize(n, 0);
-                blosc::decompress_into(&raw, &mut scratch, self.opts.threads)
-                    .map_err(|e| Error::codec(e, i as u64, c.offset))?;
-                let part = scratch
-                    .get(la as usize..lb as usize)
-                    .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "range arithmetic"))?;
-                out.copy_from_slice(part);
-            }
+            let decoded = self.decode_part(i, c, a, b, out, &mut scratch);
+            check(i)?;
+            decoded?;
         }
+        Ok(())
+    }
+
+    /// Decodes payload bytes `a..b`, which lie in chunk `i`, into `out`
+    /// (the whole chunk straight into it, a part through Blosc's block
+    /// access or `scratch`); no digest check.
+    fn decode_part(
+        &self,
+        i: usize,
+        c: &ChunkInfo,
+        a: u64,
+        b: u64,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let raw = self.src.bytes(c.offset, u64::from(c.blosc.cbytes))?;
+        if a == c.payload_start && b == c.payload_start + c.nbytes() {
+            return blosc::decompress_into(&raw, out, self.opts.threads)
+                .map(|_| ())
+                .map_err(|e| Error::codec(e, i as u64, c.offset));
+        }
+        let ts = u64::from(c.blosc.typesize.max(1));
+        let (la, lb) = (a - c.payload_start, b - c.payload_start);
+        if la % ts == 0 && (lb - la) % ts == 0 {
+            return blosc::getitem(&raw, la / ts, (lb - la) / ts, out)
+                .map(|_| ())
+                .map_err(|e| Error::codec(e, i as u64, c.offset));
+        }
+        let n = self.opts.limits.check_alloc("chunk", c.nbytes())?;
+        scratch.resize(n, 0);
+        blosc::decompress_into(&raw, scratch, self.opts.threads)
+            .map_err(|e| Error::codec(e, i as u64, c.offset))?;
+        let part = scratch
+            .get(la as usize..lb as usize)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "range arithmetic"))?;
+        out.copy_from_slice(part);
         Ok(())
     }
 

@@ -367,6 +367,65 @@ fn reader_options_control_digest_checks() {
     assert_eq!(lax.read_chunk(1).unwrap(), data(3000)[1000..2000]);
 }
 
+/// A whole-file read checks digests on another thread while it decodes;
+/// whatever is damaged, it fails with the error a chunk-by-chunk read meets
+/// first.
+#[test]
+fn whole_reads_fail_where_chunk_by_chunk_reads_fail_first() {
+    let payload: Vec<u8> = (0..12_000u32).map(|i| (i / 50) as u8).collect();
+    let clean = pack_bytes(&payload, None, &WriteOptions::default().chunk_size(1000)).unwrap();
+    let r = Reader::from_bytes(clean.clone()).unwrap();
+    let chunks = r.chunks().to_vec();
+    let kind = r.header().checksum;
+    assert!(
+        chunks.iter().all(|c| !c.blosc.is_memcpyed()),
+        "compressed chunks"
+    );
+    assert_eq!(r.read_all().unwrap(), payload);
+    // Damage to chunk k's digest, or to its compressed bytes with the
+    // digest made to match them (so that decoding is what fails).
+    let digest = |file: &mut Vec<u8>, k: usize| file[chunks[k].digest_offset() as usize] ^= 0x55;
+    let payload_bytes = |file: &mut Vec<u8>, k: usize| {
+        let c = &chunks[k];
+        let (s, n) = (c.offset as usize, c.blosc.cbytes as usize);
+        // The first block's start, just past Blosc's 16-byte header,
+        // pointed past the chunk.
+        file[s + 16..s + 20].copy_from_slice(&u32::MAX.to_le_bytes());
+        let d = kind.digest(&file[s..s + n]);
+        let at = c.digest_offset() as usize;
+        file[at..at + kind.digest_size()].copy_from_slice(d.as_bytes());
+    };
+    let cases: Vec<Vec<(usize, bool)>> = vec![
+        vec![(0, true)],
+        vec![(5, true)],
+        vec![(11, true)],
+        vec![(3, false)],
+        vec![(9, false), (4, true)],
+        vec![(4, false), (9, true)],
+        // Both on one chunk (the digest damaged after it was made to match).
+        vec![(6, false), (6, true)],
+    ];
+    for damage in cases {
+        let mut file = clean.clone();
+        for &(k, on_digest) in &damage {
+            if on_digest {
+                digest(&mut file, k);
+            } else {
+                payload_bytes(&mut file, k);
+            }
+        }
+        let r = Reader::from_bytes(file).unwrap();
+        let first = (0..chunks.len())
+            .find_map(|i| r.read_chunk(i).err())
+            .expect("some chunk fails");
+        let whole = r.read_all().unwrap_err();
+        assert_eq!(whole.to_string(), first.to_string(), "{damage:?}");
+        assert_eq!(whole.chunk(), first.chunk(), "{damage:?}");
+        let k = damage.iter().map(|d| d.0).min().unwrap();
+        assert_eq!(whole.chunk(), Some(k as u64), "{damage:?}: {whole}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 

@@ -15,7 +15,6 @@ use md5::Md5;
 use sha1::Sha1;
 use sha2::{Digest as _, Sha224, Sha256, Sha384, Sha512};
 
-
 /// A checksum or cryptographic digest algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -341,20 +340,37 @@ mod tests {
             for &x in d {
                 r ^= u32::from(x);
                 for _ in 0..8 {
-                    r = if r & 1 == 1 { (r >> 1) ^ 0xEDB8_8320 } else { r >> 1 };
+                    r = if r & 1 == 1 {
+                        (r >> 1) ^ 0xEDB8_8320
+                    } else {
+                        r >> 1
+                    };
                 }
             }
             u64::from(!r)
         }
         let mut rng = crate::rng::SplitMix64::new(32);
         let data: Vec<u8> = (0..70_000).map(|_| rng.next_u64() as u8).collect();
-        for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 5552, 5553, 65_536, 70_000] {
+        for len in [
+            0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 5552, 5553, 65_536, 70_000,
+        ] {
             let d = data.get(..len).unwrap_or_default();
-            assert_eq!(ChecksumKind::Adler32.digest(d).value(), Some(adler32(d)), "{len}");
-            assert_eq!(ChecksumKind::Crc32.digest(d).value(), Some(crc32(d)), "{len}");
+            assert_eq!(
+                ChecksumKind::Adler32.digest(d).value(),
+                Some(adler32(d)),
+                "{len}"
+            );
+            assert_eq!(
+                ChecksumKind::Crc32.digest(d).value(),
+                Some(crc32(d)),
+                "{len}"
+            );
         }
         // All bytes 0xFF: Adler-32's sums wrap most often.
         let ff = vec![0xFF; 70_000];
-        assert_eq!(ChecksumKind::Adler32.digest(&ff).value(), Some(adler32(&ff)));
+        assert_eq!(
+            ChecksumKind::Adler32.digest(&ff).value(),
+            Some(adler32(&ff))
+        );
     }
 }

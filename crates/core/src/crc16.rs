@@ -173,7 +173,11 @@ mod tests {
                 let reg = r.next_u64() as u16;
                 let want = TABLE.checksum(d);
                 assert_eq!(update(INIT, d), want, "len {len} at {start}");
-                assert_eq!(update(reg, d), table(reg, d), "len {len}, register {reg:#x}");
+                assert_eq!(
+                    update(reg, d),
+                    table(reg, d),
+                    "len {len}, register {reg:#x}"
+                );
             }
         }
     }
