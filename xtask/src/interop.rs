@@ -40,7 +40,7 @@ pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
-fn venv(dir: &Path, packages: &[&str]) -> Result<PathBuf, String> {
+pub(crate) fn venv(dir: &Path, packages: &[&str]) -> Result<PathBuf, String> {
     let py = dir.join("venv/bin/python");
     if !py.exists() {
         println!(

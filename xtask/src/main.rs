@@ -12,6 +12,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod bench_convert;
+mod compare;
 mod conformance;
 mod fuzz;
 mod interop;
@@ -36,6 +37,12 @@ tasks:
       be repeated). --replay instead reruns every saved input in
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault.
+  bench --compare [cntk] [bloscpack] [--ctf2bin PATH] [--mb N]
+      The project and each reference tool on the same generated input, alternating,
+      medians of 5 pairs, with the load: ctf2bin.py (--ctf2bin, DATAFORMATS_CTF2BIN
+      or CNTK_DIR; skipped when absent) against `convert --compat ctf2bin` on one
+      thread and on every core (outputs byte-identical); python-bloscpack's unpack
+      to .npy (every codec; installed into target/interop/venv) against `convert`.
   bench convert [--mb N] [--dir DIR]
       Peak memory of every conversion of an N MB (default 1024) data set, one process
       each: MLDF into every target and each target back into MLDF; fails when one
@@ -184,6 +191,7 @@ fn bench(args: &[String]) -> Result<bool, String> {
     match what.as_str() {
         "idv" => return run_example("dataformats-idv", &["rayon"], "bench_idv", &[]),
         "convert" => return bench_convert::main(rest),
+        "--compare" => return compare::main(rest),
         "arrow" => {
             let mb: Vec<&str> = rest.iter().map(String::as_str).collect();
             return Ok(run_example("dataformats", &[], "bench_arrow", &mb)?

@@ -178,6 +178,79 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
     Some(m as f64 / p)
 }
 
+/// Every token of `s` (as [`py_tokens`] splits it) read by [`py_float`]
+/// into `values`: the number of tokens, and the first token that is no
+/// number (nothing is pushed from it on). One pass over the bytes for the
+/// common tokens, plain decimals of up to 15 digits between ASCII spaces
+/// (the same one-division reading as [`plain_decimal`]); any other token
+/// goes through [`py_float`] itself, and a non-ASCII byte between tokens
+/// hands the rest to [`py_tokens`].
+fn dense_values<'a>(s: &'a str, values: &mut Vec<f64>) -> (usize, Option<&'a str>) {
+    let b = s.as_bytes();
+    let (mut i, mut count, mut bad) = (0usize, 0usize, None);
+    fn general<'a>(
+        t: &'a str,
+        values: &mut Vec<f64>,
+        count: &mut usize,
+        bad: &mut Option<&'a str>,
+    ) {
+        *count += 1;
+        if bad.is_none() {
+            match py_float(t) {
+                Some(v) => values.push(v),
+                None => *bad = Some(t),
+            }
+        }
+    }
+    loop {
+        while b.get(i).is_some_and(|&c| ascii_py_space(c)) {
+            i += 1;
+        }
+        let Some(&c) = b.get(i) else { break };
+        if !c.is_ascii() {
+            for t in (Tokens { s, at: i }) {
+                general(t, values, &mut count, &mut bad);
+            }
+            break;
+        }
+        let start = i;
+        let neg = c == b'-';
+        if matches!(c, b'-' | b'+') {
+            i += 1;
+        }
+        let (mut m, mut digits, mut frac) = (0u64, 0usize, None::<usize>);
+        while let Some(&d) = b.get(i) {
+            match d {
+                b'0'..=b'9' => {
+                    m = m.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+                    digits += 1;
+                    if let Some(f) = frac.as_mut() {
+                        *f += 1;
+                    }
+                }
+                b'.' if frac.is_none() => frac = Some(0),
+                _ => break,
+            }
+            i += 1;
+        }
+        let ends = b.get(i).is_none_or(|&d| ascii_py_space(d));
+        if ends && (1..=15).contains(&digits) {
+            count += 1;
+            if bad.is_none() {
+                // m < 10^15 < 2^53 and the power is exact: one rounding.
+                let v = m as f64 / EXACT_POWERS.get(frac.unwrap_or(0)).copied().unwrap_or(1.0);
+                values.push(if neg { -v } else { v });
+            }
+            continue;
+        }
+        let mut rest = Tokens { s, at: start };
+        let Some(t) = rest.next() else { break };
+        i = rest.at;
+        general(t, values, &mut count, &mut bad);
+    }
+    (count, bad)
+}
+
 /// The tokens of `s` between runs of Python whitespace.
 fn py_tokens(s: &str) -> Tokens<'_> {
     Tokens { s, at: 0 }
@@ -500,17 +573,7 @@ impl Parsed {
                         // One pass; a wrong count is reported before a
                         // token that is no number.
                         let start = self.values.len();
-                        let mut count = 0usize;
-                        let mut bad = None;
-                        for t in py_tokens(after) {
-                            count += 1;
-                            if bad.is_none() {
-                                match py_float(t) {
-                                    Some(v) => self.values.push(v),
-                                    None => bad = Some(t),
-                                }
-                            }
-                        }
+                        let (count, bad) = dense_values(after, &mut self.values);
                         if count != spec.dim as usize {
                             return Err(stop(
                                 here,
@@ -1112,5 +1175,63 @@ mod tests {
         // The damaged texts do fail, at different lines.
         assert!(failures >= 15, "{failures} of 40 failed");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dense_values_are_what_tokens_and_py_float_give() {
+        let pieces = [
+            "0",
+            "1",
+            "7",
+            "12",
+            "3.25",
+            ".",
+            "-",
+            "+",
+            "e",
+            "E5",
+            "_",
+            "1_0",
+            "inf",
+            "nan",
+            " ",
+            "  ",
+            "\t",
+            "\u{3000}",
+            "\u{85}",
+            "\u{661}",
+            "\u{1c}",
+            "x",
+            "0.1234567890123",
+            "12345678901234567",
+            "-.5",
+            "1.",
+            "--1",
+            "+-2",
+            "1e-3",
+            "é",
+        ];
+        let mut r = dataformats_core::rng::SplitMix64::new(5);
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            for _ in 0..r.below(12) {
+                s.push_str(pieces[r.below(pieces.len() as u64) as usize]);
+            }
+            let mut want = Vec::new();
+            let (mut n, mut bad) = (0, None);
+            for t in py_tokens(&s) {
+                n += 1;
+                if bad.is_none() {
+                    match py_float(t) {
+                        Some(v) => want.push(v.to_bits()),
+                        None => bad = Some(t),
+                    }
+                }
+            }
+            let mut got = Vec::new();
+            let (gn, gbad) = dense_values(&s, &mut got);
+            let got: Vec<u64> = got.into_iter().map(f64::to_bits).collect();
+            assert_eq!((gn, gbad, got), (n, bad, want), "{s:?}");
+        }
     }
 }

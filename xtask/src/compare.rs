@@ -1,0 +1,332 @@
+//! `cargo xtask bench --compare [cntk|bloscpack]...`: the project and the
+//! reference tool on the same generated input in one run, alternating, the
+//! ratio of their median times (at least five pairs), with the machine's
+//! load before and after. A reference that is not here is skipped with a
+//! line saying how to provide it.
+//!
+//! - cntk: CTF → CBF by ctf2bin.py (`--ctf2bin PATH`,
+//!   `DATAFORMATS_CTF2BIN`, or `$CNTK_DIR/Scripts/ctf2bin.py`; it needs
+//!   only Python's standard library) against `dataformats convert
+//!   --compat ctf2bin` on one thread and on every core; the outputs must be
+//!   byte-identical.
+//! - bloscpack: python-bloscpack 0.16 (with python-blosc 1.11, installed
+//!   from PyPI into `target/interop/venv`) packs float64 arrays with each
+//!   codec; its unpack to a `.npy` (timed inside Python, so its start-up is
+//!   not counted) against `dataformats convert FILE.blp FILE.npy` (the
+//!   whole process); the two `.npy` files must be identical.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Pairs of runs per comparison.
+const PAIRS: usize = 5;
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Runs `cmd`, failing with its stderr; the wall seconds it took.
+fn timed(cmd: &mut Command) -> Result<f64, String> {
+    let t = Instant::now();
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let secs = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(secs)
+}
+
+fn cli(root: &Path) -> PathBuf {
+    root.join("target/release/dataformats")
+}
+
+fn build_cli(root: &Path) -> Result<(), String> {
+    crate::interop::run(
+        Command::new("cargo")
+            .args(["build", "--quiet", "--release", "-p", "dataformats-cli"])
+            .current_dir(root),
+    )
+}
+
+pub(crate) fn main(args: &[String]) -> Result<bool, String> {
+    let mut formats = Vec::new();
+    let mut ctf2bin = std::env::var_os("DATAFORMATS_CTF2BIN").map(PathBuf::from);
+    let mut mb: Option<u64> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--ctf2bin" => {
+                ctf2bin = Some(PathBuf::from(it.next().ok_or("--ctf2bin takes a path")?))
+            }
+            "--mb" => {
+                mb = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .ok_or("--mb takes a number")?,
+                );
+            }
+            "cntk" | "bloscpack" => formats.push(a.clone()),
+            other => return Err(format!("bench --compare: unknown argument `{other}`")),
+        }
+    }
+    if formats.is_empty() {
+        formats = vec!["cntk".into(), "bloscpack".into()];
+    }
+    if ctf2bin.is_none()
+        && let Some(d) = std::env::var_os("CNTK_DIR")
+    {
+        ctf2bin = Some(Path::new(&d).join("Scripts/ctf2bin.py"));
+    }
+    let root = crate::project_root();
+    build_cli(&root)?;
+    let dir = root.join("target/bench-compare");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    println!(
+        "compare: {} cores, load {} at the start; medians of {PAIRS} alternating pairs",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load()
+    );
+    let mut ok = true;
+    for f in &formats {
+        let r = match f.as_str() {
+            "cntk" => cntk(&root, &dir, ctf2bin.as_deref(), mb.unwrap_or(20)),
+            _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
+        };
+        if let Err(e) = r {
+            println!("{f}: FAILED: {e}");
+            ok = false;
+        }
+    }
+    println!("compare: load {} at the end", load());
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(ok)
+}
+
+/// Writes `mb` MB of CTF text: 20-line sequences of a 64-float dense
+/// stream and, with `sparse`, a one-hot label.
+fn write_ctf(path: &Path, mb: u64, sparse: bool) -> Result<u64, String> {
+    use std::io::Write;
+    let e = |x: std::io::Error| format!("{}: {x}", path.display());
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
+    let mut rng = dataformats::core::rng::SplitMix64::new(17);
+    let mut written = 0u64;
+    let mut seq = 0u64;
+    let mut line = String::new();
+    while written < mb * 1_000_000 {
+        for _ in 0..20 {
+            line.clear();
+            line.push_str(&format!("{seq} |features"));
+            for _ in 0..64 {
+                let v = rng.below(2_000_000) as f64 / 1e6 - 1.0;
+                line.push_str(&format!(" {v:.6}"));
+            }
+            if sparse {
+                line.push_str(&format!(" |labels {}:1", rng.below(10)));
+            }
+            line.push('\n');
+            f.write_all(line.as_bytes()).map_err(e)?;
+            written += line.len() as u64;
+        }
+        seq += 1;
+    }
+    f.flush().map_err(e)?;
+    Ok(written)
+}
+
+fn cntk(root: &Path, dir: &Path, ctf2bin: Option<&Path>, mb: u64) -> Result<(), String> {
+    let Some(script) = ctf2bin.filter(|p| p.is_file()) else {
+        println!(
+            "cntk: skipped: ctf2bin.py not found (give --ctf2bin PATH, DATAFORMATS_CTF2BIN, \
+             or CNTK_DIR of a CNTK checkout)"
+        );
+        return Ok(());
+    };
+    let run_ref = |input: &Path, streams: &Path, out: &Path| {
+        timed(
+            Command::new("python3")
+                .arg(script)
+                .arg("--input")
+                .arg(input)
+                .arg("--header")
+                .arg(streams)
+                .args(["--chunk_size", "33554432", "--output"])
+                .arg(out),
+        )
+    };
+    let streams = dir.join("streams.txt");
+    let input = dir.join("data.ctf");
+    let (ref_out, ours_out) = (dir.join("ref.bin"), dir.join("ours.bin"));
+    std::fs::write(
+        &streams,
+        "features features dense 64\nlabels labels sparse 10\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let mut bytes = write_ctf(&input, mb, true)?;
+    let mut what = "dense 64 floats + sparse label";
+    if let Err(e) = run_ref(&input, &streams, &ref_out) {
+        // Some ctf2bin.py versions take len() of a map on sparse input,
+        // which only Python 2 allows.
+        let last = e.lines().last().unwrap_or_default().trim();
+        println!("cntk: this ctf2bin.py fails on sparse input ({last}); comparing on dense text");
+        std::fs::write(&streams, "features features dense 64\n").map_err(|e| e.to_string())?;
+        bytes = write_ctf(&input, mb, false)?;
+        what = "dense 64 floats";
+    }
+    let ours = |threads: &str| {
+        timed(
+            Command::new(cli(root))
+                .arg("convert")
+                .arg(&input)
+                .arg(&ours_out)
+                .arg("--streams")
+                .arg(&streams)
+                .args([
+                    "--compat",
+                    "ctf2bin",
+                    "--chunk-size",
+                    "33554432",
+                    "--threads",
+                    threads,
+                ])
+                .arg("--quiet"),
+        )
+    };
+    let (mut r, mut one, mut all) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        r.push(run_ref(&input, &streams, &ref_out)?);
+        one.push(ours("1")?);
+        all.push(ours("0")?);
+    }
+    let same = std::fs::read(&ref_out).map_err(|e| e.to_string())?
+        == std::fs::read(&ours_out).map_err(|e| e.to_string())?;
+    let (r, one, all) = (median(r), median(one), median(all));
+    let mbs = |s: f64| bytes as f64 / 1e6 / s;
+    println!(
+        "cntk: CTF -> CBF, {:.0} MB of text ({what}), output {}",
+        bytes as f64 / 1e6,
+        if same { "byte-identical" } else { "DIFFERENT" }
+    );
+    println!(
+        "  ctf2bin.py {:.1} MB/s | ours, 1 thread {:.1} MB/s ({:.1}x ctf2bin; target 10x) | \
+         ours, every core {:.1} MB/s ({:.2}x one thread; target 1.7x on 2)",
+        mbs(r),
+        mbs(one),
+        r / one,
+        mbs(all),
+        one / all
+    );
+    if !same {
+        return Err("our output differs from ctf2bin.py's".into());
+    }
+    Ok(())
+}
+
+const BLOSCPACK_PY: &str = r#"
+import collections, collections.abc, json, sys, time
+for _n in ("MutableMapping", "Mapping", "OrderedDict"):
+    if not hasattr(collections, _n):
+        setattr(collections, _n, getattr(collections.abc, _n))
+import numpy as np
+import bloscpack as bp
+
+cmd, args = sys.argv[1], json.loads(sys.argv[2])
+if cmd == "pack":
+    n = args["bytes"] // 8
+    rng = np.random.default_rng(7)
+    a = np.cumsum(rng.random(n) - 0.5)
+    for codec, path in args["files"]:
+        bp.pack_ndarray_to_file(a, path, blosc_args=bp.BloscArgs(cname=codec, typesize=8))
+else:
+    t = time.perf_counter()
+    np.save(args["out"], bp.unpack_ndarray_from_file(args["path"]))
+    print(time.perf_counter() - t)
+"#;
+
+fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
+    let venv_dir = root.join("target/interop");
+    std::fs::create_dir_all(&venv_dir).map_err(|e| e.to_string())?;
+    let py = match crate::interop::venv(&venv_dir, &["numpy", "blosc==1.11.4", "bloscpack==0.16.0"])
+    {
+        Ok(py) => py,
+        Err(e) => {
+            println!("bloscpack: skipped: python-bloscpack could not be installed ({e})");
+            return Ok(());
+        }
+    };
+    let script = dir.join("bloscpack_ref.py");
+    std::fs::write(&script, BLOSCPACK_PY).map_err(|e| e.to_string())?;
+    let codecs = ["blosclz", "lz4", "zstd", "zlib"];
+    let files: Vec<(String, PathBuf)> = codecs
+        .iter()
+        .map(|c| (c.to_string(), dir.join(format!("{c}.blp"))))
+        .collect();
+    let spec = serde_json::json!({"bytes": mb * 1_000_000, "files": files});
+    crate::interop::run(
+        Command::new(&py)
+            .arg(&script)
+            .arg("pack")
+            .arg(spec.to_string()),
+    )?;
+    println!(
+        "bloscpack: unpack of a {mb} MB float64 random walk packed by python-bloscpack \
+         (1 MB chunks, adler32 digests checked) into a .npy"
+    );
+    for (codec, path) in &files {
+        let (ref_npy, our_npy) = (dir.join("ref.npy"), dir.join("ours.npy"));
+        let (mut r, mut o) = (Vec::new(), Vec::new());
+        for _ in 0..PAIRS {
+            let arg = serde_json::json!({"path": path, "out": ref_npy}).to_string();
+            let out = Command::new(&py)
+                .arg(&script)
+                .arg("unpack")
+                .arg(arg)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+            }
+            let secs: f64 = String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .map_err(|e| format!("python's time: {e}"))?;
+            r.push(secs);
+            o.push(timed(
+                Command::new(cli(root))
+                    .arg("convert")
+                    .arg(path)
+                    .arg(&our_npy)
+                    .arg("--quiet"),
+            )?);
+        }
+        let same = std::fs::read(&ref_npy).map_err(|e| e.to_string())?
+            == std::fs::read(&our_npy).map_err(|e| e.to_string())?;
+        let (r, o) = (median(r), median(o));
+        println!(
+            "  {codec:<8} python-bloscpack {:.0} MB/s | ours {:.0} MB/s, whole process: {:.2}x (target 2.5x) | .npy {}",
+            mb as f64 / r,
+            mb as f64 / o,
+            r / o,
+            if same { "identical" } else { "DIFFERENT" }
+        );
+        if !same {
+            return Err(format!("{codec}: our .npy differs from python-bloscpack's"));
+        }
+    }
+    Ok(())
+}
