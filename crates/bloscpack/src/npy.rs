@@ -219,10 +219,24 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
             ),
         ));
     }
-    write_npy(output, array, reader.nchunks(), |i, buf| {
-        *buf = reader.read_chunk(i)?;
-        Ok(())
-    })
+    // Chunks are checked and decoded on every core, written in order.
+    let threads = if reader.payload_len() < 4 << 20 {
+        1
+    } else {
+        dataformats_core::parallel::threads(0)
+    };
+    let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
+    f.write_all(&header_bytes(array))?;
+    let mut next = 0..reader.nchunks();
+    dataformats_core::parallel::ordered(
+        threads,
+        || Ok::<_, Error>(next.next()),
+        |i| reader.read_chunk(i),
+        |chunk| Ok(f.write_all(&chunk?)?),
+    )?;
+    let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
+    f.finish()?;
+    Ok(())
 }
 
 /// Writes an `.npy` file from `parts` pieces produced by `fill` in order.

@@ -15,6 +15,10 @@ use crate::format::{HEADER_SIZE, Header, METADATA_HEADER_SIZE, MetaCodec, Metada
 use crate::numpy::NumpyMeta;
 use crate::parse;
 
+/// Compressed bytes from which a read or a check uses more than one
+/// thread.
+const PARALLEL_MIN_BYTES: u64 = 4 << 20;
+
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -194,97 +198,44 @@ impl Reader {
     }
 
     /// Walks the chunks from `pos` in file order, checking each as §6.3 step 4
-    /// orders it. With `deep`, digests are checked and chunks decoded too.
+    /// orders it. With `deep`, digests are checked and chunks decoded too:
+    /// on every core, after the walk, with the first failure in the order of
+    /// a one-chunk-at-a-time check (a chunk's digest and decode come after
+    /// the checks of its header, before anything of the next chunk).
     fn scan_chunks(
         &mut self,
         mut pos: u64,
         deep: bool,
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
-        let len = self.src.len();
         let digest_size = self.header.checksum.digest_size() as u64;
         let mut payload = 0u64;
-        let mut scratch = Vec::new();
         let mut chunks = Vec::new();
+        // A failure of the walk, and the chunk whose digest a
+        // one-at-a-time check would have checked before it.
+        let mut stopped: Option<(Error, Option<ChunkInfo>)> = None;
         for i in 0..self.header.nchunks.unsigned_abs() {
-            if let Some(offs) = &self.offsets {
-                let stored = offs.get(i as usize).copied().unwrap_or(-1);
-                if u64::try_from(stored).ok() != Some(pos) {
-                    return Err(Error::new(
-                        ErrorKind::BadOffset,
-                        format!("offsets[{i}] is {stored}, but the chunk starts at {pos}"),
-                    )
-                    .in_chunk(i)
-                    .at(pos));
+            let walked = self.walk_chunk(i, pos, payload);
+            match walked {
+                Ok(info) => {
+                    payload += u64::from(info.blosc.nbytes);
+                    pos += u64::from(info.blosc.cbytes) + digest_size;
+                    chunks.push(info);
+                }
+                Err(e) => {
+                    stopped = Some(*e);
+                    break;
                 }
             }
-            if check_range(pos, 16, len).is_err() {
-                return Err(Error::new(
-                    ErrorKind::Truncated,
-                    "the file ends inside a chunk's 16-byte Blosc header",
-                )
-                .in_chunk(i)
-                .at(pos));
+        }
+        if deep {
+            self.deep_check(&chunks, progress)?;
+        }
+        if let Some((e, digest_first)) = stopped {
+            if deep && let Some(info) = digest_first {
+                self.verify_digest(chunks.len() as u64, &info)?;
             }
-            let h = BloscHeader::parse(&self.src.bytes(pos, 16)?)
-                .map_err(|e| Error::codec(e, i, pos))?;
-            if h.cbytes < 16 {
-                return Err(Error::new(
-                    ErrorKind::ChunkHeaderInvalid,
-                    format!("cbytes {} is less than 16", h.cbytes),
-                )
-                .in_chunk(i)
-                .at(pos));
-            }
-            let cbytes = u64::from(h.cbytes);
-            if check_range(pos, cbytes + digest_size, len).is_err() {
-                return Err(Error::new(
-                    ErrorKind::Truncated,
-                    format!(
-                        "chunk of {cbytes} byte(s) and its {digest_size}-byte digest pass the end of the file ({len} bytes)"
-                    ),
-                )
-                .in_chunk(i)
-                .at(pos));
-            }
-            let info = ChunkInfo {
-                offset: pos,
-                blosc: h,
-                payload_start: payload,
-            };
-            if deep {
-                self.verify_digest(i, &info)?;
-            }
-            if let Some(declared) = self.header.declared_chunk_size(i) {
-                if u64::from(h.nbytes) != declared {
-                    let which = if i + 1 == self.header.nchunks.unsigned_abs() {
-                        "last_chunk"
-                    } else {
-                        "chunk_size"
-                    };
-                    return Err(Error::new(
-                        ErrorKind::SizeMismatch,
-                        format!(
-                            "chunk decodes to {} byte(s), but {which} is {declared}",
-                            h.nbytes
-                        ),
-                    )
-                    .in_chunk(i)
-                    .at(pos));
-                }
-            }
-            h.check().map_err(|e| Error::codec(e, i, pos))?;
-            if deep {
-                let n = self.opts.limits.check_alloc("chunk", u64::from(h.nbytes))?;
-                scratch.resize(n, 0);
-                let raw = self.src.bytes(pos, cbytes)?;
-                blosc::decompress_into(&raw, &mut scratch, self.opts.threads)
-                    .map_err(|e| Error::codec(e, i, pos))?;
-                progress(u64::from(h.nbytes));
-            }
-            payload += u64::from(h.nbytes);
-            pos += cbytes + digest_size;
-            chunks.push(info);
+            return Err(e);
         }
         if deep {
             if let Some(np) = &self.numpy {
@@ -305,6 +256,140 @@ impl Reader {
         self.chunks = chunks;
         self.data_end = pos;
         Ok(())
+    }
+
+    /// Chunk `i` at `pos` (its payload starting at `payload`) checked as
+    /// far as its header goes; a failure comes with the chunk when a
+    /// one-at-a-time check would have checked its digest before it.
+    fn walk_chunk(
+        &self,
+        i: u64,
+        pos: u64,
+        payload: u64,
+    ) -> std::result::Result<ChunkInfo, Box<(Error, Option<ChunkInfo>)>> {
+        let len = self.src.len();
+        let digest_size = self.header.checksum.digest_size() as u64;
+        if let Some(offs) = &self.offsets {
+            let stored = offs.get(i as usize).copied().unwrap_or(-1);
+            if u64::try_from(stored).ok() != Some(pos) {
+                return Err(Box::new((
+                    Error::new(
+                        ErrorKind::BadOffset,
+                        format!("offsets[{i}] is {stored}, but the chunk starts at {pos}"),
+                    )
+                    .in_chunk(i)
+                    .at(pos),
+                    None,
+                )));
+            }
+        }
+        if check_range(pos, 16, len).is_err() {
+            return Err(Box::new((
+                Error::new(
+                    ErrorKind::Truncated,
+                    "the file ends inside a chunk's 16-byte Blosc header",
+                )
+                .in_chunk(i)
+                .at(pos),
+                None,
+            )));
+        }
+        let bytes = self
+            .src
+            .bytes(pos, 16)
+            .map_err(|e| Box::new((e.into(), None)))?;
+        let h =
+            BloscHeader::parse(&bytes).map_err(|e| Box::new((Error::codec(e, i, pos), None)))?;
+        if h.cbytes < 16 {
+            return Err(Box::new((
+                Error::new(
+                    ErrorKind::ChunkHeaderInvalid,
+                    format!("cbytes {} is less than 16", h.cbytes),
+                )
+                .in_chunk(i)
+                .at(pos),
+                None,
+            )));
+        }
+        let cbytes = u64::from(h.cbytes);
+        if check_range(pos, cbytes + digest_size, len).is_err() {
+            return Err(Box::new((Error::new(
+                ErrorKind::Truncated,
+                format!(
+                    "chunk of {cbytes} byte(s) and its {digest_size}-byte digest pass the end of the file ({len} bytes)"
+                ),
+            )
+            .in_chunk(i)
+            .at(pos), None)));
+        }
+        let info = ChunkInfo {
+            offset: pos,
+            blosc: h,
+            payload_start: payload,
+        };
+        if let Some(declared) = self.header.declared_chunk_size(i) {
+            if u64::from(h.nbytes) != declared {
+                let which = if i + 1 == self.header.nchunks.unsigned_abs() {
+                    "last_chunk"
+                } else {
+                    "chunk_size"
+                };
+                return Err(Box::new((
+                    Error::new(
+                        ErrorKind::SizeMismatch,
+                        format!(
+                            "chunk decodes to {} byte(s), but {which} is {declared}",
+                            h.nbytes
+                        ),
+                    )
+                    .in_chunk(i)
+                    .at(pos),
+                    Some(info),
+                )));
+            }
+        }
+        h.check()
+            .map_err(|e| Box::new((Error::codec(e, i, pos), Some(info))))?;
+        Ok(info)
+    }
+
+    /// Checks every chunk's digest and decodes it, on every core, with the
+    /// first failure in chunk order; `progress` gets each chunk's decoded
+    /// bytes in order.
+    fn deep_check(&self, chunks: &[ChunkInfo], progress: &mut dyn FnMut(u64)) -> Result<()> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        // Threads pay off from a few MB of compressed data on.
+        let cbytes: u64 = chunks.iter().map(|c| u64::from(c.blosc.cbytes)).sum();
+        let threads = if cbytes < PARALLEL_MIN_BYTES {
+            1
+        } else {
+            dataformats_core::parallel::threads(0)
+        };
+        let mut next = (0u64..).zip(chunks);
+        dataformats_core::parallel::ordered(
+            threads,
+            || Ok(next.next()),
+            |(i, info)| -> Result<u64> {
+                self.verify_digest(i, info)?;
+                let n = self
+                    .opts
+                    .limits
+                    .check_alloc("chunk", u64::from(info.blosc.nbytes))?;
+                let raw = self.src.bytes(info.offset, u64::from(info.blosc.cbytes))?;
+                SCRATCH.with_borrow_mut(|scratch| {
+                    scratch.resize(n, 0);
+                    blosc::decompress_into(&raw, scratch, self.opts.threads)
+                        .map_err(|e| Error::codec(e, i, info.offset))
+                })?;
+                Ok(u64::from(info.blosc.nbytes))
+            },
+            |done| {
+                progress(done?);
+                Ok(())
+            },
+        )
     }
 
     fn verify_digest(&self, i: u64, info: &ChunkInfo) -> Result<()> {
@@ -561,7 +646,11 @@ impl Reader {
         if !self.opts.verify_checksums {
             return self.decode_range(first, touched, start, dst, |_| Ok(()));
         }
-        if touched.len() < 4 || dataformats_core::parallel::threads(0) < 2 {
+        let cbytes: u64 = touched.iter().map(|c| u64::from(c.blosc.cbytes)).sum();
+        if touched.len() < 2
+            || cbytes < PARALLEL_MIN_BYTES
+            || dataformats_core::parallel::threads(0) < 2
+        {
             return self.decode_range(first, touched, start, dst, |i| {
                 self.verify_digest(i as u64, self.info(i)?)
             });

@@ -367,13 +367,26 @@ fn reader_options_control_digest_checks() {
     assert_eq!(lax.read_chunk(1).unwrap(), data(3000)[1000..2000]);
 }
 
-/// A whole-file read checks digests on another thread while it decodes;
-/// whatever is damaged, it fails with the error a chunk-by-chunk read meets
-/// first.
+/// A whole-file read checks digests on another thread while it decodes,
+/// and `validate` checks chunks on every core; whatever is damaged, both
+/// fail with the error a chunk-by-chunk read meets first. (The file is
+/// large enough, 12 chunks of 1 MiB compressing to about half, for both to
+/// use threads.)
 #[test]
 fn whole_reads_fail_where_chunk_by_chunk_reads_fail_first() {
-    let payload: Vec<u8> = (0..12_000u32).map(|i| (i / 50) as u8).collect();
-    let clean = pack_bytes(&payload, None, &WriteOptions::default().chunk_size(1000)).unwrap();
+    let mut rng = dataformats_core::rng::SplitMix64::new(3);
+    let payload: Vec<u8> = (0..12 << 20)
+        .map(|_| (rng.next_u64() & 0x0F) as u8)
+        .collect();
+    let clean = pack_bytes(
+        &payload,
+        None,
+        &WriteOptions::default()
+            .chunk_size(1 << 20)
+            .codec(BloscCompressor::Zstd),
+    )
+    .unwrap();
+    assert!(clean.len() > 5 << 20, "{} bytes", clean.len());
     let r = Reader::from_bytes(clean.clone()).unwrap();
     let chunks = r.chunks().to_vec();
     let kind = r.header().checksum;
@@ -418,11 +431,12 @@ fn whole_reads_fail_where_chunk_by_chunk_reads_fail_first() {
         let first = (0..chunks.len())
             .find_map(|i| r.read_chunk(i).err())
             .expect("some chunk fails");
-        let whole = r.read_all().unwrap_err();
-        assert_eq!(whole.to_string(), first.to_string(), "{damage:?}");
-        assert_eq!(whole.chunk(), first.chunk(), "{damage:?}");
         let k = damage.iter().map(|d| d.0).min().unwrap();
-        assert_eq!(whole.chunk(), Some(k as u64), "{damage:?}: {whole}");
+        assert_eq!(first.chunk(), Some(k as u64), "{damage:?}: {first}");
+        for whole in [r.read_all().unwrap_err(), r.validate().unwrap_err()] {
+            assert_eq!(whole.to_string(), first.to_string(), "{damage:?}");
+            assert_eq!(whole.chunk(), first.chunk(), "{damage:?}");
+        }
     }
 }
 
