@@ -366,3 +366,58 @@ fn dense_bytes_keep_every_bit_pattern() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `validate` checks the chunks of a large file on every core; whatever
+/// chunks are damaged, it reports what a chunk-by-chunk read meets first.
+#[test]
+fn validate_fails_where_chunk_by_chunk_reads_fail_first() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-wv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let streams = [StreamDesc {
+        name: "x".into(),
+        kind: StreamKind::Dense,
+        elem: ElemType::F32,
+        dim: 64,
+    }];
+    let p = dir.join("big.bin");
+    let mut w = Writer::create(&p, &streams, Chunking::Target(256 << 10)).unwrap();
+    let vals: Vec<f64> = (0..64 * 4).map(f64::from).collect();
+    // 6,000 sequences of 4 samples of 64 floats: 6 MB in about 24 chunks.
+    for _ in 0..6000 {
+        w.add_sequence(&[RecordData::Dense {
+            samples: 4,
+            values: &vals,
+        }])
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let clean = std::fs::read(&p).unwrap();
+    let r = Reader::open(&p).unwrap();
+    r.validate().unwrap();
+    let chunks = r.chunks().to_vec();
+    assert!(chunks.len() >= 8, "{} chunks", chunks.len());
+    drop(r);
+    for damaged in [vec![3], vec![chunks.len() - 1], vec![9, 2], vec![0, 5]] {
+        let mut bytes = clean.clone();
+        for &k in &damaged {
+            // The chunk's first sequence claims more samples than it has.
+            let at = chunks[k].offset as usize;
+            bytes[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
+        }
+        let q = dir.join("damaged.bin");
+        std::fs::write(&q, &bytes).unwrap();
+        let r = Reader::open(&q).unwrap();
+        let first = (0..chunks.len())
+            .find_map(|i| r.read_chunk(i).err())
+            .expect("a damaged chunk fails");
+        let got = r.validate().unwrap_err();
+        assert_eq!(got.to_string(), first.to_string(), "{damaged:?}");
+        let k = *damaged.iter().min().unwrap();
+        assert!(
+            got.to_string().contains(&format!("chunk {k}")),
+            "{damaged:?}: {got}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
