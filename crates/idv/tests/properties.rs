@@ -178,3 +178,78 @@ fn sparse_vectors_densify_with_defaults() {
         Some(Values::Text(["", "", "z"].iter().collect()))
     );
 }
+
+/// `validate` decodes the blocks of a large file on every core; whatever
+/// blocks are damaged, it reports what reading each column's block table
+/// and blocks in file order meets first.
+#[test]
+fn validate_fails_where_a_read_in_file_order_fails_first() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-idv-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.idv");
+    let rows = 700_000usize;
+    let mut rng = dataformats_core::rng::SplitMix64::new(11);
+    let f: Vec<f64> = (0..rows).map(|_| rng.next_u64() as f64).collect();
+    let n: Vec<i32> = (0..rows).map(|_| rng.next_u64() as i32).collect();
+    let mut w = Writer::create(
+        &path,
+        vec![
+            ColumnSpec::new("f", ColumnType::Scalar(ItemType::F64)),
+            ColumnSpec::new("n", ColumnType::Scalar(ItemType::I32)),
+        ],
+        WriterOptions {
+            compression: Compression::Deflate,
+            rows_per_block: Some(65_536),
+            level: 1,
+        },
+    )
+    .unwrap();
+    w.write_batch(&[Values::F64(f), Values::I32(n)]).unwrap();
+    w.finish().unwrap();
+    let clean = std::fs::read(&path).unwrap();
+    assert!(clean.len() > 5 << 20, "{} bytes", clean.len());
+    let r = Reader::open(&path).unwrap();
+    r.validate().unwrap();
+    let blocks = r.block_count();
+    assert!(blocks >= 10);
+    let entries: Vec<Vec<u64>> = (0..2)
+        .map(|c| r.lookup(c).unwrap().iter().map(|e| e.offset).collect())
+        .collect();
+    drop(r);
+    for damaged in [
+        vec![(0, 3)],
+        vec![(1, 0)],
+        vec![(1, 2), (0, 9)],
+        vec![(0, 5), (0, 1)],
+    ] {
+        let mut bytes = clean.clone();
+        for &(c, b) in &damaged {
+            // Deflate block type 3 (reserved) at the block's start.
+            let at = entries[c][b] as usize;
+            bytes[at..at + 16].fill(0xFF);
+        }
+        let q = dir.join("damaged.idv");
+        std::fs::write(&q, &bytes).unwrap();
+        let r = Reader::open(&q).unwrap();
+        let in_order = (|| {
+            for c in 0..2 {
+                r.lookup(c)?;
+                for b in 0..blocks {
+                    r.read_block(c, b)?;
+                }
+            }
+            Ok::<_, dataformats_idv::Error>(())
+        })()
+        .unwrap_err();
+        let got = r.validate().unwrap_err();
+        assert_eq!(got.to_string(), in_order.to_string(), "{damaged:?}");
+        let (c, b) = *damaged.iter().min().unwrap();
+        let want = (c, b as u64);
+        assert!(
+            got.to_string().contains(&format!("block {}", want.1)),
+            "{damaged:?}: {got}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
