@@ -213,3 +213,64 @@ fn a_member_larger_than_its_tar_is_cut_short_without_allocating_its_size() {
     assert_eq!(scan.members, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `validate` reads the samples of a large file on every core; whatever
+/// samples are damaged, it reports what reading them in index order meets
+/// first.
+#[test]
+fn validate_fails_where_a_read_in_index_order_fails_first() {
+    let p = tmp("big-validate.tbl");
+    let mut rng = dataformats_core::rng::SplitMix64::new(21);
+    let mut w = Writer::create(&p, true).unwrap();
+    for i in 0..2000u32 {
+        // Half compressible (LZ4-compressed), half random (stored raw).
+        let data: Vec<u8> = (0..3000)
+            .map(|k| {
+                if i % 2 == 0 {
+                    (k / 100) as u8
+                } else {
+                    rng.next_u64() as u8
+                }
+            })
+            .collect();
+        let info = SampleInfo {
+            format: SampleFormat::RAW_U8,
+            width: 1,
+            height: 1,
+        };
+        w.add_sample(&data, info).unwrap();
+    }
+    w.finish().unwrap();
+    let clean = std::fs::read(&p).unwrap();
+    let r = Reader::open(&p).unwrap();
+    r.validate().unwrap();
+    let index = r.index().to_vec();
+    let total: u64 = index
+        .iter()
+        .map(|e| u64::from(e.uncompressed_size.max(e.size)))
+        .sum();
+    assert!(total > 5 << 20, "{total}");
+    drop(r);
+    for damaged in [vec![7], vec![1999], vec![1500, 300], vec![1024, 1025]] {
+        let mut bytes = clean.clone();
+        for &k in &damaged {
+            let e = index[k];
+            let at = e.offset as usize + e.size as usize / 2;
+            bytes[at] ^= 0x5A;
+        }
+        let q = tmp("big-validate-damaged.tbl");
+        std::fs::write(&q, &bytes).unwrap();
+        let r = Reader::open(&q).unwrap();
+        let mut buf = Vec::new();
+        let first = (0..index.len())
+            .find_map(|i| r.read_sample_into(i, &mut buf).err())
+            .expect("a damaged sample fails");
+        let got = r.validate().unwrap_err();
+        assert_eq!(got.to_string(), first.to_string(), "{damaged:?}");
+        let k = *damaged.iter().min().unwrap();
+        assert!(
+            got.to_string().contains(&k.to_string()),
+            "{damaged:?}: {got}"
+        );
+    }
+}
