@@ -741,6 +741,58 @@ fn direct_paths_are_library_calls() {
     assert!(!p("out2.mldf").exists());
 }
 
+/// JSON lines -> MLDF parses blocks of lines on every core (inputs from
+/// 4 MB): every row lands in order, with CRLF ends and blank lines, and an
+/// error names the line a one-line-at-a-time read would stop at.
+#[test]
+fn large_json_lines_to_mldf_keep_order_and_line_numbers() {
+    use dataformats::convert::mldf_json::JsonSchema;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let schema = JsonSchema::from_json(
+        r#"{"fields": [{"name": "i", "type": "INT"}, {"name": "x", "type": "FLOAT"},
+                       {"name": "t", "type": "TEXT_RAW"}]}"#,
+    )
+    .unwrap();
+    let mut o = ConvertOptions::default();
+    o.mldf.json_schema = Some(schema);
+    let rows = 120_000usize;
+    let mut text = String::new();
+    for i in 0..rows {
+        text.push_str(&format!(
+            "{{\"i\": {i}, \"x\": {}.25, \"t\": \"row {i} {}\"}}",
+            i * 3,
+            "pad ".repeat(i % 7)
+        ));
+        text.push_str(if i % 5 == 0 { "\r\n" } else { "\n" });
+        if i % 1000 == 999 {
+            text.push_str("   \n");
+        }
+    }
+    assert!(text.len() > 5 << 20, "{}", text.len());
+    std::fs::write(p("big.jsonl"), &text).unwrap();
+    let r = convert(&p("big.jsonl"), &p("big.mldf"), &o).unwrap();
+    assert_eq!(r.records, rows as u64);
+    let m = dataformats::mldf::Reader::open(p("big.mldf")).unwrap();
+    for i in [0, 1, 999, 1000, 65_537, rows - 1] {
+        match m.value(i as u64, 0).unwrap() {
+            dataformats::mldf::Value::Int(v) => assert_eq!(v, i as i64),
+            v => panic!("{v:?}"),
+        }
+    }
+    // Break one line far into the file: the error names it (blank lines
+    // count), and no output appears.
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let bad = 100_777;
+    let mut broken: String = lines[..bad].concat();
+    broken.push_str("{\"i\": 1, \"x\": oops}\n");
+    broken.push_str(&lines[bad + 1..].concat());
+    std::fs::write(p("bad.jsonl"), &broken).unwrap();
+    let e = convert(&p("bad.jsonl"), &p("bad.mldf"), &o).unwrap_err();
+    assert!(e.to_string().contains(&format!("line {}:", bad + 1)), "{e}");
+    assert!(!p("bad.mldf").exists());
+}
+
 /// A numpy `.npy` file is an input: its rows give the same typed view as
 /// the Bloscpack file it came from (a Fortran-order array of several
 /// dimensions is refused, naming the way through Bloscpack).

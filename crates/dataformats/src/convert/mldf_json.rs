@@ -3,7 +3,6 @@
 //! MLDF field type can be written, blobs included (`docs/formats/mldf.md`,
 //! "JSON lines"). One sample per non-blank line, streamed.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
@@ -304,14 +303,35 @@ fn field_value<'a>(f: &Field, c: &'a Cell) -> FieldValue<'a> {
     }
 }
 
+/// A block of whole lines of the input, with the 0-based number of its
+/// first line.
+struct Block {
+    first_line: usize,
+    text: Vec<u8>,
+}
+
+/// A block's lines as cells, in order; an error ends the block.
+struct Rows {
+    bytes: u64,
+    rows: Vec<Result<(usize, Vec<Cell>), Error>>,
+}
+
+/// Input text is parsed in blocks of whole lines of about this size.
+const BLOCK: u64 = 1 << 20;
+
 /// Writes one MLDF sample per non-blank line of `input`; returns the
 /// samples written. `progress` gets the bytes read so far.
+///
+/// Lines are parsed in blocks on every core (inputs from 4 MB) and the
+/// samples written in order, with the first error in line order, as one
+/// line at a time would meet it.
 pub(crate) fn write(
     input: &Path,
     output: &Path,
     schema: &JsonSchema,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
+    use std::io::{BufRead, Read};
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| Error::Io {
@@ -325,42 +345,101 @@ pub(crate) fn write(
         crate::mldf::Writer::create(output, fields.clone(), schema.writer).map_err(Error::Mldf)?;
     let base = input.parent().unwrap_or(Path::new("."));
     let file = std::fs::File::open(input).map_err(io(input))?;
-    let mut read = 0u64;
-    for (ln, line) in std::io::BufReader::with_capacity(1 << 20, file)
-        .lines()
-        .enumerate()
-    {
-        let line = line.map_err(io(input))?;
-        read += line.len() as u64 + 1;
-        progress(read);
-        if line.trim().is_empty() {
-            continue;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let loc = |ln: usize, m: String| Error::Data {
+        format: Some(crate::Format::Mldf),
+        message: format!("{}: line {}: {m}", input.display(), ln + 1),
+    };
+    let mut next_line = 0usize;
+    let next = || -> Result<Option<Block>, Error> {
+        let mut text = Vec::new();
+        (&mut reader)
+            .take(BLOCK)
+            .read_to_end(&mut text)
+            .map_err(io(input))?;
+        if text.len() as u64 == BLOCK && text.last() != Some(&b'\n') {
+            reader.read_until(b'\n', &mut text).map_err(io(input))?;
         }
-        let loc = |m: String| Error::Data {
-            format: Some(crate::Format::Mldf),
-            message: format!("{}: line {}: {m}", input.display(), ln + 1),
-        };
-        if has_json {
-            if let Some(lit) = crate::core::json::wide_integer(&line) {
-                return Err(loc(format!(
-                    "the integer {lit} does not fit 64 bits (a JSON field would keep it only as a rounded float)"
-                )));
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let first_line = next_line;
+        next_line += text.iter().filter(|&&b| b == b'\n').count();
+        Ok(Some(Block { first_line, text }))
+    };
+    let parse = |block: Block| -> Rows {
+        let mut rows = Vec::new();
+        for (k, piece) in block.text.split_inclusive(|&b| b == b'\n').enumerate() {
+            let ln = block.first_line + k;
+            // As `BufRead::lines`: without its `\n`, and a `\r` before it.
+            let body = piece
+                .strip_suffix(b"\n")
+                .map_or(piece, |b| b.strip_suffix(b"\r").unwrap_or(b));
+            let row = std::str::from_utf8(body)
+                .map_err(|_| {
+                    io(input)(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "stream did not contain valid UTF-8",
+                    ))
+                })
+                .and_then(|line| {
+                    if line.trim().is_empty() {
+                        return Ok(None);
+                    }
+                    if has_json && let Some(lit) = crate::core::json::wide_integer(line) {
+                        return Err(loc(
+                            ln,
+                            format!(
+                                "the integer {lit} does not fit 64 bits (a JSON field would keep it only as a rounded float)"
+                            ),
+                        ));
+                    }
+                    let row: Value =
+                        serde_json::from_str(line).map_err(|e| loc(ln, e.to_string()))?;
+                    fields
+                        .iter()
+                        .map(|f| {
+                            cell(f, row.get(&f.name), base)
+                                .map_err(|m| loc(ln, format!("field {:?}: {m}", f.name)))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|cells| Some((ln, cells)))
+                });
+            match row {
+                Ok(None) => {}
+                Ok(Some(r)) => rows.push(Ok(r)),
+                Err(e) => {
+                    rows.push(Err(e));
+                    break;
+                }
             }
         }
-        let row: Value = serde_json::from_str(&line).map_err(|e| loc(e.to_string()))?;
-        let cells = fields
-            .iter()
-            .map(|f| {
-                cell(f, row.get(&f.name), base).map_err(|m| loc(format!("field {:?}: {m}", f.name)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let values: Vec<_> = fields
-            .iter()
-            .zip(&cells)
-            .map(|(f, c)| field_value(f, c))
-            .collect();
-        w.add_sample(&values).map_err(|e| loc(e.to_string()))?;
-    }
+        Rows {
+            bytes: block.text.len() as u64,
+            rows,
+        }
+    };
+    let threads = if size < 4 << 20 {
+        1
+    } else {
+        crate::core::parallel::threads(0)
+    };
+    let mut read = 0u64;
+    crate::core::parallel::ordered(threads, next, parse, |block| {
+        read += block.bytes;
+        progress(read);
+        for row in block.rows {
+            let (ln, cells) = row?;
+            let values: Vec<_> = fields
+                .iter()
+                .zip(&cells)
+                .map(|(f, c)| field_value(f, c))
+                .collect();
+            w.add_sample(&values).map_err(|e| loc(ln, e.to_string()))?;
+        }
+        Ok(())
+    })?;
     let n = w.samples();
     w.finish().map_err(Error::Mldf)?;
     Ok(n)
