@@ -277,7 +277,8 @@ pub struct ConvertArgs {
     #[arg(long)]
     lossy: bool,
     /// Threads the conversion may use (0: every core; the output does not
-    /// depend on it). Used by CNTK text -> binary and tar -> TBL v2.
+    /// depend on it). Used by CNTK text -> binary, JSON lines -> MLDF and
+    /// tar -> TBL v2.
     #[arg(long, alias = "workers", default_value_t = 0)]
     threads: usize,
     /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.

@@ -125,7 +125,9 @@ pub(crate) fn convert(
         {
             let schema = opts.mldf.json_schema.as_ref()?;
             let total = size(input);
-            super::mldf_json::write(input, output, schema, &mut |n| progress(n, total))
+            super::mldf_json::write(input, output, schema, opts.threads, &mut |n| {
+                progress(n, total)
+            })
         }
         (_, Target::Ctf | Target::Tar | Target::Npy) => Err(Error::Unsupported {
             format: from,

@@ -322,13 +322,14 @@ const BLOCK: u64 = 1 << 20;
 /// Writes one MLDF sample per non-blank line of `input`; returns the
 /// samples written. `progress` gets the bytes read so far.
 ///
-/// Lines are parsed in blocks on every core (inputs from 4 MB) and the
-/// samples written in order, with the first error in line order, as one
-/// line at a time would meet it.
+/// Lines are parsed in blocks on `threads` threads (0: every core; inputs
+/// from 4 MB) and the samples written in order, with the first error in
+/// line order, as one line at a time would meet it.
 pub(crate) fn write(
     input: &Path,
     output: &Path,
     schema: &JsonSchema,
+    threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
     use std::io::{BufRead, Read};
@@ -423,7 +424,7 @@ pub(crate) fn write(
     let threads = if size < 4 << 20 {
         1
     } else {
-        crate::core::parallel::threads(0)
+        crate::core::parallel::threads(threads)
     };
     let mut read = 0u64;
     crate::core::parallel::ordered(threads, next, parse, |block| {

@@ -197,8 +197,9 @@ pub struct ConvertOptions {
     pub lossy: bool,
     /// Records per batch.
     pub batch_size: usize,
-    /// Threads a conversion may use (0: every core). The output does not
-    /// depend on it.
+    /// Threads a conversion may use (0: every core): CNTK text → CBF,
+    /// JSON lines → MLDF and tar → TBL v2 parse or compress on that many.
+    /// The output does not depend on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
