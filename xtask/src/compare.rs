@@ -14,6 +14,9 @@
 //!   codec; its unpack to a `.npy` (timed inside Python, so its start-up is
 //!   not counted) against `dataformats convert FILE.blp FILE.npy` (the
 //!   whole process); the two `.npy` files must be identical.
+//!
+//! Each format's speed table follows (`bench_cntk`: one thread against
+//! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,6 +115,19 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             println!("{f}: FAILED: {e}");
             ok = false;
         }
+        // The same hot path against its floor in this run: raw c-blosc on
+        // the same chunks and memcpy (Bloscpack), one thread against every
+        // core (CTF).
+        println!("{f}: against the physical floor");
+        ok &= match f.as_str() {
+            "cntk" => crate::run_example("dataformats-cntk", &[], "bench_cntk", &[])?,
+            _ => crate::run_example(
+                "dataformats-bloscpack",
+                &["rayon"],
+                "bench_unpack",
+                &[&mb.unwrap_or(200).to_string()],
+            )?,
+        };
     }
     println!("compare: load {} at the end", load());
     let _ = std::fs::remove_dir_all(&dir);
