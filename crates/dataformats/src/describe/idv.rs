@@ -148,31 +148,46 @@ pub(super) fn dump(
         k => io(std::io::Error::other(format!("{k:?}"))),
     };
     let mut buf = std::io::BufWriter::with_capacity(1 << 18, out);
-    let (mut csv, mut lines) = if as_csv {
-        (Some(csv::Writer::from_writer(&mut buf)), None)
-    } else {
-        (None, Some(&mut buf))
-    };
-    if let Some(w) = csv.as_mut() {
+    if as_csv {
+        let mut w = csv::Writer::from_writer(&mut buf);
         w.write_record(&names).map_err(csv_err)?;
+        w.flush().map_err(io)?;
     }
     let rpb = r
         .columns()
         .first()
         .map_or(1, |c| u64::from(c.rows_per_block.max(1)));
-    let mut line = String::new();
+    // One block group of rows at a time, each decoded and rendered on one
+    // of every core's threads, written in order (memory: a few groups).
     let mut at = range.start;
-    while at < range.end {
-        let stop = ((at / rpb + 1) * rpb).min(range.end);
+    let groups = std::iter::from_fn(|| {
+        (at < range.end).then(|| {
+            let stop = ((at / rpb + 1) * rpb).min(range.end);
+            let group = at..stop;
+            at = stop;
+            group
+        })
+    });
+    let mut groups = groups.fuse();
+    let threads = if range.end - range.start <= rpb {
+        1
+    } else {
+        crate::core::parallel::threads(0)
+    };
+    let render = |rows: std::ops::Range<u64>| -> Result<Vec<u8>, Error> {
         let cols = live
             .iter()
-            .map(|&i| r.read_rows(i, at..stop))
+            .map(|&i| r.read_rows(i, rows.clone()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::Idv)?;
-        for k in 0..(stop - at) as usize {
-            if let Some(w) = csv.as_mut() {
-                // Each field rendered into one reused buffer; the CSV
-                // writer quotes it when it must.
+        let mut text = Vec::new();
+        let mut line = String::new();
+        let n = (rows.end - rows.start) as usize;
+        if as_csv {
+            // Each field rendered into one reused buffer; the CSV writer
+            // quotes it when it must.
+            let mut w = csv::Writer::from_writer(&mut text);
+            for k in 0..n {
                 for v in &cols {
                     line.clear();
                     match v {
@@ -182,28 +197,32 @@ pub(super) fn dump(
                     w.write_field(line.as_bytes()).map_err(csv_err)?;
                 }
                 w.write_record(None::<&[u8]>).map_err(csv_err)?;
-                continue;
             }
+            w.flush().map_err(io)?;
+            drop(w);
+            return Ok(text);
+        }
+        for k in 0..n {
             line.clear();
             line.push('{');
-            for (j, (n, v)) in names.iter().zip(&cols).enumerate() {
+            for (j, (name, v)) in names.iter().zip(&cols).enumerate() {
                 if j > 0 {
                     line.push_str(", ");
                 }
-                crate::core::text::push_json_string(&mut line, n);
+                crate::core::text::push_json_string(&mut line, name);
                 line.push_str(": ");
                 render::push_json_value(&mut line, v, k);
             }
             line.push_str("}\n");
-            if let Some(out) = lines.as_mut() {
-                out.write_all(line.as_bytes()).map_err(io)?;
-            }
+            text.extend_from_slice(line.as_bytes());
         }
-        at = stop;
-    }
-    if let Some(w) = csv.as_mut() {
-        w.flush().map_err(io)?;
-    }
-    drop(csv);
+        Ok(text)
+    };
+    crate::core::parallel::ordered(
+        threads,
+        || Ok(groups.next()),
+        render,
+        |text| buf.write_all(&text?).map_err(io),
+    )?;
     buf.flush().map_err(io)
 }
