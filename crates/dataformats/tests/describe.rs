@@ -156,3 +156,63 @@ fn unrecognized_and_ctf() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// An IDV dump of many block groups renders them on every core: it is the
+/// header followed by the dumps of each group's rows alone (each of those
+/// one group, rendered on the calling thread), in CSV and JSON lines.
+#[cfg(feature = "idv")]
+#[test]
+fn idv_dumps_of_many_blocks_are_the_groups_dumped_one_by_one() {
+    use dataformats::idv::{
+        ColumnSpec, ColumnType, Compression, ItemType, TextValues, Values, Writer, WriterOptions,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.idv");
+    let rows = 10_000usize;
+    let rpb = 512u64;
+    let mut w = Writer::create(
+        &path,
+        vec![
+            ColumnSpec::new("x", ColumnType::Scalar(ItemType::F64)),
+            ColumnSpec::new("t", ColumnType::Scalar(ItemType::Text)),
+        ],
+        WriterOptions {
+            compression: Compression::Deflate,
+            rows_per_block: Some(rpb as u32),
+            level: 1,
+        },
+    )
+    .unwrap();
+    let x: Vec<f64> = (0..rows).map(|i| i as f64 / 7.0).collect();
+    let t: Vec<String> = (0..rows).map(|i| format!("row {i}, \"quoted\"")).collect();
+    w.write_batch(&[
+        Values::F64(x),
+        Values::Text(t.iter().collect::<TextValues>()),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    for form in [DumpForm::Csv, DumpForm::JsonLines] {
+        let mut whole = Vec::new();
+        dump(&path, &DumpOptions::new(form), &mut whole).unwrap();
+        let mut parts = Vec::new();
+        let mut start = 0u64;
+        while start < rows as u64 {
+            let stop = (start + rpb).min(rows as u64);
+            let mut one = Vec::new();
+            dump(&path, &DumpOptions::new(form).rows(start..stop), &mut one).unwrap();
+            let text = String::from_utf8(one).unwrap();
+            // Every CSV dump starts with the header line; keep it once.
+            let body = match form {
+                DumpForm::Csv if start > 0 => text.split_once('\n').unwrap().1.to_string(),
+                _ => text,
+            };
+            parts.extend_from_slice(body.as_bytes());
+            start = stop;
+        }
+        assert_eq!(
+            String::from_utf8(whole).unwrap(),
+            String::from_utf8(parts).unwrap(),
+            "{form:?}"
+        );
+    }
+}
