@@ -470,7 +470,7 @@ struct Stop {
     msg: String,
 }
 
-/// A field's samples: a range of [`Parsed::values`] (dense) or of
+/// A field's samples: a range of [`Parsed::dense`] (dense) or of
 /// [`Parsed::entries`] (sparse, sorted as ctf2bin sorts).
 enum FieldData {
     Dense(std::ops::Range<usize>),
@@ -485,12 +485,17 @@ struct ParsedLine {
 }
 
 /// A block of text parsed, independently of every other block.
-#[derive(Default)]
 struct Parsed {
     ids: String,
     lines: Vec<ParsedLine>,
     fields: Vec<(usize, FieldData)>,
+    /// The element type dense values are stored as.
+    elem: ElemType,
+    /// One dense field's values as parsed (reused).
     values: Vec<f64>,
+    /// Dense values as the stream's little-endian element bytes, converted
+    /// as the writer converts them.
+    dense: Vec<u8>,
     entries: Vec<(u32, f64)>,
     /// Lines in the block.
     line_count: usize,
@@ -502,10 +507,19 @@ struct Parsed {
 
 impl Parsed {
     /// Parses a block of whole lines.
-    fn block(text: &[u8], specs: &[StreamSpec], compat: bool) -> Parsed {
+    fn block(text: &[u8], specs: &[StreamSpec], compat: bool, elem: ElemType) -> Parsed {
         let mut p = Parsed {
+            ids: String::new(),
+            lines: Vec::new(),
+            fields: Vec::new(),
+            elem,
+            values: Vec::new(),
+            dense: Vec::new(),
+            entries: Vec::new(),
+            line_count: 0,
             bytes: text.len(),
-            ..Default::default()
+            negative_indices: 0,
+            stop: None,
         };
         let walked = block_lines(
             text,
@@ -572,7 +586,7 @@ impl Parsed {
                     StreamKind::Dense => {
                         // One pass; a wrong count is reported before a
                         // token that is no number.
-                        let start = self.values.len();
+                        self.values.clear();
                         let (count, bad) = dense_values(after, &mut self.values);
                         if count != spec.dim as usize {
                             return Err(stop(
@@ -583,7 +597,11 @@ impl Parsed {
                         if let Some(t) = bad {
                             return Err(stop(here, format!("{alias}: {t:?} is not a number")));
                         }
-                        FieldData::Dense(start..self.values.len())
+                        let start = self.dense.len();
+                        for &v in &self.values {
+                            crate::write::put_value(&mut self.dense, self.elem, v);
+                        }
+                        FieldData::Dense(start..self.dense.len())
                     }
                     StreamKind::Sparse => {
                         let start = self.entries.len();
@@ -638,52 +656,64 @@ impl Parsed {
     }
 }
 
+/// A stream's samples in the open sequence. The buffers are kept from one
+/// sequence to the next (only their contents are cleared).
 enum Acc {
-    Dense { samples: u32, values: Vec<f64> },
-    Sparse(Vec<Vec<(u32, f64)>>),
+    Dense {
+        samples: u32,
+        /// The element bytes.
+        bytes: Vec<u8>,
+    },
+    /// The first `used` sample vectors are this sequence's.
+    Sparse {
+        samples: Vec<Vec<(u32, f64)>>,
+        used: usize,
+    },
 }
 
 /// Puts parsed blocks together in order: sequences grouped by id, written
 /// as they end.
-struct Assembler<'a> {
-    specs: &'a [StreamSpec],
+struct Assembler {
     w: Writer,
-    acc: Option<Vec<Acc>>,
+    acc: Vec<Acc>,
+    /// Whether a sequence is open (its samples are in `acc`).
+    open: bool,
     current_id: Option<String>,
     report: ConvertReport,
     /// Lines before the block being assembled.
     lines_before: usize,
 }
 
-impl Assembler<'_> {
-    fn new_acc(&self) -> Vec<Acc> {
-        self.specs
-            .iter()
-            .map(|s| match s.kind {
-                StreamKind::Dense => Acc::Dense {
-                    samples: 0,
-                    values: Vec::new(),
-                },
-                StreamKind::Sparse => Acc::Sparse(Vec::new()),
-            })
-            .collect()
-    }
-
-    /// Writes the open sequence, if any.
+impl Assembler {
+    /// Writes the open sequence, if any, and empties the accumulators.
     fn flush(&mut self) -> Result<()> {
-        if let Some(a) = self.acc.take() {
-            let data: Vec<RecordData<'_>> = a
-                .iter()
-                .map(|x| match x {
-                    Acc::Dense { samples, values } => RecordData::Dense {
-                        samples: *samples,
-                        values,
-                    },
-                    Acc::Sparse(s) => RecordData::Sparse(s),
-                })
-                .collect();
-            self.w.add_sequence(&data)?;
-            self.report.sequences += 1;
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        let data: Vec<RecordData<'_>> = self
+            .acc
+            .iter()
+            .map(|x| match x {
+                Acc::Dense { samples, bytes } => RecordData::DenseBytes {
+                    samples: *samples,
+                    bytes,
+                },
+                Acc::Sparse { samples, used } => {
+                    RecordData::Sparse(samples.get(..*used).unwrap_or_default())
+                }
+            })
+            .collect();
+        self.w.add_sequence(&data)?;
+        self.report.sequences += 1;
+        for a in &mut self.acc {
+            match a {
+                Acc::Dense { samples, bytes } => {
+                    *samples = 0;
+                    bytes.clear();
+                }
+                Acc::Sparse { used, .. } => *used = 0,
+            }
         }
         Ok(())
     }
@@ -701,21 +731,26 @@ impl Assembler<'_> {
                 id.clear();
                 id.push_str(prefix);
             }
-            if starts_new || self.acc.is_none() {
+            if starts_new || !self.open {
                 self.flush()?;
-                self.acc = Some(self.new_acc());
+                self.open = true;
             }
-            let Some(acc) = self.acc.as_mut() else {
-                continue;
-            };
             for (si, data) in p.fields.get(line.fields.clone()).unwrap_or_default() {
-                match (acc.get_mut(*si), data) {
-                    (Some(Acc::Dense { samples, values }), FieldData::Dense(r)) => {
-                        values.extend_from_slice(p.values.get(r.clone()).unwrap_or_default());
+                match (self.acc.get_mut(*si), data) {
+                    (Some(Acc::Dense { samples, bytes }), FieldData::Dense(r)) => {
+                        bytes.extend_from_slice(p.dense.get(r.clone()).unwrap_or_default());
                         *samples += 1;
                     }
-                    (Some(Acc::Sparse(samples)), FieldData::Sparse(r)) => {
-                        samples.push(p.entries.get(r.clone()).unwrap_or_default().to_vec());
+                    (Some(Acc::Sparse { samples, used }), FieldData::Sparse(r)) => {
+                        let entries = p.entries.get(r.clone()).unwrap_or_default();
+                        match samples.get_mut(*used) {
+                            Some(v) => {
+                                v.clear();
+                                v.extend_from_slice(entries);
+                            }
+                            None => samples.push(entries.to_vec()),
+                        }
+                        *used += 1;
                     }
                     _ => continue,
                 }
@@ -784,9 +819,21 @@ fn ctf_to_cbf_in_blocks(
     let mut w = Writer::create(out, &streams, chunking)?;
     w.set_signed_indices(compat);
     let mut asm = Assembler {
-        specs,
         w,
-        acc: None,
+        acc: specs
+            .iter()
+            .map(|s| match s.kind {
+                StreamKind::Dense => Acc::Dense {
+                    samples: 0,
+                    bytes: Vec::new(),
+                },
+                StreamKind::Sparse => Acc::Sparse {
+                    samples: Vec::new(),
+                    used: 0,
+                },
+            })
+            .collect(),
+        open: false,
         current_id: None,
         report: ConvertReport::default(),
         lines_before: 0,
@@ -794,7 +841,7 @@ fn ctf_to_cbf_in_blocks(
     dataformats_core::parallel::ordered(
         dataformats_core::parallel::threads(threads),
         || read_block(&mut input, block.max(1)),
-        |text| Parsed::block(&text, specs, compat),
+        |text| Parsed::block(&text, specs, compat, precision),
         |parsed| {
             progress(parsed.bytes);
             asm.block(&parsed)

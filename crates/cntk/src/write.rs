@@ -118,7 +118,7 @@ pub struct Writer {
     signed_indices: bool,
 }
 
-fn put_value(out: &mut Vec<u8>, elem: ElemType, v: f64) {
+pub(crate) fn put_value(out: &mut Vec<u8>, elem: ElemType, v: f64) {
     match elem {
         // A plain cast, as ctf2bin's C conversion: overflow gives ±inf, NaN keeps its sign.
         ElemType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
