@@ -39,9 +39,25 @@ pub(crate) fn update(reg: u16, data: &[u8]) -> u16 {
     if data.len() >= FOLD_MIN && std::arch::is_x86_feature_detected!("pclmulqdq") {
         // SAFETY: the CPU has carry-less multiplication (checked just
         // above); SSE2 is part of x86-64.
-        return unsafe { fold::update(reg, data) };
+        return unsafe { fold::update(reg, data, None) };
     }
     table(reg, data)
+}
+
+/// [`update`] from [`INIT`] over `src`, copying it into `dst` (of the same
+/// length) in the same pass: each byte is read once, so a sample that is
+/// not in the cache costs about what copying it costs.
+pub(crate) fn copy(src: &[u8], dst: &mut [u8]) -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    if src.len() >= FOLD_MIN
+        && dst.len() == src.len()
+        && std::arch::is_x86_feature_detected!("pclmulqdq")
+    {
+        // SAFETY: as in `update`.
+        return unsafe { fold::update(INIT, src, Some(dst)) };
+    }
+    dst.copy_from_slice(src);
+    table(INIT, src)
 }
 
 /// [`update`] one table step at a time.
@@ -102,36 +118,52 @@ mod fold {
         _mm_set_epi64x(c.1 as i64, c.0 as i64)
     }
 
-    /// Loads the 16 bytes of `b` (exactly 16 long).
+    /// Loads the 16 bytes of `data` at `at`, storing them at the same
+    /// place of `out` when there is one.
     #[target_feature(enable = "sse2")]
-    fn load(b: &[u8]) -> __m128i {
-        let b: &[u8; 16] = b.try_into().unwrap_or(&[0; 16]);
+    fn load(data: &[u8], at: usize, out: &mut Option<&mut [u8]>) -> __m128i {
+        let b: &[u8; 16] = data
+            .get(at..at + 16)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or(&[0; 16]);
         // SAFETY: `b` is 16 readable bytes; the load is unaligned.
-        unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+        let v = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
+        if let Some(o) = out
+            .as_deref_mut()
+            .and_then(|o| o.get_mut(at..at + 16))
+            .and_then(|o| <&mut [u8; 16]>::try_from(o).ok())
+        {
+            // SAFETY: `o` is 16 writable bytes; the store is unaligned.
+            unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), v) };
+        }
+        v
     }
 
     /// [`super::update`] by folding (any length; under 64 bytes through
-    /// the table).
+    /// the table), copying `data` into `out` (of the same length) on the way
+    /// when there is one.
     ///
     /// # Safety
     /// The CPU must have `pclmulqdq`.
     #[target_feature(enable = "sse2,pclmulqdq")]
-    pub(super) unsafe fn update(reg: u16, data: &[u8]) -> u16 {
-        let (bulk, rest) = data.split_at(data.len() / 64 * 64);
-        let mut chunks = bulk.chunks_exact(64);
-        let Some(first) = chunks.next() else {
+    pub(super) unsafe fn update(reg: u16, data: &[u8], mut out: Option<&mut [u8]>) -> u16 {
+        let bulk = data.len() / 64 * 64;
+        if bulk == 0 {
+            if let Some(o) = out {
+                o.copy_from_slice(data);
+            }
             return super::table(reg, data);
-        };
+        }
         let mut lanes = [_mm_set_epi64x(0, 0); 4];
-        for (lane, b) in lanes.iter_mut().zip(first.chunks_exact(16)) {
-            *lane = load(b);
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane = load(data, 16 * i, &mut out);
         }
         // The register goes into the first two bytes (little-endian).
         lanes[0] = _mm_xor_si128(lanes[0], _mm_set_epi64x(0, i64::from(reg)));
         let by_512 = k(BY_512);
-        for c in chunks {
-            for (lane, b) in lanes.iter_mut().zip(c.chunks_exact(16)) {
-                *lane = _mm_xor_si128(fold(*lane, by_512), load(b));
+        for at in (64..bulk).step_by(64) {
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                *lane = _mm_xor_si128(fold(*lane, by_512), load(data, at + 16 * i, &mut out));
             }
         }
         let by_128 = k(BY_128);
@@ -139,14 +171,18 @@ mod fold {
         for lane in [l1, l2, l3] {
             acc = _mm_xor_si128(fold(acc, by_128), lane);
         }
-        let mut blocks = rest.chunks_exact(16);
-        for b in blocks.by_ref() {
-            acc = _mm_xor_si128(fold(acc, by_128), load(b));
+        let blocks = data.len() / 16 * 16;
+        for at in (bulk..blocks).step_by(16) {
+            acc = _mm_xor_si128(fold(acc, by_128), load(data, at, &mut out));
+        }
+        let tail = data.get(blocks..).unwrap_or_default();
+        if let Some(o) = out.and_then(|o| o.get_mut(blocks..)) {
+            o.copy_from_slice(tail);
         }
         let mut folded = [0u8; 16];
         // SAFETY: `folded` is 16 writable bytes; the store is unaligned.
         unsafe { _mm_storeu_si128(folded.as_mut_ptr().cast(), acc) };
-        super::table(super::table(0, &folded), blocks.remainder())
+        super::table(super::table(0, &folded), tail)
     }
 }
 
@@ -193,6 +229,18 @@ mod tests {
             let (x, rest) = data.split_at(a);
             let (y, z) = rest.split_at(b - a);
             assert_eq!(update(update(update(INIT, x), y), z), want, "{a} {b}");
+        }
+    }
+
+    #[test]
+    fn copying_gives_the_bytes_and_their_crc() {
+        let mut r = SplitMix64::new(18);
+        let data: Vec<u8> = (0..3000).map(|_| r.next_u64() as u8).collect();
+        for len in (0..300).chain([1000, 2047, 3000]) {
+            let src = data.get(3000 - len..).unwrap();
+            let mut dst = vec![0xEEu8; len];
+            assert_eq!(copy(src, &mut dst), TABLE.checksum(src), "{len}");
+            assert_eq!(dst, src, "{len}");
         }
     }
 }

@@ -292,17 +292,27 @@ impl Reader {
         } as usize)
     }
 
+    /// Whether sample CRCs are checked.
+    fn verifies(&self) -> bool {
+        self.opts.verify_checksums && self.header.has_checksums()
+    }
+
     fn check_crc(&self, i: usize, e: &IndexEntry, data: &[u8]) -> Result<()> {
-        if self.opts.verify_checksums && self.header.has_checksums() {
+        if self.verifies() {
             let got = ChecksumKind::Crc16Modbus.digest(data).value().unwrap_or(0) as u16;
-            if got != e.checksum {
-                return Err(Error::new(
-                    ErrorKind::Crc16,
-                    Stage::ReadSample(i as u64),
-                    format!("CRC-16 stored {:04x}, computed {got:04x}", e.checksum),
-                )
-                .at(e.offset));
-            }
+            Self::crc_matches(i, e, got)?;
+        }
+        Ok(())
+    }
+
+    fn crc_matches(i: usize, e: &IndexEntry, got: u16) -> Result<()> {
+        if got != e.checksum {
+            return Err(Error::new(
+                ErrorKind::Crc16,
+                Stage::ReadSample(i as u64),
+                format!("CRC-16 stored {:04x}, computed {got:04x}", e.checksum),
+            )
+            .at(e.offset));
         }
         Ok(())
     }
@@ -317,6 +327,14 @@ impl Reader {
             self.read_sample_into(i, &mut out)?;
             return Ok(Cow::Owned(out));
         }
+        let data = self.raw_sample(i, &e)?;
+        self.check_crc(i, &e, &data)?;
+        Ok(data)
+    }
+
+    /// The stored bytes of raw (uncompressed) sample `i`, its CRC not
+    /// checked yet.
+    fn raw_sample(&self, i: usize, e: &IndexEntry) -> Result<Cow<'_, [u8]>> {
         let stage = Stage::ReadSample(i as u64);
         if self.opts.strict && e.uncompressed_size != e.size {
             return Err(Error::new(
@@ -329,12 +347,9 @@ impl Reader {
             )
             .at(e.offset));
         }
-        let data = self
-            .src
+        self.src
             .bytes(e.offset, u64::from(e.size))
-            .map_err(|x| Error::from_core(x, stage))?;
-        self.check_crc(i, &e, &data)?;
-        Ok(data)
+            .map_err(|x| Error::from_core(x, stage))
     }
 
     /// Decodes sample `i` into `out` (resized to the sample's length; its
@@ -351,9 +366,21 @@ impl Reader {
         let (e, _) = self.stored_range(i)?;
         let stage = Stage::ReadSample(i as u64);
         if !e.is_compressed() {
-            let data = self.read_sample(i)?;
-            out.extend_from_slice(&data);
-            return Ok(());
+            let data = self.raw_sample(i, &e)?;
+            if !self.verifies() {
+                out.extend_from_slice(&data);
+                return Ok(());
+            }
+            // Copied and checked in one pass over the stored bytes.
+            let start = out.len();
+            out.resize(start + data.len(), 0);
+            let dst = out.get_mut(start..).unwrap_or_default();
+            let got = dataformats_core::checksum::copy_with_crc16_modbus(&data, dst).unwrap_or(0);
+            let checked = Self::crc_matches(i, &e, got);
+            if checked.is_err() {
+                out.truncate(start);
+            }
+            return checked;
         }
         if e.uncompressed_size == 0 {
             return Err(Error::new(
