@@ -220,11 +220,7 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
         ));
     }
     // Chunks are checked and decoded on every core, written in order.
-    let threads = if reader.payload_len() < 4 << 20 {
-        1
-    } else {
-        dataformats_core::parallel::threads(0)
-    };
+    let threads = dataformats_core::parallel::threads_for(reader.payload_len(), 0);
     let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
     f.write_all(&header_bytes(array))?;
     let mut next = 0..reader.nchunks();

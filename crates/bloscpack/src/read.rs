@@ -15,10 +15,6 @@ use crate::format::{HEADER_SIZE, Header, METADATA_HEADER_SIZE, MetaCodec, Metada
 use crate::numpy::NumpyMeta;
 use crate::parse;
 
-/// Compressed bytes from which a read or a check uses more than one
-/// thread.
-const PARALLEL_MIN_BYTES: u64 = 4 << 20;
-
 /// How a [`Reader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -362,11 +358,7 @@ impl Reader {
         }
         // Threads pay off from a few MB of compressed data on.
         let cbytes: u64 = chunks.iter().map(|c| u64::from(c.blosc.cbytes)).sum();
-        let threads = if cbytes < PARALLEL_MIN_BYTES {
-            1
-        } else {
-            dataformats_core::parallel::threads(0)
-        };
+        let threads = dataformats_core::parallel::threads_for(cbytes, 0);
         let mut next = (0u64..).zip(chunks);
         dataformats_core::parallel::ordered(
             threads,
@@ -647,10 +639,7 @@ impl Reader {
             return self.decode_range(first, touched, start, dst, |_| Ok(()));
         }
         let cbytes: u64 = touched.iter().map(|c| u64::from(c.blosc.cbytes)).sum();
-        if touched.len() < 2
-            || cbytes < PARALLEL_MIN_BYTES
-            || dataformats_core::parallel::threads(0) < 2
-        {
+        if touched.len() < 2 || dataformats_core::parallel::threads_for(cbytes, 0) < 2 {
             return self.decode_range(first, touched, start, dst, |i| {
                 self.verify_digest(i as u64, self.info(i)?)
             });

@@ -507,10 +507,10 @@ impl Reader {
         let total = self.chunks.len() as u64;
         // Threads pay off from a few MB on.
         let bytes: u64 = self.chunks.iter().map(|c| c.end - c.offset).sum();
-        let threads = if total < 2 || bytes < 4 << 20 {
+        let threads = if total < 2 {
             1
         } else {
-            dataformats_core::parallel::threads(0)
+            dataformats_core::parallel::threads_for(bytes, 0)
         };
         let mut next = 0..self.chunks.len();
         let mut done = 0u64;

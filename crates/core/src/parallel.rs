@@ -20,6 +20,21 @@ pub fn threads(requested: usize) -> usize {
     std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
 
+/// Data below which work stays on the calling thread: starting threads
+/// costs more than they save on a few megabytes, and small files are what
+/// corruption sweeps and tests open by the thousand.
+pub const MIN_BYTES: u64 = 4 << 20;
+
+/// [`threads`]`(requested)` for work over `bytes` of data; 1 below
+/// [`MIN_BYTES`].
+pub fn threads_for(bytes: u64, requested: usize) -> usize {
+    if bytes < MIN_BYTES {
+        1
+    } else {
+        threads(requested)
+    }
+}
+
 /// Takes items from `next` until it gives `Ok(None)`, runs `work` on each on
 /// one of `threads` worker threads, and hands the results to `done` on this
 /// thread, in the items' order.
@@ -236,5 +251,7 @@ mod tests {
     fn zero_means_every_core() {
         assert!(threads(0) >= 1);
         assert_eq!(threads(3), 3);
+        assert_eq!(threads_for(MIN_BYTES - 1, 3), 1);
+        assert_eq!(threads_for(MIN_BYTES, 3), 3);
     }
 }

@@ -564,11 +564,7 @@ impl Reader {
         let mut work = (0..self.columns.len())
             .filter(|&c| self.columns.get(c).is_some_and(|c| !c.is_dead()))
             .flat_map(|c| std::iter::once((c, None)).chain((0..blocks).map(move |b| (c, Some(b)))));
-        let threads = if self.src.len() < 4 << 20 {
-            1
-        } else {
-            dataformats_core::parallel::threads(0)
-        };
+        let threads = dataformats_core::parallel::threads_for(self.src.len(), 0);
         let mut done = 0u64;
         dataformats_core::parallel::ordered(
             threads,

@@ -547,11 +547,7 @@ impl Reader {
         // Runs of samples read (decompressed, CRC checked) on every core
         // for data of a few MB; the first failure in index order.
         const RUN: usize = 256;
-        let threads = if total < 4 << 20 {
-            1
-        } else {
-            dataformats_core::parallel::threads(0)
-        };
+        let threads = dataformats_core::parallel::threads_for(total, 0);
         let mut runs = (0..self.index.len()).step_by(RUN);
         let mut done = 0u64;
         dataformats_core::parallel::ordered(

@@ -421,11 +421,7 @@ pub(crate) fn write(
             rows,
         }
     };
-    let threads = if size < 4 << 20 {
-        1
-    } else {
-        crate::core::parallel::threads(threads)
-    };
+    let threads = crate::core::parallel::threads_for(size, threads);
     let mut read = 0u64;
     crate::core::parallel::ordered(threads, next, parse, |block| {
         read += block.bytes;
