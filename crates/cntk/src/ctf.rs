@@ -151,31 +151,38 @@ const EXACT_POWERS: [f64; 23] = [
 /// the one division is correctly rounded (Clinger's fast path) and gives
 /// what a full parse gives. Anything else is `None`, for the full parse.
 fn plain_decimal(b: &[u8]) -> Option<f64> {
-    let mut m: u64 = 0;
-    let mut digits = 0usize;
-    let mut frac: Option<usize> = None;
+    let (end, value) = scan_decimal(b);
+    if end != b.len() {
+        return None;
+    }
+    value
+}
+
+/// Reads `DIGITS[.DIGITS]` from the start of `b`: where it stops, and the
+/// value when it is a [`plain_decimal`] (1 to 15 digits).
+fn scan_decimal(b: &[u8]) -> (usize, Option<f64>) {
+    let (mut m, mut digits, mut frac) = (0u64, 0usize, None::<usize>);
+    let mut end = 0;
     for &c in b {
         match c {
             b'0'..=b'9' => {
-                m = m * 10 + u64::from(c - b'0');
+                m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
                 digits += 1;
                 if let Some(f) = frac.as_mut() {
                     *f += 1;
                 }
             }
             b'.' if frac.is_none() => frac = Some(0),
-            _ => return None,
+            _ => break,
         }
-        if digits > 15 {
-            return None;
-        }
+        end += 1;
     }
-    if digits == 0 {
-        return None;
+    if !(1..=15).contains(&digits) {
+        return (end, None);
     }
-    // m < 10^15 < 2^53: exact.
-    let p = *EXACT_POWERS.get(frac.unwrap_or(0))?;
-    Some(m as f64 / p)
+    // m < 10^15 < 2^53 and the power is exact: one rounding.
+    let value = EXACT_POWERS.get(frac.unwrap_or(0)).map(|p| m as f64 / p);
+    (end, value)
 }
 
 /// Every token of `s` (as [`py_tokens`] splits it) read by [`py_float`]
@@ -218,27 +225,12 @@ fn dense_values<'a>(s: &'a str, values: &mut Vec<f64>) -> (usize, Option<&'a str
         if matches!(c, b'-' | b'+') {
             i += 1;
         }
-        let (mut m, mut digits, mut frac) = (0u64, 0usize, None::<usize>);
-        while let Some(&d) = b.get(i) {
-            match d {
-                b'0'..=b'9' => {
-                    m = m.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-                    digits += 1;
-                    if let Some(f) = frac.as_mut() {
-                        *f += 1;
-                    }
-                }
-                b'.' if frac.is_none() => frac = Some(0),
-                _ => break,
-            }
-            i += 1;
-        }
+        let (len, value) = scan_decimal(b.get(i..).unwrap_or_default());
+        i += len;
         let ends = b.get(i).is_none_or(|&d| ascii_py_space(d));
-        if ends && (1..=15).contains(&digits) {
+        if ends && let Some(v) = value {
             count += 1;
             if bad.is_none() {
-                // m < 10^15 < 2^53 and the power is exact: one rounding.
-                let v = m as f64 / EXACT_POWERS.get(frac.unwrap_or(0)).copied().unwrap_or(1.0);
                 values.push(if neg { -v } else { v });
             }
             continue;
