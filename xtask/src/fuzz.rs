@@ -364,10 +364,10 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                     s.extend_from_slice(&b);
                     seeds.push((format!("meta-{}", seeds.len()), s));
                 }
-                if let Some(dir) = meta.parent() {
-                    if let Ok(c) = fs::read(dir.join("data/__0.blp")) {
-                        seeds.push((format!("chunk-{}", seeds.len()), c));
-                    }
+                if let Some(dir) = meta.parent()
+                    && let Ok(c) = fs::read(dir.join("data/__0.blp"))
+                {
+                    seeds.push((format!("chunk-{}", seeds.len()), c));
                 }
             }
         }
@@ -411,13 +411,11 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                             .checked_sub(8)
                             .and_then(|f| b.get(f..))
                             .map(|f| i64::from_le_bytes(f.try_into().unwrap_or([0; 8])))
-                        {
-                            if let Some(part) = usize::try_from(h)
+                            && let Some(part) = usize::try_from(h)
                                 .ok()
                                 .and_then(|h| b.get(h + 8..b.len() - 8))
-                            {
-                                seeds.push((format!("vec-{}", seeds.len()), part.to_vec()));
-                            }
+                        {
+                            seeds.push((format!("vec-{}", seeds.len()), part.to_vec()));
                         }
                     } else if b.len() <= 64 << 10 {
                         seeds.push((format!("vec-{}", seeds.len()), b));
@@ -446,12 +444,11 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 };
                 if let (Some(toc), Some(tail), Some(rows), Some(cols)) =
                     (field(24), field(32), field(40), field(48))
+                    && let Some(part) = b.get(toc as usize..tail as usize)
                 {
-                    if let Some(part) = b.get(toc as usize..tail as usize) {
-                        let mut seed = vec![rows.min(255) as u8, (cols & 0xff) as u8];
-                        seed.extend_from_slice(part);
-                        seeds.push((format!("vec-{}", seeds.len()), seed));
-                    }
+                    let mut seed = vec![rows.min(255) as u8, (cols & 0xff) as u8];
+                    seed.extend_from_slice(part);
+                    seeds.push((format!("vec-{}", seeds.len()), seed));
                 }
             }
         }
@@ -570,14 +567,14 @@ fn chunks_in(b: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut i = 0;
     while i + 16 <= b.len() {
-        if b[i] == 2 {
-            if let Ok(h) = blosc::BloscHeader::parse(&b[i..]) {
-                let end = i.saturating_add(h.cbytes as usize);
-                if end <= b.len() && blosc::validate(&b[i..end]).is_ok() {
-                    out.push(&b[i..end]);
-                    i = end;
-                    continue;
-                }
+        if b[i] == 2
+            && let Ok(h) = blosc::BloscHeader::parse(&b[i..])
+        {
+            let end = i.saturating_add(h.cbytes as usize);
+            if end <= b.len() && blosc::validate(&b[i..end]).is_ok() {
+                out.push(&b[i..end]);
+                i = end;
+                continue;
             }
         }
         i += 1;

@@ -254,14 +254,14 @@ fn scalar_columns(rows: usize) -> Vec<(ColumnSpec, Values)> {
         .map(|(i, (t, v))| {
             let mut spec =
                 ColumnSpec::new(format!("c{i}_{}", t.codec_name()), ColumnType::Scalar(t));
-            if let ItemType::Key { count, .. } = t {
-                if count <= 1000 {
-                    spec = spec.annotation(
-                        "KeyValues",
-                        ColumnType::vector(ItemType::Text, count as u32),
-                        names("v", count as usize),
-                    );
-                }
+            if let ItemType::Key { count, .. } = t
+                && count <= 1000
+            {
+                spec = spec.annotation(
+                    "KeyValues",
+                    ColumnType::vector(ItemType::Text, count as u32),
+                    names("v", count as usize),
+                );
             }
             (spec, v)
         })

@@ -275,10 +275,9 @@ impl CArray {
                     .strip_prefix("__")
                     .and_then(|r| r.strip_suffix(".blp"))
                     .and_then(|d| d.parse::<u64>().ok())
+                    && i >= needed
                 {
-                    if i >= needed {
-                        stale.push((i, n));
-                    }
+                    stale.push((i, n));
                 }
             }
         }
@@ -417,7 +416,7 @@ impl CArray {
     /// opening only the chunk files that hold them.
     pub fn read_atoms_into(&self, first: u64, dst: &mut [u8]) -> Result<()> {
         let a = self.atomsize.max(1);
-        if dst.len() as u64 % a != 0 {
+        if !(dst.len() as u64).is_multiple_of(a) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "buffer is not a whole number of atoms",

@@ -352,7 +352,7 @@ impl CArrayWriter {
     /// Writes the leftover chunk and the meta files, and renames the
     /// directory into place. Returns the finished array.
     pub fn finish(mut self) -> Result<CArray> {
-        if self.buf.len() as u64 % self.atomsize != 0 {
+        if !(self.buf.len() as u64).is_multiple_of(self.atomsize) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "the data is not a whole number of atoms",
@@ -506,7 +506,7 @@ impl CArray {
     /// and `meta/sizes` are rewritten (each file atomically, sizes last).
     pub fn append(&mut self, data: &[u8]) -> Result<()> {
         let a = self.atomsize();
-        if data.len() as u64 % a != 0 {
+        if !(data.len() as u64).is_multiple_of(a) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "the data is not a whole number of atoms",
@@ -828,7 +828,8 @@ impl CTable {
         let mut rows = None;
         for (c, d) in self.columns().iter().zip(columns) {
             let n = d.len() as u64 / c.atomsize().max(1);
-            if d.len() as u64 % c.atomsize().max(1) != 0 || rows.is_some_and(|r| r != n) {
+            if !(d.len() as u64).is_multiple_of(c.atomsize().max(1)) || rows.is_some_and(|r| r != n)
+            {
                 return Err(Error::new(
                     ErrorKind::SizeMismatch,
                     "every column must get the same whole number of rows",

@@ -188,7 +188,7 @@ pub fn npy_to_bloscpack(
     if o.typesize.is_none() {
         o.typesize = Some(itemsize.clamp(1, 255));
     }
-    if itemsize > 0 && o.chunk_size % itemsize != 0 {
+    if itemsize > 0 && !o.chunk_size.is_multiple_of(itemsize) {
         o.chunk_size = (o.chunk_size / itemsize).max(1) * itemsize;
     }
     let nbytes = h.array.nbytes().unwrap_or(0);

@@ -233,20 +233,18 @@ impl Reader {
             }
             return Err(e);
         }
-        if deep {
-            if let Some(np) = &self.numpy {
-                let want = np.nbytes();
-                if want != Some(payload) {
-                    return Err(Error::new(
-                        ErrorKind::SizeMismatch,
-                        format!(
-                            "numpy metadata says shape {:?} of {} ({} bytes), but the chunks hold {payload} bytes",
-                            np.shape,
-                            np.dtype,
-                            want.map_or("too many".to_string(), |w| w.to_string())
-                        ),
-                    ));
-                }
+        if deep && let Some(np) = &self.numpy {
+            let want = np.nbytes();
+            if want != Some(payload) {
+                return Err(Error::new(
+                    ErrorKind::SizeMismatch,
+                    format!(
+                        "numpy metadata says shape {:?} of {} ({} bytes), but the chunks hold {payload} bytes",
+                        np.shape,
+                        np.dtype,
+                        want.map_or("too many".to_string(), |w| w.to_string())
+                    ),
+                ));
             }
         }
         self.chunks = chunks;
@@ -323,26 +321,26 @@ impl Reader {
             blosc: h,
             payload_start: payload,
         };
-        if let Some(declared) = self.header.declared_chunk_size(i) {
-            if u64::from(h.nbytes) != declared {
-                let which = if i + 1 == self.header.nchunks.unsigned_abs() {
-                    "last_chunk"
-                } else {
-                    "chunk_size"
-                };
-                return Err(Box::new((
-                    Error::new(
-                        ErrorKind::SizeMismatch,
-                        format!(
-                            "chunk decodes to {} byte(s), but {which} is {declared}",
-                            h.nbytes
-                        ),
-                    )
-                    .in_chunk(i)
-                    .at(pos),
-                    Some(info),
-                )));
-            }
+        if let Some(declared) = self.header.declared_chunk_size(i)
+            && u64::from(h.nbytes) != declared
+        {
+            let which = if i + 1 == self.header.nchunks.unsigned_abs() {
+                "last_chunk"
+            } else {
+                "chunk_size"
+            };
+            return Err(Box::new((
+                Error::new(
+                    ErrorKind::SizeMismatch,
+                    format!(
+                        "chunk decodes to {} byte(s), but {which} is {declared}",
+                        h.nbytes
+                    ),
+                )
+                .in_chunk(i)
+                .at(pos),
+                Some(info),
+            )));
         }
         h.check()
             .map_err(|e| Box::new((Error::codec(e, i, pos), Some(info))))?;

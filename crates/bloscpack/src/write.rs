@@ -149,10 +149,10 @@ impl WriteOptions {
                 self.chunk_size
             ));
         }
-        if let Some(t) = self.typesize {
-            if !(1..=255).contains(&t) {
-                return bad(format!("typesize {t} is not in 1..=255"));
-            }
+        if let Some(t) = self.typesize
+            && !(1..=255).contains(&t)
+        {
+            return bad(format!("typesize {t} is not in 1..=255"));
         }
         if crate::format::checksum_id(self.checksum).is_none()
             || crate::format::checksum_id(self.metadata.checksum).is_none()
@@ -546,7 +546,7 @@ pub fn pack_array<T: Element>(values: &[T], opts: &WriteOptions) -> Result<Vec<u
     if o.typesize.is_none() {
         o.typesize = Some(size);
     }
-    if o.chunk_size % size != 0 {
+    if !o.chunk_size.is_multiple_of(size) {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(

@@ -390,15 +390,15 @@ impl Reader {
             )
             .at(12));
         }
-        if let Some(first) = raw.first() {
-            if first.0 != 12 {
-                return Err(Error::new(
-                    ErrorKind::BadChunkOffset,
-                    format!("the first chunk starts at {}, not 12", first.0),
-                )
-                .at(table_at)
-                .in_chunk(0));
-            }
+        if let Some(first) = raw.first()
+            && first.0 != 12
+        {
+            return Err(Error::new(
+                ErrorKind::BadChunkOffset,
+                format!("the first chunk starts at {}, not 12", first.0),
+            )
+            .at(table_at)
+            .in_chunk(0));
         }
         let mut chunks = Vec::with_capacity(raw.len());
         for (i, &(off, nseq, nsamp)) in raw.iter().enumerate() {

@@ -117,21 +117,6 @@ impl ChecksumKind {
     }
 }
 
-/// Copies `src` into `dst` and returns the CRC-16/MODBUS of the bytes,
-/// reading each byte once (a buffer that is not in the cache costs about a
-/// copy, not a copy and a second pass); `None`, copying nothing, when the
-/// lengths differ.
-///
-/// ```
-/// let mut dst = [0u8; 9];
-/// let crc = dataformats_core::checksum::copy_with_crc16_modbus(b"123456789", &mut dst);
-/// assert_eq!(crc, Some(0x4B37));
-/// assert_eq!(&dst, b"123456789");
-/// ```
-pub fn copy_with_crc16_modbus(src: &[u8], dst: &mut [u8]) -> Option<u16> {
-    (src.len() == dst.len()).then(|| crate::crc16::copy(src, dst))
-}
-
 impl fmt::Display for ChecksumKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

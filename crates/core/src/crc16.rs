@@ -2,8 +2,10 @@
 //!
 //! A table-driven CRC handles one or two bytes per step; on x86-64 with
 //! carry-less multiplication the bulk of a buffer is folded instead, 64
-//! bytes per step in four independent lanes, and only the folded 16 bytes
-//! and the last few bytes go through the table.
+//! bytes per step in four independent lanes (256 bytes per step in sixteen
+//! lanes where the CPU multiplies 512-bit registers, VPCLMULQDQ with
+//! AVX-512), and only the folded 16 bytes and the last few bytes go through
+//! the table.
 //!
 //! Why folding gives the same CRC: read as a polynomial over GF(2), a
 //! message `M` has the CRC (initial value 0) `M·x^16 mod P`, so any message
@@ -32,32 +34,27 @@ pub(crate) const INIT: u16 = 0xFFFF;
 #[cfg(target_arch = "x86_64")]
 const FOLD_MIN: usize = 128;
 
+/// Buffers from this long are folded in 512-bit registers where the CPU
+/// can.
+#[cfg(target_arch = "x86_64")]
+const WIDE_MIN: usize = 512;
+
 /// The register after `data`, starting from `reg` (CRC-16/MODBUS has no
 /// final XOR and no reflection at the end, so the register is the CRC).
 pub(crate) fn update(reg: u16, data: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
+    if data.len() >= WIDE_MIN && wide::available() {
+        // SAFETY: the CPU has the features `wide::update` needs (checked
+        // just above).
+        return unsafe { wide::update(reg, data) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if data.len() >= FOLD_MIN && std::arch::is_x86_feature_detected!("pclmulqdq") {
         // SAFETY: the CPU has carry-less multiplication (checked just
         // above); SSE2 is part of x86-64.
-        return unsafe { fold::update(reg, data, None) };
+        return unsafe { fold::update(reg, data) };
     }
     table(reg, data)
-}
-
-/// [`update`] from [`INIT`] over `src`, copying it into `dst` (of the same
-/// length) in the same pass: each byte is read once, so a sample that is
-/// not in the cache costs about what copying it costs.
-pub(crate) fn copy(src: &[u8], dst: &mut [u8]) -> u16 {
-    #[cfg(target_arch = "x86_64")]
-    if src.len() >= FOLD_MIN
-        && dst.len() == src.len()
-        && std::arch::is_x86_feature_detected!("pclmulqdq")
-    {
-        // SAFETY: as in `update`.
-        return unsafe { fold::update(INIT, src, Some(dst)) };
-    }
-    dst.copy_from_slice(src);
-    table(INIT, src)
 }
 
 /// [`update`] one table step at a time.
@@ -96,16 +93,16 @@ mod fold {
 
     /// The constants that move a block `bits` further on: for its
     /// high-degree half (low 64 bits) and its low-degree half.
-    const fn constants(bits: u32) -> (u64, u64) {
+    pub(super) const fn constants(bits: u32) -> (u64, u64) {
         (x_pow_reflected(bits + 63), x_pow_reflected(bits - 1))
     }
 
-    const BY_128: (u64, u64) = constants(128);
+    pub(super) const BY_128: (u64, u64) = constants(128);
     const BY_512: (u64, u64) = constants(512);
 
     /// `block` moved by the distance of `k` (from [`constants`]).
     #[target_feature(enable = "sse2,pclmulqdq")]
-    fn fold(block: __m128i, k: __m128i) -> __m128i {
+    pub(super) fn fold(block: __m128i, k: __m128i) -> __m128i {
         _mm_xor_si128(
             _mm_clmulepi64_si128::<0x00>(block, k),
             _mm_clmulepi64_si128::<0x11>(block, k),
@@ -113,57 +110,44 @@ mod fold {
     }
 
     #[target_feature(enable = "sse2")]
-    fn k(c: (u64, u64)) -> __m128i {
+    pub(super) fn k(c: (u64, u64)) -> __m128i {
         // The high half's constant multiplies the block's low 64 bits.
         _mm_set_epi64x(c.1 as i64, c.0 as i64)
     }
 
-    /// Loads the 16 bytes of `data` at `at`, storing them at the same
-    /// place of `out` when there is one.
+    /// The 16 bytes of `data` at `at` (zeros past its end, which the
+    /// callers never reach).
     #[target_feature(enable = "sse2")]
-    fn load(data: &[u8], at: usize, out: &mut Option<&mut [u8]>) -> __m128i {
+    fn load(data: &[u8], at: usize) -> __m128i {
         let b: &[u8; 16] = data
             .get(at..at + 16)
             .and_then(|b| b.try_into().ok())
             .unwrap_or(&[0; 16]);
         // SAFETY: `b` is 16 readable bytes; the load is unaligned.
-        let v = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
-        if let Some(o) = out
-            .as_deref_mut()
-            .and_then(|o| o.get_mut(at..at + 16))
-            .and_then(|o| <&mut [u8; 16]>::try_from(o).ok())
-        {
-            // SAFETY: `o` is 16 writable bytes; the store is unaligned.
-            unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), v) };
-        }
-        v
+        unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
     }
 
     /// [`super::update`] by folding (any length; under 64 bytes through
-    /// the table), copying `data` into `out` (of the same length) on the way
-    /// when there is one.
+    /// the table).
     ///
     /// # Safety
     /// The CPU must have `pclmulqdq`.
     #[target_feature(enable = "sse2,pclmulqdq")]
-    pub(super) unsafe fn update(reg: u16, data: &[u8], mut out: Option<&mut [u8]>) -> u16 {
+    pub(super) unsafe fn update(reg: u16, data: &[u8]) -> u16 {
         let bulk = data.len() / 64 * 64;
         if bulk == 0 {
-            if let Some(o) = out {
-                o.copy_from_slice(data);
-            }
             return super::table(reg, data);
         }
         let mut lanes = [_mm_set_epi64x(0, 0); 4];
         for (i, lane) in lanes.iter_mut().enumerate() {
-            *lane = load(data, 16 * i, &mut out);
+            *lane = load(data, 16 * i);
         }
         // The register goes into the first two bytes (little-endian).
         lanes[0] = _mm_xor_si128(lanes[0], _mm_set_epi64x(0, i64::from(reg)));
         let by_512 = k(BY_512);
         for at in (64..bulk).step_by(64) {
             for (i, lane) in lanes.iter_mut().enumerate() {
-                *lane = _mm_xor_si128(fold(*lane, by_512), load(data, at + 16 * i, &mut out));
+                *lane = _mm_xor_si128(fold(*lane, by_512), load(data, at + 16 * i));
             }
         }
         let by_128 = k(BY_128);
@@ -171,18 +155,125 @@ mod fold {
         for lane in [l1, l2, l3] {
             acc = _mm_xor_si128(fold(acc, by_128), lane);
         }
+        finish(acc, data, bulk)
+    }
+
+    /// The CRC of `data` given `acc`, everything before `from` folded
+    /// into one block that ends at `from`: the whole blocks after it folded
+    /// in, then that block and the last bytes through the table.
+    #[target_feature(enable = "sse2,pclmulqdq")]
+    pub(super) fn finish(mut acc: __m128i, data: &[u8], from: usize) -> u16 {
+        let by_128 = k(BY_128);
         let blocks = data.len() / 16 * 16;
-        for at in (bulk..blocks).step_by(16) {
-            acc = _mm_xor_si128(fold(acc, by_128), load(data, at, &mut out));
+        for at in (from..blocks).step_by(16) {
+            acc = _mm_xor_si128(fold(acc, by_128), load(data, at));
         }
         let tail = data.get(blocks..).unwrap_or_default();
-        if let Some(o) = out.and_then(|o| o.get_mut(blocks..)) {
-            o.copy_from_slice(tail);
-        }
         let mut folded = [0u8; 16];
         // SAFETY: `folded` is 16 writable bytes; the store is unaligned.
         unsafe { _mm_storeu_si128(folded.as_mut_ptr().cast(), acc) };
         super::table(super::table(0, &folded), tail)
+    }
+}
+
+/// The same folding four 128-bit blocks per instruction (VPCLMULQDQ on
+/// 512-bit registers): four registers of 64 bytes, 256 bytes a step.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::{
+        __m128i, __m512i, _mm_xor_si128, _mm512_broadcast_i32x4, _mm512_clmulepi64_epi128,
+        _mm512_extracti32x4_epi32, _mm512_loadu_si512, _mm512_set_epi64, _mm512_setzero_si512,
+        _mm512_xor_si512,
+    };
+
+    use super::fold::{BY_128, constants, finish, fold, k};
+
+    const BY_256: (u64, u64) = constants(256);
+    const BY_384: (u64, u64) = constants(384);
+    const BY_512: (u64, u64) = constants(512);
+    const BY_2048: (u64, u64) = constants(2048);
+
+    /// Whether this CPU has what [`update`] needs.
+    pub(super) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("vpclmulqdq")
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+
+    /// The constants of `c` in each 128-bit lane.
+    #[target_feature(enable = "avx512f")]
+    fn k4(c: (u64, u64)) -> __m512i {
+        _mm512_broadcast_i32x4(k(c))
+    }
+
+    /// Each 128-bit lane of `block` moved by the distance of `k`.
+    #[target_feature(enable = "avx512f,vpclmulqdq")]
+    fn fold4(block: __m512i, k: __m512i) -> __m512i {
+        _mm512_xor_si512(
+            _mm512_clmulepi64_epi128::<0x00>(block, k),
+            _mm512_clmulepi64_epi128::<0x11>(block, k),
+        )
+    }
+
+    /// The 64 bytes of `data` at `at` (zeros past its end, which the
+    /// callers never reach).
+    #[target_feature(enable = "avx512f")]
+    fn load4(data: &[u8], at: usize) -> __m512i {
+        match data.get(at..at + 64) {
+            // SAFETY: `b` is 64 readable bytes; the load is unaligned.
+            Some(b) => unsafe { _mm512_loadu_si512(b.as_ptr().cast()) },
+            None => _mm512_setzero_si512(),
+        }
+    }
+
+    /// [`super::update`] four blocks at a time (under 256 bytes through
+    /// the table).
+    ///
+    /// # Safety
+    /// The CPU must have what [`available`] checks.
+    #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse2")]
+    pub(super) unsafe fn update(reg: u16, data: &[u8]) -> u16 {
+        let bulk = data.len() / 256 * 256;
+        if bulk == 0 {
+            return super::table(reg, data);
+        }
+        let mut regs = [_mm512_setzero_si512(); 4];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = load4(data, 64 * i);
+        }
+        // The register goes into the first two bytes (little-endian).
+        regs[0] = _mm512_xor_si512(
+            regs[0],
+            _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, i64::from(reg)),
+        );
+        let by_2048 = k4(BY_2048);
+        for at in (256..bulk).step_by(256) {
+            for (i, r) in regs.iter_mut().enumerate() {
+                *r = _mm512_xor_si512(fold4(*r, by_2048), load4(data, at + 64 * i));
+            }
+        }
+        let by_512 = k4(BY_512);
+        let [mut acc, r1, r2, r3] = regs;
+        for r in [r1, r2, r3] {
+            acc = _mm512_xor_si512(fold4(acc, by_512), r);
+        }
+        // The whole 64-byte groups left (at most three).
+        let groups = data.len() / 64 * 64;
+        for at in (bulk..groups).step_by(64) {
+            acc = _mm512_xor_si512(fold4(acc, by_512), load4(data, at));
+        }
+        // The register's four blocks into one: block j moved by 3 - j.
+        let blocks: [__m128i; 4] = [
+            _mm512_extracti32x4_epi32::<0>(acc),
+            _mm512_extracti32x4_epi32::<1>(acc),
+            _mm512_extracti32x4_epi32::<2>(acc),
+            _mm512_extracti32x4_epi32::<3>(acc),
+        ];
+        let one = _mm_xor_si128(
+            _mm_xor_si128(fold(blocks[0], k(BY_384)), fold(blocks[1], k(BY_256))),
+            _mm_xor_si128(fold(blocks[2], k(BY_128)), blocks[3]),
+        );
+        finish(one, data, groups)
     }
 }
 
@@ -232,15 +323,36 @@ mod tests {
         }
     }
 
+    /// Every implementation this CPU can run against the table, for every
+    /// length to past four wide steps, from the initial and a random
+    /// register (`update` picks one by length, so it alone would not reach
+    /// each of them at every length).
     #[test]
-    fn copying_gives_the_bytes_and_their_crc() {
+    fn each_implementation_gives_the_tables_crc() {
         let mut r = SplitMix64::new(18);
         let data: Vec<u8> = (0..3000).map(|_| r.next_u64() as u8).collect();
-        for len in (0..300).chain([1000, 2047, 3000]) {
-            let src = data.get(3000 - len..).unwrap();
-            let mut dst = vec![0xEEu8; len];
-            assert_eq!(copy(src, &mut dst), TABLE.checksum(src), "{len}");
-            assert_eq!(dst, src, "{len}");
+        type Crc = fn(u16, &[u8]) -> u16;
+        let mut impls: Vec<(&str, Crc)> = vec![("table", table)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("pclmulqdq") {
+                // SAFETY: the CPU has carry-less multiplication.
+                impls.push(("fold", |reg, d| unsafe { fold::update(reg, d) }));
+            }
+            if wide::available() {
+                // SAFETY: the CPU has what the wide fold needs.
+                impls.push(("wide", |reg, d| unsafe { wide::update(reg, d) }));
+            }
+        }
+        for len in (0..1100).chain([2047, 2048, 2049, 3000]) {
+            let d = data.get(3000 - len..).unwrap_or_default();
+            let want = TABLE.checksum(d);
+            let reg = r.next_u64() as u16;
+            let want_reg = table(reg, d);
+            for (name, f) in &impls {
+                assert_eq!(f(INIT, d), want, "{name}, {len} bytes");
+                assert_eq!(f(reg, d), want_reg, "{name}, {len} bytes from {reg:#x}");
+            }
         }
     }
 }

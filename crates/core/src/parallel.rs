@@ -159,7 +159,7 @@ mod tests {
             },
             |x: u64| {
                 // Later items finish first now and then.
-                if x % 3 == 0 {
+                if x.is_multiple_of(3) {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
                 x * 10

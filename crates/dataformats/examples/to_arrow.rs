@@ -22,10 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("rows ..{rows}: {} columns", batch.num_columns());
     }
     // The first record's first tensor, if any, as an n-dimensional array.
-    if let Some(v) = d.records(0..1)?.first().and_then(|r| r.first()) {
-        if let Ok(a) = dataformats::ndarray::tensor::<f32>(v) {
-            println!("first value as ndarray: shape {:?}", a.shape());
-        }
+    if let Some(v) = d.records(0..1)?.first().and_then(|r| r.first())
+        && let Ok(a) = dataformats::ndarray::tensor::<f32>(v)
+    {
+        println!("first value as ndarray: shape {:?}", a.shape());
     }
     Ok(())
 }

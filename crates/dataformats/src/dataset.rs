@@ -253,10 +253,10 @@ impl RepairTally {
     pub(crate) fn add(&self, column: &str, record: u64, n: u64) {
         self.values
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut f) = self.first.lock() {
-            if f.as_ref().is_none_or(|(r, _)| record < *r) {
-                *f = Some((record, column.to_string()));
-            }
+        if let Ok(mut f) = self.first.lock()
+            && f.as_ref().is_none_or(|(r, _)| record < *r)
+        {
+            *f = Some((record, column.to_string()));
         }
     }
 }

@@ -245,10 +245,10 @@ fn flat_for_csv(b: &RecordBatch) -> Result<RecordBatch, Error> {
             let mut s = String::new();
             json_value(c.as_ref(), i, &mut s);
             // A dictionary of text gives its text, not a JSON string.
-            if let DataType::Dictionary(..) = f.data_type() {
-                if let Ok(serde_json::Value::String(t)) = serde_json::from_str(&s) {
-                    s = t;
-                }
+            if let DataType::Dictionary(..) = f.data_type()
+                && let Ok(serde_json::Value::String(t)) = serde_json::from_str(&s)
+            {
+                s = t;
             }
             texts.push(Some(s));
         }

@@ -141,10 +141,10 @@ fn dropped_or_short_answers_are_errors_never_values() {
                 let src = Source::from_ranges(Arc::new(remote));
                 // Opening or reading fails, or (when the bytes past the cut
                 // are not needed) gives exactly the local batches.
-                if let Ok(d) = dataformats::open_source(src, &OpenOptions::default()) {
-                    if let Ok(got) = read_all(d.as_ref()) {
-                        assert_eq!(got, want, "{} {fault:?} from {cut}", p.display());
-                    }
+                if let Ok(d) = dataformats::open_source(src, &OpenOptions::default())
+                    && let Ok(got) = read_all(d.as_ref())
+                {
+                    assert_eq!(got, want, "{} {fault:?} from {cut}", p.display());
                 }
                 checked += 1;
             }
@@ -423,14 +423,15 @@ fn mldf_reads_announce_the_metadata_rows_they_then_read() {
     assert_eq!(log.first(), Some(&Logged::Prefetch(vec![want.clone()])));
     let mut metadata_reads = 0;
     for l in &log[1..] {
-        if let Logged::Read(x) = l {
-            if x.start < meta.end && meta.start < x.end {
-                metadata_reads += 1;
-                assert!(
-                    want.start <= x.start && x.end <= want.end,
-                    "{x:?} not announced"
-                );
-            }
+        if let Logged::Read(x) = l
+            && x.start < meta.end
+            && meta.start < x.end
+        {
+            metadata_reads += 1;
+            assert!(
+                want.start <= x.start && x.end <= want.end,
+                "{x:?} not announced"
+            );
         }
     }
     assert!(metadata_reads > 0);

@@ -199,7 +199,9 @@ fn bloscpack_rows_in_a_stored_chunk_borrow_the_map() {
         // (Arrow's alignment), else copied once.
         let path = dir.join(format!("f8-{checksum:?}.blp"));
         std::fs::write(&path, pack_array(&floats, &o).unwrap()).unwrap();
-        let aligned = Reader::open(&path).unwrap().chunks()[1].offset % 8 == 0;
+        let aligned = Reader::open(&path).unwrap().chunks()[1]
+            .offset
+            .is_multiple_of(8);
         let d = dataformats::open(&path).unwrap();
         let half = (n / 2) as u64;
         let (b, got) = allocated(|| d.read_batch(None, half + 3..2 * half).unwrap());

@@ -454,7 +454,7 @@ impl Reader {
             .at(16));
         }
         let table_len = n - alloc_table_ptr;
-        if table_len % ALLOC_ENTRY_SIZE != 0 {
+        if !table_len.is_multiple_of(ALLOC_ENTRY_SIZE) {
             return Err(err(
                 ErrorKind::BadAllocTable,
                 format!(
@@ -465,7 +465,7 @@ impl Reader {
         }
         let num_allocations = table_len / ALLOC_ENTRY_SIZE;
         if num_allocations > 0
-            && (alloc_table_ptr < data_ptr || (alloc_table_ptr - data_ptr) % page != 0)
+            && (alloc_table_ptr < data_ptr || !(alloc_table_ptr - data_ptr).is_multiple_of(page))
         {
             return Err(err(
                 ErrorKind::BadAllocTable,
@@ -588,20 +588,20 @@ impl Reader {
                 )
                 .at(l.alloc_table_ptr));
             }
-            if let Some(p) = prev {
-                if p.ptr + p.size > a.ptr {
-                    return Err(err(
-                        ErrorKind::Overlap,
-                        format!(
-                            "allocations [{}, {}) and [{}, {}) overlap",
-                            p.ptr,
-                            p.ptr + p.size,
-                            a.ptr,
-                            a.ptr + a.size
-                        ),
-                    )
-                    .at(a.ptr));
-                }
+            if let Some(p) = prev
+                && p.ptr + p.size > a.ptr
+            {
+                return Err(err(
+                    ErrorKind::Overlap,
+                    format!(
+                        "allocations [{}, {}) and [{}, {}) overlap",
+                        p.ptr,
+                        p.ptr + p.size,
+                        a.ptr,
+                        a.ptr + a.size
+                    ),
+                )
+                .at(a.ptr));
             }
             prev = Some(a);
         }

@@ -122,10 +122,8 @@ pub(crate) fn encode_items(t: ItemType, v: &Values, out: &mut Vec<u8>) {
             let start = out.len();
             out.resize(start + x.len().div_ceil(8), 0);
             for (i, &b) in x.iter().enumerate() {
-                if b {
-                    if let Some(byte) = out.get_mut(start + i / 8) {
-                        *byte |= 1 << (i % 8);
-                    }
+                if b && let Some(byte) = out.get_mut(start + i / 8) {
+                    *byte |= 1 << (i % 8);
                 }
             }
         }

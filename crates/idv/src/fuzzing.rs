@@ -11,10 +11,10 @@ use crate::types::read_codec;
 pub fn file(data: &[u8]) {
     if let Ok(r) = Reader::with_limits(Source::from_vec(data.to_vec()), Limits::fuzzing()) {
         for i in 0..r.columns().len().min(256) {
-            if r.columns().get(i).is_some_and(|c| !c.is_dead()) {
-                if let Ok(v) = r.read_column(i) {
-                    assert_eq!(v.len() as u64, r.row_count(), "one value per row");
-                }
+            if r.columns().get(i).is_some_and(|c| !c.is_dead())
+                && let Ok(v) = r.read_column(i)
+            {
+                assert_eq!(v.len() as u64, r.row_count(), "one value per row");
             }
         }
     }
@@ -52,11 +52,11 @@ pub fn codec(data: &[u8]) {
     let Ok(codec) = read_codec(&mut c, true) else {
         return;
     };
-    if let Some(ty) = &codec.ty {
-        if let Ok(v) = crate::decode::decode(ty, codec.dvbool, &mut c, usize::from(n)) {
-            assert_eq!(v.len(), usize::from(n));
-            let mut sink = 0usize;
-            crate::render::canonical_bytes(ty, &v, &mut |b| sink += b.len());
-        }
+    if let Some(ty) = &codec.ty
+        && let Ok(v) = crate::decode::decode(ty, codec.dvbool, &mut c, usize::from(n))
+    {
+        assert_eq!(v.len(), usize::from(n));
+        let mut sink = 0usize;
+        crate::render::canonical_bytes(ty, &v, &mut |b| sink += b.len());
     }
 }

@@ -508,10 +508,10 @@ pub(crate) fn write_codec(out: &mut Vec<u8>, ty: &ColumnType) {
 /// Checks that a type can be written (key counts, vector sizes).
 pub(crate) fn check_writable(ty: &ColumnType) -> Result<()> {
     let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
-    if let ItemType::Key { width, count } = ty.item() {
-        if count == 0 || count > width.max() {
-            return bad(format!("key count {count} not in 1..={}", width.max()));
-        }
+    if let ItemType::Key { width, count } = ty.item()
+        && (count == 0 || count > width.max())
+    {
+        return bad(format!("key count {count} not in 1..={}", width.max()));
     }
     if let ColumnType::Vector { dims, .. } = ty {
         if dims.iter().any(|&d| d > i32::MAX as u32) {

@@ -91,10 +91,10 @@ fn vectors(t: ItemType, n: usize, fixed: Option<u32>, seed: u64) -> Values {
     for i in 0..n {
         s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         let len = fixed.unwrap_or((s >> 60) as u32);
-        if (s >> 40) % 3 == 0 && len > 0 {
+        if (s >> 40).is_multiple_of(3) && len > 0 {
             // Sparse: every other slot, up to fewer than len.
             let idx: Vec<u32> = (0..len)
-                .filter(|k| (k + i as u32) % 2 == 0)
+                .filter(|k| (k + i as u32).is_multiple_of(2))
                 .take(len as usize - 1)
                 .collect();
             let vals = values(t, idx.len(), s);

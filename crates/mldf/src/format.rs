@@ -664,7 +664,7 @@ pub(crate) fn check_header(bytes: &[u8], n: u64) -> Result<(Header, Vec<String>)
             .at(at));
         }
     }
-    if (n - h.alloc_table_ptr) % 16 != 0 {
+    if !(n - h.alloc_table_ptr).is_multiple_of(16) {
         return Err(Error::new(
             ErrorKind::BadAllocTable,
             format!(

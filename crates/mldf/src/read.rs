@@ -628,7 +628,7 @@ impl Reader {
                 let enc = rec.get(14).copied().unwrap_or(0);
                 disc(&[1, 2], enc, "token encoding")?;
                 let width = if enc == 1 { 4 } else { 2 };
-                rule(data_size % width == 0, &|| {
+                rule(data_size.is_multiple_of(width), &|| {
                     format!("{data_size} token bytes are not whole ids of {width}")
                 })?;
                 let count = (data_size / width).min(65535) as u16;
@@ -660,17 +660,17 @@ impl Reader {
             } else {
                 None
             };
-            if let (Some(seen), Some((k, _))) = (seen.as_mut(), entry) {
-                if let Some(s) = seen.get_mut(k as usize) {
-                    if *s {
-                        return Err(Error::new(
-                            ErrorKind::BadAllocTable,
-                            format!("allocation {k} at {data_ptr} is referenced twice"),
-                        )
-                        .at(rec_at));
-                    }
-                    *s = true;
+            if let (Some(seen), Some((k, _))) = (seen.as_mut(), entry)
+                && let Some(s) = seen.get_mut(k as usize)
+            {
+                if *s {
+                    return Err(Error::new(
+                        ErrorKind::BadAllocTable,
+                        format!("allocation {k} at {data_ptr} is referenced twice"),
+                    )
+                    .at(rec_at));
                 }
+                *s = true;
             }
             let stored = entry.map_or(u64::from(data_size), |(_, a)| u64::from(a.size));
             if !compressed && stored != u64::from(data_size) {
@@ -700,13 +700,13 @@ impl Reader {
                     ))
                     .at(data_ptr));
                 }
-                if let Some(declared) = codec::zstd_content_size(&raw) {
-                    if declared != u64::from(data_size) {
-                        return Err(bad_value(format!(
-                            "zstd frame: its header declares {declared} byte(s), the record {data_size}"
-                        ))
-                        .at(data_ptr));
-                    }
+                if let Some(declared) = codec::zstd_content_size(&raw)
+                    && declared != u64::from(data_size)
+                {
+                    return Err(bad_value(format!(
+                        "zstd frame: its header declares {declared} byte(s), the record {data_size}"
+                    ))
+                    .at(data_ptr));
                 }
                 let want = self
                     .limits
@@ -879,14 +879,12 @@ impl Reader {
             .fields
             .iter()
             .any(|f| matches!(f.ty, FieldType::Opaque { .. }));
-        if !opaque {
-            if let Some(k) = seen.iter().position(|s| !s) {
-                return Err(Error::new(
-                    ErrorKind::BadAllocTable,
-                    format!("allocation {k} is referenced by no value"),
-                )
-                .at(h.alloc_table_ptr + 16 * k as u64));
-            }
+        if !opaque && let Some(k) = seen.iter().position(|s| !s) {
+            return Err(Error::new(
+                ErrorKind::BadAllocTable,
+                format!("allocation {k} is referenced by no value"),
+            )
+            .at(h.alloc_table_ptr + 16 * k as u64));
         }
         Ok(())
     }

@@ -143,11 +143,11 @@ pub fn value_json(ty: &FieldType, v: &Value<'_>) -> String {
         Value::NdArray(b) => {
             out.push('{');
             blob_members(&mut out, b);
-            if let FieldType::NdArray { dtype, shape } = ty {
-                if shape.iter().map(|&d| d.max(1)).product::<u64>() <= 256 {
-                    out.push_str(", \"values\": ");
-                    nested(&mut out, *dtype, shape, b);
-                }
+            if let FieldType::NdArray { dtype, shape } = ty
+                && shape.iter().map(|&d| d.max(1)).product::<u64>() <= 256
+            {
+                out.push_str(", \"values\": ");
+                nested(&mut out, *dtype, shape, b);
             }
             out.push('}');
         }

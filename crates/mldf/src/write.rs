@@ -234,10 +234,10 @@ impl Writer {
                     f.name, f.metadata_size
                 )));
             }
-            if let FieldType::NdArray { shape, .. } = &f.ty {
-                if shape.len() > 15 || f.nbytes().is_none_or(|n| n > u64::from(u32::MAX)) {
-                    return Err(arg(format!("field {:?}: NDARRAY shape {shape:?}", f.name)));
-                }
+            if let FieldType::NdArray { shape, .. } = &f.ty
+                && (shape.len() > 15 || f.nbytes().is_none_or(|n| n > u64::from(u32::MAX)))
+            {
+                return Err(arg(format!("field {:?}: NDARRAY shape {shape:?}", f.name)));
             }
         }
         let row_size: u64 = fields.iter().map(|f| u64::from(f.metadata_size)).sum();
@@ -297,10 +297,10 @@ impl Writer {
                 self.fields.len()
             )));
         }
-        if let Layout::A { num_samples } = self.opts.layout {
-            if self.samples >= num_samples {
-                return Err(arg(format!("layout A was given {num_samples} samples")));
-            }
+        if let Layout::A { num_samples } = self.opts.layout
+            && self.samples >= num_samples
+        {
+            return Err(arg(format!("layout A was given {num_samples} samples")));
         }
         // Encode and check every value before writing any byte.
         self.row.clear();

@@ -84,7 +84,7 @@ fn owned(i: u64, seed: u64) -> Owned {
         flac: [b"fLaC".as_slice(), &[k as u8; 5]].concat(),
         text: "ab😀".repeat(k),
         ids: (0..k as i32 * 5).map(|x| x * 1000 - 7).collect(),
-        missing: (i + seed) % 3 == 0,
+        missing: (i + seed).is_multiple_of(3),
     }
 }
 
@@ -155,7 +155,7 @@ fn values(o: &Owned) -> Vec<FieldValue<'_>> {
             FieldValue::Text(&o.text)
         },
         FieldValue::Tokens {
-            encoding: if o.ids.len() % 2 == 0 { 1 } else { 2 },
+            encoding: if o.ids.len().is_multiple_of(2) { 1 } else { 2 },
             ids: &o.ids,
         },
     ]

@@ -371,12 +371,9 @@ impl Reader {
                 out.extend_from_slice(&data);
                 return Ok(());
             }
-            // Copied and checked in one pass over the stored bytes.
             let start = out.len();
-            out.resize(start + data.len(), 0);
-            let dst = out.get_mut(start..).unwrap_or_default();
-            let got = dataformats_core::checksum::copy_with_crc16_modbus(&data, dst).unwrap_or(0);
-            let checked = Self::crc_matches(i, &e, got);
+            out.extend_from_slice(&data);
+            let checked = self.check_crc(i, &e, out.get(start..).unwrap_or_default());
             if checked.is_err() {
                 out.truncate(start);
             }

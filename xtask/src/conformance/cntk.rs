@@ -125,10 +125,10 @@ impl Checker for Cntk {
             compare("summary", &summary, want, &mut diffs, &[]);
         }
         let hash = canon.finish().to_hex();
-        if let Some(want) = v.sidecar.get("content_sha256").and_then(Value::as_str) {
-            if want != hash {
-                diffs.push(format!("content_sha256: got {hash}, sidecar {want}"));
-            }
+        if let Some(want) = v.sidecar.get("content_sha256").and_then(Value::as_str)
+            && want != hash
+        {
+            diffs.push(format!("content_sha256: got {hash}, sidecar {want}"));
         }
         if let Some(want) = v.sidecar.get("content").filter(|c| !c.is_null()) {
             compare(

@@ -112,10 +112,10 @@ impl Checker for Ffcv {
                     F::Bytes(b) => Value::Object(blob(&b)),
                     F::Array(b) => {
                         let mut o = blob(&b);
-                        if let Some((dtype, _, shape)) = f.ty.array() {
-                            if let Some(flat) = elements(dtype, &b) {
-                                o.insert("values".into(), nest(&flat, shape));
-                            }
+                        if let Some((dtype, _, shape)) = f.ty.array()
+                            && let Some(flat) = elements(dtype, &b)
+                        {
+                            o.insert("values".into(), nest(&flat, shape));
                         }
                         Value::Object(o)
                     }
@@ -171,10 +171,11 @@ impl Checker for Ffcv {
                         .fields()
                         .iter()
                         .any(|f| &f.name == name && f.ty == FieldType::RgbImage);
-                    if let Some(o) = x.as_object_mut() {
-                        if is_image && o.get("mode").and_then(Value::as_str) == Some("jpg") {
-                            o.remove("source_pixels_sha256");
-                        }
+                    if let Some(o) = x.as_object_mut()
+                        && is_image
+                        && o.get("mode").and_then(Value::as_str) == Some("jpg")
+                    {
+                        o.remove("source_pixels_sha256");
                     }
                 }
             }

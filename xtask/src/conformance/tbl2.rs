@@ -92,11 +92,10 @@ fn summary(r: &Reader) -> Result<Value, dataformats::tbl2::Error> {
             "sample_index": b.sample_index, "type": b.kind.name(), "type_code": b.kind.0,
             "size": b.size, "hex": dataformats::core::error::HexBytes(&data).to_string(),
         });
-        if b.kind.0 == 1 {
-            if let (Some(obj), Ok(j)) = (m.as_object_mut(), serde_json::from_slice::<Value>(&data))
-            {
-                obj.insert("json".into(), j);
-            }
+        if b.kind.0 == 1
+            && let (Some(obj), Ok(j)) = (m.as_object_mut(), serde_json::from_slice::<Value>(&data))
+        {
+            obj.insert("json".into(), j);
         }
         list.push(m);
     }

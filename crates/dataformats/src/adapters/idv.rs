@@ -665,14 +665,14 @@ pub(crate) mod typed {
             (Kind::Fixed(item, kv, n), Values::Vector(vv)) => {
                 let (flat, offsets) = densify(vv, *item, limits)?;
                 for (i, w) in offsets.windows(2).enumerate() {
-                    if let [a, b] = w {
-                        if b - a != *n {
-                            return Err(Error::invalid(format!(
-                                "record {}: vector of {} items, the column's size is {n}",
-                                first_row + i as u64,
-                                b - a
-                            )));
-                        }
+                    if let [a, b] = w
+                        && b - a != *n
+                    {
+                        return Err(Error::invalid(format!(
+                            "record {}: vector of {} items, the column's size is {n}",
+                            first_row + i as u64,
+                            b - a
+                        )));
                     }
                 }
                 let f = child(dt)?;

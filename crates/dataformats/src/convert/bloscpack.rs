@@ -120,19 +120,18 @@ fn plan(f: &Field) -> Option<Col> {
                 let Ok(cols) = crate::adapters::numpy::columns(&dtype, &shape, f.name()) else {
                     continue;
                 };
-                if let [c] = cols.as_slice() {
-                    if crate::adapters::numpy::field(c)
+                if let [c] = cols.as_slice()
+                    && crate::adapters::numpy::field(c)
                         .ok()
                         .as_ref()
                         .map(Field::data_type)
                         == Some(f.data_type())
-                    {
-                        return Some(Col {
-                            name: f.name().clone(),
-                            dtype,
-                            shape,
-                        });
-                    }
+                {
+                    return Some(Col {
+                        name: f.name().clone(),
+                        dtype,
+                        shape,
+                    });
                 }
             }
         }

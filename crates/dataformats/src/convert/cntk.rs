@@ -304,13 +304,13 @@ pub(crate) fn write(
 ) -> Result<(), Error> {
     let schema = input.schema();
     let seq_col = schema.index_of("_sequence").ok();
-    if let Some(k) = seq_col {
-        if !schema.field(k).data_type().is_integer() {
-            return Err(Error::invalid(format!(
-                "_sequence is {}, CNTK needs an integer sequence number",
-                schema.field(k).data_type()
-            )));
-        }
+    if let Some(k) = seq_col
+        && !schema.field(k).data_type().is_integer()
+    {
+        return Err(Error::invalid(format!(
+            "_sequence is {}, CNTK needs an integer sequence number",
+            schema.field(k).data_type()
+        )));
     }
     let kept = super::keep_columns(
         &schema,

@@ -205,10 +205,10 @@ fn column_type(f: &Field, first: Option<&ArrayRef>) -> Option<ColumnType> {
         let kv = matches!(f.data_type(), DataType::Dictionary(..))
             || matches!(f.data_type(), DataType::List(i) | DataType::FixedSizeList(i, _) if matches!(i.data_type(), DataType::Dictionary(..)));
         let kv = kv.then(|| Arc::new(StringArray::from(Vec::<&str>::new())));
-        if let Ok((view, _)) = crate::adapters::idv::typed::type_field(f.name(), &ty, kv) {
-            if view.data_type() == f.data_type() {
-                return Some(ty);
-            }
+        if let Ok((view, _)) = crate::adapters::idv::typed::type_field(f.name(), &ty, kv)
+            && view.data_type() == f.data_type()
+        {
+            return Some(ty);
         }
     }
     infer(f, first)
@@ -678,17 +678,15 @@ pub(crate) fn write(
                 count: nc.1,
                 base: written,
             };
-            if !lossy {
-                if let Some(i) = first_null(b.column(k).as_ref(), &spec.ty) {
-                    return Err(Error::Lossy {
-                        message: format!(
-                            "record {}: a missing value in {:?} (IDV has none but keys); pass \
+            if !lossy && let Some(i) = first_null(b.column(k).as_ref(), &spec.ty) {
+                return Err(Error::Lossy {
+                    message: format!(
+                        "record {}: a missing value in {:?} (IDV has none but keys); pass \
                              --lossy to write the type's default",
-                            written + i as u64,
-                            spec.name
-                        ),
-                    });
-                }
+                        written + i as u64,
+                        spec.name
+                    ),
+                });
             }
             let col = match kv {
                 Some(kv) => rekey(b.column(k), kv),

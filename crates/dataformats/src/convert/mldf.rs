@@ -385,10 +385,10 @@ pub(crate) fn write(
         if carry && written == 0 && held.is_none() {
             let mut dicts = Vec::new();
             for (f, c) in schema.fields().iter().zip(b.columns()) {
-                if has_dictionary(f.data_type()) {
-                    if let Some(d) = crate::typed::dictionary_entries(c.as_ref()) {
-                        dicts.push((f.name().clone(), d));
-                    }
+                if has_dictionary(f.data_type())
+                    && let Some(d) = crate::typed::dictionary_entries(c.as_ref())
+                {
+                    dicts.push((f.name().clone(), d));
                 }
             }
             text = carrier_json(&schema, &dicts)?;
@@ -800,7 +800,7 @@ fn restore_column(
             let mut at = 0usize;
             for i in 0..b.len() {
                 let n = b.value_length(i) as usize;
-                if n % w != 0 {
+                if !n.is_multiple_of(w) {
                     return Err(format!("record {i}: {n} bytes are not items of {w} bytes"));
                 }
                 at += n / w;
