@@ -15,8 +15,16 @@
 //!   not counted) against `dataformats convert FILE.blp FILE.npy` (the
 //!   whole process); the two `.npy` files must be identical.
 //!
+//! - tbl2: TurboLoader 2.39 (`turboloader` from PyPI, in the same venv)
+//!   reads every sample of a generated TBL v2 file in a random order
+//!   through `TblReaderV2.read_sample` (timed inside Python) against
+//!   `dataformats_tbl2::Reader::read_sample_into` (bench_tbl2 `--reads`, a
+//!   release build, timed inside), CRC-16 checked; the samples must hash
+//!   alike.
+//!
 //! Each format's speed table follows (`bench_cntk`: one thread against
-//! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy).
+//! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
+//! `bench_tbl2`: CRC-16 on against off, alternating).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,12 +91,12 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         .ok_or("--mb takes a number")?,
                 );
             }
-            "cntk" | "bloscpack" => formats.push(a.clone()),
+            "cntk" | "bloscpack" | "tbl2" => formats.push(a.clone()),
             other => return Err(format!("bench --compare: unknown argument `{other}`")),
         }
     }
     if formats.is_empty() {
-        formats = vec!["cntk".into(), "bloscpack".into()];
+        formats = vec!["cntk".into(), "bloscpack".into(), "tbl2".into()];
     }
     if ctf2bin.is_none()
         && let Some(d) = std::env::var_os("CNTK_DIR")
@@ -109,6 +117,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     for f in &formats {
         let r = match f.as_str() {
             "cntk" => cntk(&root, &dir, ctf2bin.as_deref(), mb.unwrap_or(20)),
+            "tbl2" => tbl2(&root, &dir, mb.unwrap_or(100)),
             _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
         };
         if let Err(e) = r {
@@ -121,6 +130,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         println!("{f}: against the physical floor");
         ok &= match f.as_str() {
             "cntk" => crate::run_example("dataformats-cntk", &[], "bench_cntk", &[])?,
+            "tbl2" => crate::run_example("dataformats-tbl2", &[], "bench_tbl2", &[])?,
             _ => crate::run_example(
                 "dataformats-bloscpack",
                 &["rayon"],
@@ -343,6 +353,123 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         if !same {
             return Err(format!("{codec}: our .npy differs from python-bloscpack's"));
         }
+    }
+    Ok(())
+}
+
+const TBL2_PY: &str = r#"
+import hashlib, json, sys, time
+import turboloader
+
+args = json.loads(sys.argv[1])
+with open(args["order"]) as f:
+    order = [int(i) for i in f.read().split()]
+reader = turboloader.TblReaderV2(args["path"])
+read = reader.read_sample
+if args["hash"]:
+    h = hashlib.sha256()
+    for i in order:
+        h.update(bytes(read(i)))
+    print(h.hexdigest())
+else:
+    t = time.perf_counter()
+    for i in order:
+        read(i)
+    print(time.perf_counter() - t)
+"#;
+
+/// Random reads of a TBL v2 file of `mb` MB of 3 to 6 KB incompressible
+/// samples: TurboLoader's reader against ours.
+fn tbl2(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
+    use dataformats::tbl2::{SampleFormat, SampleInfo, Writer};
+    let e = |x: dataformats::tbl2::Error| x.to_string();
+    let venv_dir = root.join("target/interop");
+    std::fs::create_dir_all(&venv_dir).map_err(|e| e.to_string())?;
+    let py = match crate::interop::venv(&venv_dir, &["turboloader==2.39.0"]) {
+        Ok(py) => py,
+        Err(e) => {
+            println!("tbl2: skipped: TurboLoader could not be installed ({e})");
+            return Ok(());
+        }
+    };
+    let path = dir.join("samples.tbl");
+    let mut rng = dataformats::core::rng::SplitMix64::new(23);
+    let mut w = Writer::create(&path, true).map_err(e)?;
+    let (mut total, mut n) = (0u64, 0usize);
+    let mut data = Vec::new();
+    while total < mb * 1_000_000 {
+        let len = 3000 + rng.below(3000) as usize;
+        data.clear();
+        data.extend((0..len).map(|_| rng.next_u64() as u8));
+        let info = SampleInfo {
+            format: SampleFormat::JPEG,
+            width: 64,
+            height: 64,
+        };
+        w.add_sample(&data, info).map_err(e)?;
+        total += len as u64;
+        n += 1;
+    }
+    w.finish().map_err(e)?;
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let order_path = dir.join("order.txt");
+    let text: String = order.iter().map(|i| format!("{i}\n")).collect();
+    std::fs::write(&order_path, text).map_err(|e| e.to_string())?;
+    let script = dir.join("tbl2_ref.py");
+    std::fs::write(&script, TBL2_PY).map_err(|e| e.to_string())?;
+    let output = |cmd: &mut Command| -> Result<String, String> {
+        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let reference = |hash: bool| {
+        let arg = serde_json::json!({"path": path, "order": order_path, "hash": hash});
+        output(Command::new(&py).arg(&script).arg(arg.to_string()))
+    };
+    crate::interop::run(
+        Command::new("cargo")
+            .args(["build", "--quiet", "--release", "-p", "dataformats-tbl2"])
+            .args(["--example", "bench_tbl2"])
+            .current_dir(root),
+    )?;
+    let ours = |hash: bool| {
+        let mut cmd = Command::new(root.join("target/release/examples/bench_tbl2"));
+        cmd.arg("--reads").arg(&path).arg(&order_path);
+        if hash {
+            cmd.arg("--hash");
+        }
+        output(&mut cmd)
+    };
+    let secs = |s: String| {
+        s.parse::<f64>()
+            .map_err(|x| format!("a time of {s:?}: {x}"))
+    };
+    let (mut r, mut o) = (Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        r.push(secs(reference(false)?)?);
+        o.push(secs(ours(false)?)?);
+    }
+    let same = ours(true)? == reference(true)?;
+    let (r, o) = (median(r), median(o));
+    let mbs = |s: f64| total as f64 / 1e6 / s;
+    println!(
+        "tbl2: {n} samples of 3 to 6 KB ({:.0} MB) read in a random order, samples {}",
+        total as f64 / 1e6,
+        if same { "identical" } else { "DIFFERENT" }
+    );
+    println!(
+        "  TurboLoader {:.0} MB/s | ours, CRC-16 checked, {:.0} MB/s: {:.1}x",
+        mbs(r),
+        mbs(o),
+        r / o
+    );
+    if !same {
+        return Err("our samples differ from TurboLoader's".into());
     }
     Ok(())
 }

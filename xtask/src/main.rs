@@ -37,12 +37,14 @@ tasks:
       be repeated). --replay instead reruns every saved input in
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault.
-  bench --compare [cntk] [bloscpack] [--ctf2bin PATH] [--mb N]
+  bench --compare [cntk] [bloscpack] [tbl2] [--ctf2bin PATH] [--mb N]
       The project and each reference tool on the same generated input, alternating,
       medians of 5 pairs, with the load: ctf2bin.py (--ctf2bin, DATAFORMATS_CTF2BIN
       or CNTK_DIR; skipped when absent) against `convert --compat ctf2bin` on one
       thread and on every core (outputs byte-identical); python-bloscpack's unpack
-      to .npy (every codec; installed into target/interop/venv) against `convert`.
+      to .npy (every codec; installed into target/interop/venv) against `convert`;
+      TurboLoader's random sample reads (same venv) against ours, CRC-16 checked.
+      Then each format's table against its floor.
   bench convert [--mb N] [--dir DIR]
       Peak memory of every conversion of an N MB (default 1024) data set, one process
       each: MLDF into every target and each target back into MLDF; fails when one

@@ -4,7 +4,11 @@
 //! them) and ~100 MB of compressible ones (posterised-BMP-like, 3,600).
 //!
 //! `--convert-memory GB` converts a generated tar of that size and reports
-//! the peak resident memory.
+//! the peak resident memory. `--reads FILE ORDER [--hash]` reads the
+//! samples of FILE in the order of the indices in ORDER (one per line) with
+//! CRC-16 checks, once to warm up and once timed, and prints the seconds of
+//! the timed pass (or, with `--hash`, the SHA-256 of the samples in that
+//! order): `cargo xtask bench --compare tbl2` runs it against TurboLoader.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -108,6 +112,32 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = std::env::temp_dir().join(format!("df-tbl2-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    if args.first().map(String::as_str) == Some("--reads") {
+        let r = Reader::open(&args[1]).unwrap();
+        let order: Vec<usize> = std::fs::read_to_string(&args[2])
+            .unwrap()
+            .split_whitespace()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut buf = Vec::new();
+        if args.get(3).map(String::as_str) == Some("--hash") {
+            let mut h = dataformats_core::ChecksumKind::Sha256.hasher();
+            for &i in &order {
+                r.read_sample_into(i, &mut buf).unwrap();
+                h.update(&buf);
+            }
+            println!("{}", h.finish().to_hex());
+            return;
+        }
+        let secs = time(1, || {
+            for &i in &order {
+                r.read_sample_into(i, &mut buf).unwrap();
+                black_box(&buf);
+            }
+        });
+        println!("{secs}");
+        return;
+    }
     if args.first().map(String::as_str) == Some("--convert-memory") {
         let gb: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
         let mut seed = 7u64;
