@@ -15,6 +15,14 @@
 //!   not counted) against `dataformats convert FILE.blp FILE.npy` (the
 //!   whole process); the two `.npy` files must be identical.
 //!
+//! - idv: ML.NET 1.5 (`cargo xtask interop idv`'s setup: the runtime and
+//!   assemblies from PyPI wheels, through pythonnet) re-saves a generated
+//!   file of float columns with its BinarySaver (deflate), then scans that
+//!   ML.NET-written file with a row cursor and a getter per column, the
+//!   loop compiled to .NET code (an expression tree), timed inside Python;
+//!   against `dataformats validate` of the same file (the whole process,
+//!   every block inflated and checked). Both sides sum every value in row
+//!   order in double precision, and the sums must be equal.
 //! - tbl2: TurboLoader 2.39 (`turboloader` from PyPI, in the same venv)
 //!   reads every sample of a generated TBL v2 file in a random order
 //!   through `TblReaderV2.read_sample` (timed inside Python) against
@@ -91,12 +99,17 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         .ok_or("--mb takes a number")?,
                 );
             }
-            "cntk" | "bloscpack" | "tbl2" => formats.push(a.clone()),
+            "cntk" | "bloscpack" | "idv" | "tbl2" => formats.push(a.clone()),
             other => return Err(format!("bench --compare: unknown argument `{other}`")),
         }
     }
     if formats.is_empty() {
-        formats = vec!["cntk".into(), "bloscpack".into(), "tbl2".into()];
+        formats = vec![
+            "cntk".into(),
+            "bloscpack".into(),
+            "idv".into(),
+            "tbl2".into(),
+        ];
     }
     if ctf2bin.is_none()
         && let Some(d) = std::env::var_os("CNTK_DIR")
@@ -118,6 +131,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         let r = match f.as_str() {
             "cntk" => cntk(&root, &dir, ctf2bin.as_deref(), mb.unwrap_or(20)),
             "tbl2" => tbl2(&root, &dir, mb.unwrap_or(100)),
+            "idv" => idv(&root, &dir, mb.unwrap_or(64)),
             _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
         };
         if let Err(e) = r {
@@ -131,6 +145,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         ok &= match f.as_str() {
             "cntk" => crate::run_example("dataformats-cntk", &[], "bench_cntk", &[])?,
             "tbl2" => crate::run_example("dataformats-tbl2", &[], "bench_tbl2", &[])?,
+            "idv" => crate::run_example("dataformats-idv", &["rayon"], "bench_idv", &[])?,
             _ => crate::run_example(
                 "dataformats-bloscpack",
                 &["rayon"],
@@ -470,6 +485,191 @@ fn tbl2(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     );
     if !same {
         return Err("our samples differ from TurboLoader's".into());
+    }
+    Ok(())
+}
+
+const IDV_PY: &str = r#"
+import json, sys, time
+import mlnet
+
+args = json.loads(sys.argv[1])
+clr = mlnet.load(args["mlnet"], ("Microsoft.ML.DataView", "Microsoft.ML.Core", "Microsoft.ML.Data"))
+clr.AddReference("System.Linq.Expressions")
+from Microsoft.ML import BinaryLoaderSaverCatalog, DataViewRowCursor, DataViewSchema, MLContext, ValueGetter
+from System import Array, Double, Func, Int32, Single
+from System.Collections.Generic import List
+from System.IO import File
+from System.Linq.Expressions import Expression, ParameterExpression
+
+ctx = MLContext(1)
+if args["mode"] == "save":
+    dv = BinaryLoaderSaverCatalog.LoadFromBinary(ctx.Data, args["path"])
+    out = File.Create(args["out"])
+    try:
+        BinaryLoaderSaverCatalog.SaveAsBinary(ctx.Data, dv, out, True)
+    finally:
+        out.Dispose()
+    sys.exit()
+
+# The scan loop as .NET code: while (cursor.MoveNext()) for each column
+# { getters[k](ref v); sum += v; }, so no Python runs per row.
+Getter = ValueGetter[Single]
+T = clr.GetClrType
+cursor = Expression.Parameter(T(DataViewRowCursor), "cursor")
+getters = Expression.Parameter(T(Array[Getter]), "getters")
+v = Expression.Variable(T(Single), "v")
+total = Expression.Variable(T(Double), "total")
+done = Expression.Label(T(Double))
+dv = BinaryLoaderSaverCatalog.LoadFromBinary(ctx.Data, args["path"])
+columns = List[DataViewSchema.Column]()
+for c in dv.Schema:
+    columns.Add(c)
+row = List[Expression]()
+for k in range(columns.Count):
+    row.Add(Expression.Invoke(Expression.ArrayIndex(getters, Expression.Constant(Int32(k))), v))
+    row.Add(Expression.AddAssign(total, Expression.Convert(v, T(Double))))
+loop = Expression.Loop(
+    Expression.IfThenElse(
+        Expression.Call(cursor, T(DataViewRowCursor).GetMethod("MoveNext")),
+        Expression.Block(row),
+        Expression.Break(done, total)),
+    done)
+variables = List[ParameterExpression]()
+variables.Add(v)
+variables.Add(total)
+body = List[Expression]()
+body.Add(Expression.Assign(total, Expression.Constant(0.0)))
+body.Add(loop)
+scan = Expression.Lambda[Func[DataViewRowCursor, Array[Getter], Double]](
+    Expression.Block(T(Double), variables, body), cursor, getters).Compile()
+
+t = time.perf_counter()
+c = dv.GetRowCursor(columns, None)
+g = Array.CreateInstance(T(Getter), columns.Count)
+for k in range(columns.Count):
+    g[k] = c.GetGetter[Single](columns[k])
+s = scan(c, g)
+secs = time.perf_counter() - t
+print(json.dumps({"secs": secs, "sum": s}))
+"#;
+
+/// A scan of an ML.NET-written deflate IDV file of `mb` MB of float
+/// columns: ML.NET's row cursor against `dataformats validate`.
+fn idv(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
+    use dataformats::idv::{
+        ColumnSpec, ColumnType, Compression, ItemType, Reader, Values, Writer, WriterOptions,
+    };
+    let e = |x: dataformats::idv::Error| x.to_string();
+    let venv_dir = root.join("target/interop");
+    std::fs::create_dir_all(&venv_dir).map_err(|e| e.to_string())?;
+    let setup = crate::interop::venv(&venv_dir, &["pythonnet"])
+        .and_then(|py| Ok((crate::interop_idv::mlnet(&venv_dir, &py)?, py)));
+    let (mlnet, py) = match setup {
+        Ok(x) => x,
+        Err(e) => {
+            println!("idv: skipped: ML.NET could not be set up ({e})");
+            return Ok(());
+        }
+    };
+    std::fs::write(dir.join("mlnet.py"), crate::interop_idv::MLNET_PY)
+        .map_err(|e| e.to_string())?;
+    let script = dir.join("idv_ref.py");
+    std::fs::write(&script, IDV_PY).map_err(|e| e.to_string())?;
+    let python = |arg: serde_json::Value| -> Result<String, String> {
+        let out = Command::new(&py)
+            .arg(&script)
+            .arg(arg.to_string())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    // Four float columns of smooth values with noise in the low mantissa
+    // bits (deflate gets well under 2:1, as on real features).
+    const COLUMNS: usize = 4;
+    let rows = (mb * 1_000_000 / 4 / COLUMNS as u64) as usize;
+    let ours_path = dir.join("ours.idv");
+    let specs: Vec<ColumnSpec> = (0..COLUMNS)
+        .map(|i| ColumnSpec::new(format!("x{i}"), ColumnType::Scalar(ItemType::F32)))
+        .collect();
+    let opts = WriterOptions {
+        compression: Compression::Deflate,
+        rows_per_block: None,
+        level: 6,
+    };
+    let mut w = Writer::create(&ours_path, specs, opts).map_err(e)?;
+    let mut done = 0;
+    while done < rows {
+        let n = (1 << 16).min(rows - done);
+        let batch: Vec<Values> = (0..COLUMNS)
+            .map(|k| {
+                Values::F32(
+                    (done..done + n)
+                        .map(|i| {
+                            let noise = ((i * COLUMNS + k) as u64)
+                                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                                >> 48;
+                            (i as f32 * 0.001 + k as f32).sin() + noise as f32 * 1e-6
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        w.write_batch(&batch).map_err(e)?;
+        done += n;
+    }
+    w.finish().map_err(e)?;
+    let path = dir.join("mlnet.idv");
+    python(serde_json::json!({"mlnet": mlnet, "mode": "save", "path": ours_path, "out": path}))?;
+    let stored = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+    // The sum of every value in row order, as the .NET loop adds them.
+    let r = Reader::open(&path).map_err(e)?;
+    let cols: Vec<Vec<f32>> = (0..COLUMNS)
+        .map(|k| r.column::<f32>(&format!("x{k}")))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let mut want = 0f64;
+    for i in 0..rows {
+        for c in &cols {
+            want += f64::from(c.get(i).copied().unwrap_or(f32::NAN));
+        }
+    }
+    drop(cols);
+    let (mut m, mut o) = (Vec::new(), Vec::new());
+    let mut sums = Vec::new();
+    for _ in 0..PAIRS {
+        let out: serde_json::Value = serde_json::from_str(&python(serde_json::json!({
+            "mlnet": mlnet, "mode": "scan", "path": path
+        }))?)
+        .map_err(|e| format!("ML.NET's output: {e}"))?;
+        m.push(out["secs"].as_f64().ok_or("ML.NET's output has no time")?);
+        sums.push(out["sum"].as_f64().unwrap_or(f64::NAN));
+        o.push(timed(
+            Command::new(cli(root))
+                .arg("validate")
+                .arg(&path)
+                .arg("--quiet"),
+        )?);
+    }
+    let same = sums.iter().all(|s| s.to_bits() == want.to_bits());
+    let (m, o) = (median(m), median(o));
+    let decoded = (rows * COLUMNS * 4) as f64 / 1e6;
+    println!(
+        "idv: {rows} rows of {COLUMNS} float columns ({decoded:.0} MB decoded, {:.0} MB stored, deflate, written by ML.NET's BinarySaver); sums of the values {}",
+        stored as f64 / 1e6,
+        if same { "equal" } else { "DIFFERENT" }
+    );
+    println!(
+        "  ML.NET row cursor {:.0} MB/s | ours, `validate` (whole process, every core) {:.0} MB/s: {:.1}x (target 3x)",
+        decoded / m,
+        decoded / o,
+        m / o
+    );
+    if !same {
+        return Err(format!("ML.NET's sums {sums:?}, ours {want}"));
     }
     Ok(())
 }

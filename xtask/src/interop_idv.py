@@ -6,26 +6,10 @@ import json
 import os
 import sys
 
+import mlnet
+
 manifest_path, mlnet_dir = sys.argv[1], sys.argv[2]
-os.environ["DOTNET_SYSTEM_GLOBALIZATION_INVARIANT"] = "1"
-dotnet_root = os.path.join(mlnet_dir, "dotnetcore2", "bin")
-os.chmod(os.path.join(dotnet_root, "dotnet"), 0o755)
-cfg = os.path.join(mlnet_dir, "runtimeconfig.json")
-with open(cfg, "w") as f:
-    json.dump({"runtimeOptions": {"tfm": "netcoreapp3.1",
-                                  "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
-                                  "configProperties": {"System.Globalization.Invariant": True}}}, f)
-
-from clr_loader import get_coreclr  # noqa: E402
-from pythonnet import set_runtime  # noqa: E402
-
-set_runtime(get_coreclr(runtime_config=cfg, dotnet_root=dotnet_root))
-import clr  # noqa: E402
-
-sys.path.append(os.path.join(mlnet_dir, "nimbusml", "internal", "libs"))
-for name in ["Microsoft.ML.DataView", "Microsoft.ML.Core", "Microsoft.ML.Data", "Microsoft.ML.CpuMath",
-             "Microsoft.ML.Transforms", "Microsoft.ML.StandardTrainers"]:
-    clr.AddReference(name)
+mlnet.load(mlnet_dir)
 from Microsoft.ML import BinaryLoaderSaverCatalog, MLContext  # noqa: E402
 from System.IO import File  # noqa: E402
 

@@ -22,6 +22,8 @@ use dataformats::idv::{
 use serde_json::{Value, json};
 
 const SCRIPT: &str = include_str!("interop_idv.py");
+/// The module both ML.NET scripts import to start the runtime.
+pub(crate) const MLNET_PY: &str = include_str!("mlnet.py");
 
 use crate::interop::run;
 
@@ -32,7 +34,7 @@ fn hash(ty: &ColumnType, v: &Values) -> String {
 }
 
 /// The ML.NET pieces, downloaded and unpacked once.
-fn mlnet(dir: &Path, py: &Path) -> Result<PathBuf, String> {
+pub(crate) fn mlnet(dir: &Path, py: &Path) -> Result<PathBuf, String> {
     let root = dir.join("idv-mlnet");
     if root
         .join("nimbusml/internal/libs/Microsoft.ML.Data.dll")
@@ -570,6 +572,7 @@ pub(crate) fn main(dir: &Path, py: &Path) -> Result<bool, String> {
     .map_err(|e| e.to_string())?;
     let script = dir.join("interop_idv.py");
     fs::write(&script, SCRIPT).map_err(|e| e.to_string())?;
+    fs::write(dir.join("mlnet.py"), MLNET_PY).map_err(|e| e.to_string())?;
     let loaded = Command::new(py)
         .arg(&script)
         .arg(&mpath)

@@ -37,13 +37,15 @@ tasks:
       be repeated). --replay instead reruns every saved input in
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault.
-  bench --compare [cntk] [bloscpack] [tbl2] [--ctf2bin PATH] [--mb N]
+  bench --compare [cntk] [bloscpack] [idv] [tbl2] [--ctf2bin PATH] [--mb N]
       The project and each reference tool on the same generated input, alternating,
       medians of 5 pairs, with the load: ctf2bin.py (--ctf2bin, DATAFORMATS_CTF2BIN
       or CNTK_DIR; skipped when absent) against `convert --compat ctf2bin` on one
       thread and on every core (outputs byte-identical); python-bloscpack's unpack
       to .npy (every codec; installed into target/interop/venv) against `convert`;
-      TurboLoader's random sample reads (same venv) against ours, CRC-16 checked.
+      ML.NET's row cursor over an ML.NET-written deflate IDV (the `interop idv` setup)
+      against `validate` of it; TurboLoader's random sample reads (same venv) against
+      ours, CRC-16 checked.
       Then each format's table against its floor.
   bench convert [--mb N] [--dir DIR]
       Peak memory of every conversion of an N MB (default 1024) data set, one process
