@@ -60,9 +60,7 @@ impl Value {
             Value::UInt(x) => {
                 let _ = write!(out, "{x}");
             }
-            Value::Float(x) if x.is_finite() => {
-                let _ = write!(out, "{x:?}");
-            }
+            Value::Float(x) if x.is_finite() => dataformats_core::text::push_f64_debug(out, *x),
             Value::Float(x) => out.push_str(if x.is_nan() {
                 "\"NaN\""
             } else if *x > 0.0 {

@@ -164,32 +164,86 @@ pub fn write<W: Write + Send>(
                 ipc!(arrow_ipc::writer::StreamWriter<W>)
             }
         }
-        ExportFormat::Csv => {
-            let mut w = arrow_csv::WriterBuilder::new().with_header(true).build(out);
-            while let Some(b) = reader.next_batch() {
-                let b = flat_for_csv(&b?)?;
-                rows += b.num_rows() as u64;
-                w.write(&b)?;
-                progress(rows);
-            }
-            if rows == 0 {
+        ExportFormat::Csv | ExportFormat::JsonLines => {
+            let csv = format == ExportFormat::Csv;
+            let mut out = std::io::BufWriter::with_capacity(1 << 18, out);
+            rows = write_text(reader, csv, &mut out, progress)?;
+            if csv && rows == 0 {
                 // arrow-csv writes the header with the first batch.
-                w.write(&RecordBatch::new_empty(Arc::new(flat_schema(&schema))))?;
-            }
-            w.into_inner().flush().map_err(io_err)?;
-        }
-        ExportFormat::JsonLines => {
-            let mut out = std::io::BufWriter::new(out);
-            while let Some(b) = reader.next_batch() {
-                let b = b?;
-                rows += b.num_rows() as u64;
-                write_json_lines(&b, &mut out).map_err(io_err)?;
-                progress(rows);
+                let empty = RecordBatch::new_empty(Arc::new(flat_schema(&schema)));
+                out.write_all(&render_text(&empty, true, true)?)
+                    .map_err(io_err)?;
             }
             out.flush().map_err(io_err)?;
         }
     }
     Ok(rows)
+}
+
+/// Writes the batches of `reader` as CSV (`csv`) or JSON lines: rendered
+/// on every core once there is more than one batch, written in order. The
+/// number of records.
+fn write_text(
+    reader: &mut dyn BatchStream,
+    csv: bool,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    // Read ahead one batch: a single batch is rendered here, without
+    // starting threads.
+    let mut ahead = std::collections::VecDeque::new();
+    for _ in 0..2 {
+        match reader.next_batch() {
+            Some(b) => ahead.push_back(b),
+            None => break,
+        }
+    }
+    let threads = if ahead.len() > 1 {
+        crate::core::parallel::threads(0)
+    } else {
+        1
+    };
+    let (mut index, mut rows) = (0usize, 0u64);
+    crate::core::parallel::ordered(
+        threads,
+        || {
+            let Some(b) = ahead.pop_front().or_else(|| reader.next_batch()) else {
+                return Ok(None);
+            };
+            index += 1;
+            Ok(Some((index == 1, b?)))
+        },
+        |(first, b)| Ok::<_, Error>((b.num_rows(), render_text(&b, csv, first)?)),
+        |r| {
+            let (n, text) = r?;
+            out.write_all(&text).map_err(|e| Error::Io {
+                path: "output".into(),
+                source: e,
+            })?;
+            rows += n as u64;
+            progress(rows);
+            Ok::<_, Error>(())
+        },
+    )?;
+    Ok(rows)
+}
+
+/// One batch as CSV (with the header line when `header`) or JSON lines.
+fn render_text(b: &RecordBatch, csv: bool, header: bool) -> Result<Vec<u8>, Error> {
+    let mut text = Vec::new();
+    if csv {
+        let b = flat_for_csv(b)?;
+        let mut w = arrow_csv::WriterBuilder::new()
+            .with_header(header)
+            .build(&mut text);
+        w.write(&b)?;
+    } else {
+        write_json_lines(b, &mut text).map_err(|e| Error::Io {
+            path: "output".into(),
+            source: e,
+        })?;
+    }
+    Ok(text)
 }
 
 /// Whether `dt` has a fixed-size list or binary of size 0 anywhere in it.
@@ -285,3 +339,79 @@ pub fn write_json_lines(b: &RecordBatch, out: &mut dyn Write) -> std::io::Result
 }
 
 pub use crate::typed::{json_value, json_value_exact};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float32Array, Int64Array, ListArray, types::Float64Type};
+    use arrow_schema::SchemaRef;
+
+    struct Batches(SchemaRef, std::vec::IntoIter<Result<RecordBatch, Error>>);
+
+    impl BatchStream for Batches {
+        fn schema(&self) -> SchemaRef {
+            self.0.clone()
+        }
+        fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+            self.1.next()
+        }
+    }
+
+    /// Batch `k` of `n` rows: an int, a float and a list column (CSV
+    /// holds the list as JSON text).
+    fn batch(k: usize, n: usize) -> RecordBatch {
+        let ids: Vec<i64> = (0..n).map(|i| (k * 1000 + i) as i64).collect();
+        let xs: Vec<f32> = (0..n).map(|i| (k * n + i) as f32 / 7.0).collect();
+        let lists = ListArray::from_iter_primitive::<Float64Type, _, _>(
+            (0..n).map(|i| Some(vec![Some(i as f64 * 0.1), None, Some(-1e-7)])),
+        );
+        RecordBatch::try_from_iter([
+            ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+            ("x", Arc::new(Float32Array::from(xs)) as ArrayRef),
+            ("v", Arc::new(lists) as ArrayRef),
+        ])
+        .unwrap()
+    }
+
+    /// Many batches, rendered on several threads, give the text of all
+    /// their records rendered at once (one CSV header); an error in a
+    /// batch comes after every batch before it was written, none after it.
+    #[test]
+    fn text_of_many_batches_is_the_text_of_their_records_in_order() {
+        let batches: Vec<RecordBatch> = (0..9).map(|k| batch(k, 100 + 37 * k)).collect();
+        let schema = batches[0].schema();
+        let all = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+        for format in [ExportFormat::Csv, ExportFormat::JsonLines] {
+            let csv = format == ExportFormat::Csv;
+            let want = render_text(&all, csv, true).unwrap();
+            let mut got = Vec::new();
+            let mut seen = Vec::new();
+            let items: Vec<_> = batches.iter().cloned().map(Ok).collect();
+            let mut s = Batches(schema.clone(), items.into_iter());
+            let rows = write(&mut s, format, &mut got, &mut |r| seen.push(r)).unwrap();
+            assert_eq!(rows, all.num_rows() as u64);
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+            let mut at = 0;
+            let want_seen: Vec<u64> = batches
+                .iter()
+                .map(|b| {
+                    at += b.num_rows() as u64;
+                    at
+                })
+                .collect();
+            assert_eq!(seen, want_seen, "{format:?}");
+
+            let mut items: Vec<_> = batches.iter().cloned().map(Ok).collect();
+            items[5] = Err(Error::invalid("batch 5 is broken"));
+            let mut s = Batches(schema.clone(), items.into_iter());
+            let mut got = Vec::new();
+            let e = write(&mut s, format, &mut got, &mut |_| {}).unwrap_err();
+            assert!(e.to_string().contains("batch 5 is broken"), "{e}");
+            let five = arrow_select::concat::concat_batches(&schema, &batches[..5]).unwrap();
+            assert_eq!(got, render_text(&five, csv, true).unwrap(), "{format:?}");
+        }
+    }
+}

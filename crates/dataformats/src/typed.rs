@@ -525,15 +525,15 @@ fn push_f64(x: f64, out: &mut String, exact_nan: bool) {
             "\"-Infinity\""
         });
     } else {
-        // `{:?}` prints the shortest decimal that reads back to the same bits.
-        let _ = write!(out, "{x:?}");
+        // As `{:?}`: the shortest decimal that reads back to the same bits.
+        dataformats_core::text::push_f64_debug(out, x);
     }
 }
 
 fn push_f32(x: f32, out: &mut String, exact_nan: bool) {
     use std::fmt::Write as _;
     if x.is_finite() {
-        let _ = write!(out, "{x:?}");
+        dataformats_core::text::push_f32_debug(out, x);
     } else if x.is_nan() && exact_nan && x.to_bits() != f32::NAN.to_bits() {
         let _ = write!(out, "\"NaN:0x{:08x}\"", x.to_bits());
     } else {

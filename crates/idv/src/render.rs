@@ -84,7 +84,7 @@ fn json_f32(out: &mut String, x: f32) {
             "\"-Infinity\""
         });
     } else {
-        let _ = write!(out, "{x}");
+        dataformats_core::text::push_f32_display(out, x);
     }
 }
 
@@ -98,7 +98,7 @@ fn json_f64(out: &mut String, x: f64) {
             "\"-Infinity\""
         });
     } else {
-        let _ = write!(out, "{x}");
+        dataformats_core::text::push_f64_display(out, x);
     }
 }
 

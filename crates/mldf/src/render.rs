@@ -29,10 +29,9 @@ fn blob_members(out: &mut String, b: &[u8]) {
     }
 }
 
-fn finite_or(out: &mut String, x: f64, bits: String) {
+fn finite_or(out: &mut String, x: f64, bits: u64, hex_digits: usize) {
     if x.is_finite() {
-        let s = format!("{x:?}");
-        out.push_str(&s);
+        dataformats_core::text::push_f64_debug(out, x);
     } else {
         let name = if x.is_nan() {
             "NaN"
@@ -41,7 +40,10 @@ fn finite_or(out: &mut String, x: f64, bits: String) {
         } else {
             "-Infinity"
         };
-        let _ = write!(out, "{{\"nonfinite\": \"{name}\", \"bits\": \"{bits}\"}}");
+        let _ = write!(
+            out,
+            "{{\"nonfinite\": \"{name}\", \"bits\": \"0x{bits:0hex_digits$x}\"}}"
+        );
     }
 }
 
@@ -77,27 +79,19 @@ fn element(out: &mut String, dt: Dtype, b: &[u8]) {
         Dtype::U64 => write!(out, "{}", u(8)),
         Dtype::I64 => write!(out, "{}", u(8) as i64),
         Dtype::F16 => {
-            finite_or(out, f16_to_f64(u(2) as u16), format!("0x{:04x}", u(2)));
+            finite_or(out, f16_to_f64(u(2) as u16), u(2), 4);
             Ok(())
         }
         Dtype::BF16 => {
-            finite_or(
-                out,
-                f64::from(f32::from_bits((u(2) as u32) << 16)),
-                format!("0x{:04x}", u(2)),
-            );
+            finite_or(out, f64::from(f32::from_bits((u(2) as u32) << 16)), u(2), 4);
             Ok(())
         }
         Dtype::F32 => {
-            finite_or(
-                out,
-                f64::from(f32::from_bits(u(4) as u32)),
-                format!("0x{:08x}", u(4)),
-            );
+            finite_or(out, f64::from(f32::from_bits(u(4) as u32)), u(4), 8);
             Ok(())
         }
         Dtype::F64 => {
-            finite_or(out, f64::from_bits(u(8)), format!("0x{:016x}", u(8)));
+            finite_or(out, f64::from_bits(u(8)), u(8), 16);
             Ok(())
         }
     };
@@ -134,7 +128,7 @@ pub fn value_json(ty: &FieldType, v: &Value<'_>) -> String {
         Value::Int(x) => {
             let _ = write!(out, "{x}");
         }
-        Value::Float(x) => finite_or(&mut out, *x, format!("0x{:016x}", x.to_bits())),
+        Value::Float(x) => finite_or(&mut out, *x, x.to_bits(), 16),
         Value::Bytes(b) => {
             out.push('{');
             blob_members(&mut out, b);

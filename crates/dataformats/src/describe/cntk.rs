@@ -106,8 +106,9 @@ fn ctf_lines(r: &Reader, id: u64, records: &[&Record], out: &mut String) {
                     let part = values
                         .get(j as usize * dim..(j as usize + 1) * dim)
                         .unwrap_or_default();
-                    for v in part {
-                        let _ = write!(out, " {v}");
+                    for &v in part {
+                        out.push(' ');
+                        dataformats_core::text::push_f64_display(out, v);
                     }
                 }
                 Record::Sparse {
@@ -118,8 +119,9 @@ fn ctf_lines(r: &Reader, id: u64, records: &[&Record], out: &mut String) {
                 } => {
                     let start: usize = sizes.iter().take(j as usize).map(|&n| n as usize).sum();
                     let n = sizes.get(j as usize).copied().unwrap_or(0) as usize;
-                    for (i, v) in indices.iter().zip(values).skip(start).take(n) {
-                        let _ = write!(out, " {i}:{v}");
+                    for (i, &v) in indices.iter().zip(values).skip(start).take(n) {
+                        let _ = write!(out, " {i}:");
+                        dataformats_core::text::push_f64_display(out, v);
                     }
                 }
             }
