@@ -161,27 +161,33 @@ fn plain_decimal(b: &[u8]) -> Option<f64> {
 /// Reads `DIGITS[.DIGITS]` from the start of `b`: where it stops, and the
 /// value when it is a [`plain_decimal`] (1 to 15 digits).
 fn scan_decimal(b: &[u8]) -> (usize, Option<f64>) {
-    let (mut m, mut digits, mut frac) = (0u64, 0usize, None::<usize>);
+    let mut m = 0u64;
     let mut end = 0;
-    for &c in b {
-        match c {
-            b'0'..=b'9' => {
-                m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
-                digits += 1;
-                if let Some(f) = frac.as_mut() {
-                    *f += 1;
-                }
+    // The digits before the point, then (after a point) those after it.
+    let digits = |m: &mut u64, end: &mut usize| {
+        let start = *end;
+        while let Some(&c) = b.get(*end) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
             }
-            b'.' if frac.is_none() => frac = Some(0),
-            _ => break,
+            *m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+            *end += 1;
         }
+        *end - start
+    };
+    let whole = digits(&mut m, &mut end);
+    let mut frac = 0;
+    if b.get(end) == Some(&b'.') {
         end += 1;
+        frac = digits(&mut m, &mut end);
     }
-    if !(1..=15).contains(&digits) {
+    if !(1..=15).contains(&(whole + frac)) {
         return (end, None);
     }
-    // m < 10^15 < 2^53 and the power is exact: one rounding.
-    let value = EXACT_POWERS.get(frac.unwrap_or(0)).map(|p| m as f64 / p);
+    // m < 10^15 < 2^53 (exact in an f64, and in an i64, whose conversion
+    // is the cheaper one) and the power is exact: one rounding.
+    let value = EXACT_POWERS.get(frac).map(|p| m as i64 as f64 / p);
     (end, value)
 }
 
@@ -395,6 +401,20 @@ fn block_lines<E>(
     bad_utf8: impl FnOnce(usize, usize) -> E,
 ) -> std::result::Result<usize, E> {
     let mut n = 0;
+    // The common block: UTF-8 throughout, no CR. Checked once, then split
+    // at each LF (the search is the standard library's word-at-a-time one).
+    if let Ok(text) = std::str::from_utf8(block)
+        && !text.contains('\r')
+    {
+        if text.is_empty() {
+            return Ok(0);
+        }
+        for line in text.strip_suffix('\n').unwrap_or(text).split('\n') {
+            each(n, line)?;
+            n += 1;
+        }
+        return Ok(n);
+    }
     for piece in block.split_inclusive(|&b| b == b'\n') {
         let (mut body, had_nl) = match piece.split_last() {
             Some((b'\n', body)) => (body, true),
