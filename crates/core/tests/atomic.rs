@@ -97,3 +97,29 @@ fn a_missing_directory_is_an_error() {
     let e = AtomicFile::create("/nonexistent/dir/out.bin").unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
 }
+
+/// Large files (past several early write-backs) come out whole, with
+/// writes after a seek back landing where they should.
+#[test]
+fn large_files_written_back_early_are_whole() {
+    let dir = fresh_dir("large");
+    let target = dir.join("big.bin");
+    let mut f = AtomicFile::create(&target).unwrap();
+    let block: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    for _ in 0..30 {
+        f.write_all(&block).unwrap();
+    }
+    f.seek(SeekFrom::Start(5)).unwrap();
+    f.write_all(b"patched").unwrap();
+    assert!(!target.exists());
+    f.finish().unwrap();
+    let got = std::fs::read(&target).unwrap();
+    assert_eq!(got.len(), 30 << 20);
+    assert_eq!(&got[5..12], b"patched");
+    for (i, chunk) in got.chunks(1 << 20).enumerate() {
+        if i > 0 {
+            assert!(chunk == block.as_slice(), "MiB {i} differs");
+        }
+    }
+    assert_eq!(entries(&dir), vec!["big.bin".to_string()]);
+}
