@@ -180,6 +180,9 @@ pub fn write<W: Write + Send>(
     Ok(rows)
 }
 
+/// Records rendered to text as one piece of work.
+const TEXT_PIECE: usize = 256;
+
 /// Writes the batches of `reader` as CSV (`csv`) or JSON lines: rendered
 /// on every core once there is more than one batch, written in order. The
 /// number of records.
@@ -189,15 +192,33 @@ fn write_text(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    // Read ahead one batch: a single batch is rendered here, without
-    // starting threads.
+    // Batches are rendered in pieces of a few hundred records (a record
+    // of some formats holds thousands of values). Read ahead one piece: a
+    // single piece is rendered here, without starting threads.
     let mut ahead = std::collections::VecDeque::new();
-    for _ in 0..2 {
-        match reader.next_batch() {
-            Some(b) => ahead.push_back(b),
-            None => break,
-        }
-    }
+    let mut refill =
+        |ahead: &mut std::collections::VecDeque<_>, reader: &mut dyn BatchStream| match reader
+            .next_batch()
+        {
+            Some(Ok(b)) => {
+                let mut at = 0;
+                while at < b.num_rows() {
+                    let n = TEXT_PIECE.min(b.num_rows() - at);
+                    ahead.push_back(Ok(b.slice(at, n)));
+                    at += n;
+                }
+                if b.num_rows() == 0 {
+                    ahead.push_back(Ok(b));
+                }
+                true
+            }
+            Some(Err(e)) => {
+                ahead.push_back(Err(e));
+                true
+            }
+            None => false,
+        };
+    while ahead.len() < 2 && refill(&mut ahead, reader) {}
     let threads = if ahead.len() > 1 {
         crate::core::parallel::threads(0)
     } else {
@@ -207,7 +228,8 @@ fn write_text(
     crate::core::parallel::ordered(
         threads,
         || {
-            let Some(b) = ahead.pop_front().or_else(|| reader.next_batch()) else {
+            while ahead.is_empty() && refill(&mut ahead, reader) {}
+            let Some(b) = ahead.pop_front() else {
                 return Ok(None);
             };
             index += 1;
@@ -373,12 +395,13 @@ mod tests {
         .unwrap()
     }
 
-    /// Many batches, rendered on several threads, give the text of all
-    /// their records rendered at once (one CSV header); an error in a
-    /// batch comes after every batch before it was written, none after it.
+    /// Many batches (some longer than a piece), rendered on several
+    /// threads, give the text of all their records rendered at once (one
+    /// CSV header); an error in a batch comes after every batch before it
+    /// was written, none after it.
     #[test]
     fn text_of_many_batches_is_the_text_of_their_records_in_order() {
-        let batches: Vec<RecordBatch> = (0..9).map(|k| batch(k, 100 + 37 * k)).collect();
+        let batches: Vec<RecordBatch> = (0..9).map(|k| batch(k, 100 + 97 * k)).collect();
         let schema = batches[0].schema();
         let all = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
         for format in [ExportFormat::Csv, ExportFormat::JsonLines] {
@@ -394,14 +417,16 @@ mod tests {
                 String::from_utf8(got).unwrap(),
                 String::from_utf8(want).unwrap()
             );
+            // Progress after each piece of at most TEXT_PIECE records.
             let mut at = 0;
-            let want_seen: Vec<u64> = batches
-                .iter()
-                .map(|b| {
-                    at += b.num_rows() as u64;
-                    at
-                })
-                .collect();
+            let mut want_seen = Vec::new();
+            for b in &batches {
+                let end = at + b.num_rows() as u64;
+                while at < end {
+                    at = end.min(at + TEXT_PIECE as u64);
+                    want_seen.push(at);
+                }
+            }
             assert_eq!(seen, want_seen, "{format:?}");
 
             let mut items: Vec<_> = batches.iter().cloned().map(Ok).collect();
