@@ -196,7 +196,7 @@ fn write_text(
     // of some formats holds thousands of values). Read ahead one piece: a
     // single piece is rendered here, without starting threads.
     let mut ahead = std::collections::VecDeque::new();
-    let mut refill =
+    let refill =
         |ahead: &mut std::collections::VecDeque<_>, reader: &mut dyn BatchStream| match reader
             .next_batch()
         {
