@@ -72,6 +72,21 @@ fn timed(cmd: &mut Command) -> Result<f64, String> {
     Ok(secs)
 }
 
+/// Runs `cmd`, failing with its stderr; what it printed, trimmed.
+fn stdout_of(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 fn cli(root: &Path) -> PathBuf {
     root.join("target/release/dataformats")
 }
@@ -342,16 +357,7 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         let (mut r, mut rs, mut o) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..PAIRS {
             let arg = serde_json::json!({"path": path, "out": ref_npy}).to_string();
-            let out = Command::new(&py)
-                .arg(&script)
-                .arg("unpack")
-                .arg(arg)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-            }
-            let text = String::from_utf8_lossy(&out.stdout);
+            let text = stdout_of(Command::new(&py).arg(&script).arg("unpack").arg(arg))?;
             let secs: Vec<f64> = text
                 .split_whitespace()
                 .map(str::parse)
@@ -453,16 +459,9 @@ fn tbl2(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     std::fs::write(&order_path, text).map_err(|e| e.to_string())?;
     let script = dir.join("tbl2_ref.py");
     std::fs::write(&script, TBL2_PY).map_err(|e| e.to_string())?;
-    let output = |cmd: &mut Command| -> Result<String, String> {
-        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
     let reference = |hash: bool| {
         let arg = serde_json::json!({"path": path, "order": order_path, "hash": hash});
-        output(Command::new(&py).arg(&script).arg(arg.to_string()))
+        stdout_of(Command::new(&py).arg(&script).arg(arg.to_string()))
     };
     crate::interop::run(
         Command::new("cargo")
@@ -476,7 +475,7 @@ fn tbl2(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         if hash {
             cmd.arg("--hash");
         }
-        output(&mut cmd)
+        stdout_of(&mut cmd)
     };
     let secs = |s: String| {
         s.parse::<f64>()
@@ -594,17 +593,8 @@ fn idv(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let script = dir.join("idv_ref.py");
     std::fs::write(&script, IDV_PY).map_err(|e| e.to_string())?;
-    let python = |arg: serde_json::Value| -> Result<String, String> {
-        let out = Command::new(&py)
-            .arg(&script)
-            .arg(arg.to_string())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
+    let python =
+        |arg: serde_json::Value| stdout_of(Command::new(&py).arg(&script).arg(arg.to_string()));
     // Four float columns of smooth values with noise in the low mantissa
     // bits (deflate gets well under 2:1, as on real features).
     const COLUMNS: usize = 4;
