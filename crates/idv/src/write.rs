@@ -16,6 +16,10 @@ use crate::values::Values;
 
 /// ML.NET's cap on rows per block.
 pub const DEFAULT_MAX_ROWS_PER_BLOCK: u32 = 8192;
+/// Block groups from this size (estimated from the column types) are
+/// deflated on every core.
+const PARALLEL_GROUP_BYTES: u64 = 256 << 10;
+
 /// ML.NET's cap on the bytes of one block group (one block of every column).
 pub const DEFAULT_MAX_BYTES_PER_BLOCK_GROUP: u64 = 80 << 20;
 
@@ -83,7 +87,6 @@ pub struct Writer {
     pending: Vec<Values>,
     rows: u64,
     lookups: Vec<Vec<BlockEntry>>,
-    scratch: Vec<u8>,
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -158,7 +161,6 @@ impl Writer {
             opts,
             rpb,
             rows: 0,
-            scratch: Vec::new(),
         })
     }
 
@@ -219,44 +221,77 @@ impl Writer {
     }
 
     fn flush_group(&mut self) -> Result<()> {
-        if self.pending.first().is_none_or(Values::is_empty) {
-            return Ok(());
-        }
-        for (i, c) in self.columns.iter().enumerate() {
-            let Some(p) = self.pending.get_mut(i) else {
-                continue;
-            };
-            self.scratch.clear();
-            encode(&c.ty, p, &mut self.scratch);
-            let raw_len = self.scratch.len();
-            let stored = match self.opts.compression {
-                Compression::Deflate => {
-                    codec::compress(Codec::Deflate, &self.scratch, Some(self.opts.level as i32))
-                        .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?
+        let rows = match self.pending.first() {
+            Some(p) if !p.is_empty() => p.len() as u64,
+            _ => return Ok(()),
+        };
+        // Columns are encoded here in order and deflated on every core
+        // when the group is large enough to be worth threads; the blocks
+        // are written in column order either way, so the file does not
+        // depend on the number of threads.
+        let deflate = self.opts.compression == Compression::Deflate;
+        let level = self.opts.level as i32;
+        let group_bytes: u64 = self
+            .columns
+            .iter()
+            .map(|c| fixed_row_bytes(&c.ty).saturating_mul(rows))
+            .sum();
+        // Deflating 256 KiB takes milliseconds, far more than starting a
+        // thread; smaller groups (and every small file) stay on this one.
+        let threads = if deflate && self.columns.len() > 1 && group_bytes >= PARALLEL_GROUP_BYTES {
+            dataformats_core::parallel::threads(0)
+        } else {
+            1
+        };
+        let Writer {
+            out,
+            pos,
+            columns,
+            pending,
+            lookups,
+            ..
+        } = self;
+        let mut next = columns.iter().zip(pending.iter_mut()).enumerate();
+        dataformats_core::parallel::ordered(
+            threads,
+            || {
+                let Some((i, (c, p))) = next.next() else {
+                    return Ok(None);
+                };
+                let mut raw = Vec::new();
+                encode(&c.ty, p, &mut raw);
+                *p = p.empty_like();
+                Ok(Some((i, raw)))
+            },
+            |(i, raw): (usize, Vec<u8>)| -> Result<(usize, usize, Vec<u8>)> {
+                let raw_len = raw.len();
+                if !deflate {
+                    return Ok((i, raw_len, raw));
                 }
-                _ => std::mem::take(&mut self.scratch),
-            };
-            if raw_len > i32::MAX as usize || stored.len() > i32::MAX as usize {
-                return Err(arg(format!(
-                    "column {:?}: a block above 2 GiB; use fewer rows per block",
-                    c.name
-                )));
-            }
-            self.out.write_all(&stored).map_err(io)?;
-            if let Some(l) = self.lookups.get_mut(i) {
-                l.push(BlockEntry {
-                    offset: self.pos,
-                    compressed_len: stored.len() as u32,
-                    decompressed_len: raw_len as u32,
-                });
-            }
-            self.pos += stored.len() as u64;
-            if self.opts.compression == Compression::None {
-                self.scratch = stored;
-            }
-            *p = p.empty_like();
-        }
-        Ok(())
+                let stored = codec::compress(Codec::Deflate, &raw, Some(level))
+                    .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+                Ok((i, raw_len, stored))
+            },
+            |r| {
+                let (i, raw_len, stored) = r?;
+                if raw_len > i32::MAX as usize || stored.len() > i32::MAX as usize {
+                    let name = columns.get(i).map_or("", |c| c.name.as_str());
+                    return Err(arg(format!(
+                        "column {name:?}: a block above 2 GiB; use fewer rows per block"
+                    )));
+                }
+                out.write_all(&stored).map_err(io)?;
+                if let Some(l) = lookups.get_mut(i) {
+                    l.push(BlockEntry {
+                        offset: *pos,
+                        compressed_len: stored.len() as u32,
+                        decompressed_len: raw_len as u32,
+                    });
+                }
+                *pos += stored.len() as u64;
+                Ok(())
+            },
+        )
     }
 
     /// Writes the last block group, lookup tables, annotations, the table of
