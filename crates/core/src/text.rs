@@ -73,14 +73,9 @@ impl Shortest {
                 continue;
             }
             leading = false;
-            if let Some(d) = out.digits.get_mut(out.len) {
-                *d = c;
-                out.len += 1;
-            }
+            out.push_digit(c);
         }
-        while out.len > 0 && out.digits.get(out.len - 1) == Some(&b'0') {
-            out.len -= 1;
-        }
+        out.trim_zeros();
         out.point += exp;
         out
     }
@@ -121,11 +116,22 @@ impl Shortest {
         self.point = text.len() as i32 + 1 - k as i32;
         self.len = 0;
         for c in text.bytes() {
-            if let Some(d) = self.digits.get_mut(self.len) {
-                *d = c;
-                self.len += 1;
-            }
+            self.push_digit(c);
         }
+        self.trim_zeros();
+    }
+
+    /// Appends the ASCII digit `c` (a 25th digit, which no float needs, is
+    /// dropped).
+    fn push_digit(&mut self, c: u8) {
+        if let Some(d) = self.digits.get_mut(self.len) {
+            *d = c;
+            self.len += 1;
+        }
+    }
+
+    /// Drops trailing zero digits.
+    fn trim_zeros(&mut self) {
         while self.len > 0 && self.digits.get(self.len - 1) == Some(&b'0') {
             self.len -= 1;
         }
