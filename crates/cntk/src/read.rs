@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use dataformats_core::{Limits, Source, plain};
 
@@ -125,6 +126,9 @@ pub struct Reader {
     streams: Vec<StreamDesc>,
     chunks: Vec<ChunkEntry>,
     limits: Limits,
+    /// The chunk checked last, so that reading a chunk in pieces (a batch
+    /// at a time) checks it once, not once per piece.
+    last: Mutex<Option<Arc<CheckedChunk>>>,
 }
 
 struct Cursor<'a> {
@@ -428,6 +432,7 @@ impl Reader {
             streams,
             chunks,
             limits,
+            last: Mutex::new(None),
         })
     }
 
@@ -457,14 +462,14 @@ impl Reader {
         let view = self.chunk_view(i)?;
         let records = (0..self.streams.len())
             .map(|s| {
-                (0..view.sequence_lengths.len())
+                (0..view.num_sequences())
                     .filter_map(|q| view.record(s, q))
                     .map(|r| r.to_record())
                     .collect()
             })
             .collect();
         Ok(Chunk {
-            sequence_lengths: view.sequence_lengths,
+            sequence_lengths: view.sequence_lengths().to_vec(),
             records,
         })
     }
@@ -474,6 +479,10 @@ impl Reader {
     /// memory map when the source is one; read once otherwise). Values are
     /// handed out in their stored type, as zero-copy slices when aligned or
     /// decoded into caller buffers.
+    ///
+    /// The reader keeps the last chunk checked: asking for it again (as a
+    /// reader of a few records at a time does) neither checks nor reads it
+    /// again.
     pub fn chunk_view(&self, i: usize) -> Result<ChunkView<'_>> {
         let entry = *self.chunks.get(i).ok_or_else(|| {
             Error::new(
@@ -482,14 +491,61 @@ impl Reader {
             )
         })?;
         let span = entry.end - entry.offset;
-        self.limits.check_alloc("chunk", span)?;
-        let data = self.src.bytes(entry.offset, span)?;
-        let (sequence_lengths, locs) = check_chunk(&data, &entry, i, &self.streams)?;
+        let last = self
+            .last
+            .lock()
+            .ok()
+            .and_then(|l| l.as_ref().filter(|c| c.index == i).cloned());
+        let checked = match last {
+            Some(c) => c,
+            None => {
+                self.limits.check_alloc("chunk", span)?;
+                let data = self.src.bytes(entry.offset, span)?;
+                let (lengths, locs) = check_chunk(&data, &entry, i, &self.streams)?;
+                let mut starts = Vec::with_capacity(lengths.len());
+                let mut at = 0u64;
+                for &l in &lengths {
+                    starts.push(at);
+                    at += u64::from(l);
+                }
+                let c = Arc::new(CheckedChunk {
+                    index: i,
+                    lengths,
+                    starts,
+                    locs,
+                    owned: match data {
+                        Cow::Owned(v) => Some(v),
+                        Cow::Borrowed(_) => None,
+                    },
+                });
+                if let Ok(mut l) = self.last.lock() {
+                    *l = Some(c.clone());
+                }
+                c
+            }
+        };
+        // Borrowed again from the map (checked above to lie within it).
+        let mapped = match checked.owned {
+            Some(_) => None,
+            None => Some(
+                self.src
+                    .as_slice()
+                    .and_then(|whole| {
+                        whole.get(
+                            usize::try_from(entry.offset).ok()?..usize::try_from(entry.end).ok()?,
+                        )
+                    })
+                    .ok_or(dataformats_core::Error::OutOfBounds {
+                        offset: entry.offset,
+                        len: span,
+                        size: self.src.len(),
+                    })?,
+            ),
+        };
         Ok(ChunkView {
-            data,
+            mapped,
             streams: &self.streams,
-            sequence_lengths,
-            locs,
+            checked,
         })
     }
 
@@ -709,32 +765,67 @@ fn check_chunk(
     Ok((lengths, locs))
 }
 
+/// What checking a chunk found: where every record lies, and the bytes
+/// when the source could not lend them.
+#[derive(Debug)]
+struct CheckedChunk {
+    index: usize,
+    lengths: Vec<u32>,
+    /// The chunk's first sample of each sequence.
+    starts: Vec<u64>,
+    locs: Vec<Vec<Loc>>,
+    owned: Option<Vec<u8>>,
+}
+
 /// A checked chunk whose records borrow its bytes; see [`Reader::chunk_view`].
 #[derive(Debug)]
 pub struct ChunkView<'a> {
-    data: Cow<'a, [u8]>,
+    /// The chunk's bytes in the memory map (`None`: in `checked.owned`).
+    mapped: Option<&'a [u8]>,
     streams: &'a [StreamDesc],
-    sequence_lengths: Vec<u32>,
-    locs: Vec<Vec<Loc>>,
+    checked: Arc<CheckedChunk>,
 }
 
 impl ChunkView<'_> {
+    fn data(&self) -> &[u8] {
+        self.mapped
+            .or(self.checked.owned.as_deref())
+            .unwrap_or_default()
+    }
+
     /// Samples per sequence (the chunk's length prefix).
     pub fn sequence_lengths(&self) -> &[u32] {
-        &self.sequence_lengths
+        &self.checked.lengths
     }
 
     /// Sequences in the chunk.
     pub fn num_sequences(&self) -> usize {
-        self.sequence_lengths.len()
+        self.checked.lengths.len()
+    }
+
+    /// The sequence holding the chunk's sample `k` (counted from the
+    /// chunk's first sample) and that sequence's first sample; `None` past
+    /// the chunk's samples.
+    pub fn sequence_of_sample(&self, k: u64) -> Option<(usize, u64)> {
+        let q = self
+            .checked
+            .starts
+            .partition_point(|&s| s <= k)
+            .checked_sub(1)?;
+        let first = *self.checked.starts.get(q)?;
+        let len = u64::from(*self.checked.lengths.get(q)?);
+        // Sequences of length 0 share their start with the next one; the
+        // partition point lands past them.
+        (k < first + len).then_some((q, first))
     }
 
     /// The record of stream `stream` (declaration order) in sequence `seq`,
     /// or `None` if either is out of range.
     pub fn record(&self, stream: usize, seq: usize) -> Option<RecordView<'_>> {
         let desc = self.streams.get(stream)?;
-        let bytes = |r: &Range<usize>| self.data.get(r.clone()).unwrap_or_default();
-        Some(match self.locs.get(stream)?.get(seq)? {
+        let data = self.data();
+        let bytes = |r: &Range<usize>| data.get(r.clone()).unwrap_or_default();
+        Some(match self.checked.locs.get(stream)?.get(seq)? {
             Loc::Dense { samples, values } => RecordView::Dense(DenseView {
                 samples: *samples,
                 dim: desc.dim,

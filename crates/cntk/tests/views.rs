@@ -130,3 +130,83 @@ fn same_record(a: &Record, b: &Record) -> bool {
         _ => false,
     }
 }
+
+/// The reader keeps the last chunk it checked: views asked for in any
+/// order (the same chunk again, then another, then back), from a map and
+/// from positioned file reads, are each their own chunk's, and
+/// `sequence_of_sample` finds every sample's sequence as a walk over the
+/// lengths does (sequences of length 0 included).
+#[test]
+fn views_in_any_order_are_their_own_chunks_and_samples_find_their_sequence() {
+    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+        return;
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    let (mut multi_chunk, mut empty_sequences) = (0, 0);
+    for p in paths {
+        // SAFETY: the vectors are not modified while the test runs.
+        let mapped = unsafe { Source::map(&p) }.unwrap();
+        let file = Source::open(&p).unwrap();
+        for src in [mapped, file] {
+            let Ok(r) = Reader::with_limits(src, dataformats_core::Limits::default()) else {
+                continue;
+            };
+            if r.validate().is_err() {
+                continue;
+            }
+            let n = r.chunks().len();
+            if n > 1 {
+                multi_chunk += 1;
+            }
+            // Each chunk read by a reader that has read nothing else.
+            let fresh: Vec<_> = (0..n)
+                .map(|c| {
+                    let bytes = std::fs::read(&p).unwrap();
+                    let alone = Reader::with_limits(
+                        Source::from_vec(bytes),
+                        dataformats_core::Limits::default(),
+                    )
+                    .unwrap();
+                    alone.read_chunk(c).unwrap()
+                })
+                .collect();
+            // 0, 0, 1, 1, 0, 2, 2, 1, ...: repeats and jumps back.
+            let order = (0..n).flat_map(|c| [c, c, c.saturating_sub(1)]);
+            for c in order {
+                let view = r.chunk_view(c).unwrap();
+                let want = &fresh[c];
+                assert_eq!(view.sequence_lengths(), &want.sequence_lengths[..]);
+                for s in 0..r.streams().len() {
+                    for q in 0..view.num_sequences() {
+                        let got = view.record(s, q).unwrap().to_record();
+                        assert!(same_record(&got, &want.records[s][q]), "{}", p.display());
+                    }
+                }
+                let mut first = 0u64;
+                for (q, &len) in want.sequence_lengths.iter().enumerate() {
+                    if len == 0 {
+                        empty_sequences += 1;
+                    }
+                    for k in first..first + u64::from(len) {
+                        assert_eq!(
+                            view.sequence_of_sample(k),
+                            Some((q, first)),
+                            "{} chunk {c} sample {k}",
+                            p.display()
+                        );
+                    }
+                    first += u64::from(len);
+                }
+                assert_eq!(view.sequence_of_sample(first), None);
+                assert_eq!(view.sequence_of_sample(u64::MAX), None);
+            }
+        }
+    }
+    assert!(multi_chunk > 0, "no vector of several chunks");
+    assert!(empty_sequences > 0, "no vector with a sequence of length 0");
+}

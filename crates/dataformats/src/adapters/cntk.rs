@@ -191,9 +191,15 @@ impl Cntk {
         }
         let c = self.sample_starts.partition_point(|&s| s <= start) - 1;
         let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
-        let mut at = self.sample_starts.get(c).copied().unwrap_or(0);
+        let chunk_first = self.sample_starts.get(c).copied().unwrap_or(0);
+        // Straight to the sequence of `start`; from the chunk's first
+        // sequence when the chunk does not hold it (the walk then fails).
+        let (q0, first) = view
+            .sequence_of_sample(start - chunk_first)
+            .unwrap_or((0, 0));
+        let mut at = chunk_first + first;
         let mut found = None;
-        for (q, &len) in view.sequence_lengths().iter().enumerate() {
+        for (q, &len) in view.sequence_lengths().iter().enumerate().skip(q0) {
             let len = u64::from(len);
             if start < at + len {
                 found = Some((q, at, len));
@@ -343,10 +349,12 @@ impl Dataset for Cntk {
         while row < end {
             let c = self.sample_starts.partition_point(|&s| s <= row) - 1;
             let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
-            let mut at = self.sample_starts.get(c).copied().unwrap_or(0);
+            let chunk_first = self.sample_starts.get(c).copied().unwrap_or(0);
+            let (q0, first) = view.sequence_of_sample(row - chunk_first).unwrap_or((0, 0));
+            let mut at = chunk_first + first;
             let first_seq = self.seq_starts.get(c).copied().unwrap_or(0);
             let mut progressed = false;
-            for (q, &len) in view.sequence_lengths().iter().enumerate() {
+            for (q, &len) in view.sequence_lengths().iter().enumerate().skip(q0) {
                 let len = u64::from(len);
                 if at + len <= row {
                     at += len;
