@@ -105,80 +105,80 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
 /// Opens the table file `path` as typed batches.
 pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<Input, Error> {
     let file = File::open(path).map_err(io(path))?;
-    let (schema, records, iter): (SchemaRef, Option<u64>, Box<dyn Iterator<Item = _>>) = match kind
-    {
-        Table::Parquet => {
-            use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-            let b = ParquetRecordBatchReaderBuilder::try_new(file)?;
-            let meta = b.metadata().file_metadata();
-            let mut rows = u64::try_from(meta.num_rows()).unwrap_or(0);
-            let mut schema = b.schema().clone();
-            if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
-                let mut s = schema.as_ref().clone();
-                s.metadata.remove(crate::export::NUM_ROWS_KEY);
-                schema = Arc::new(s);
+    let (schema, records, iter): (SchemaRef, Option<u64>, Box<dyn Iterator<Item = _> + Send>) =
+        match kind {
+            Table::Parquet => {
+                use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+                let b = ParquetRecordBatchReaderBuilder::try_new(file)?;
+                let meta = b.metadata().file_metadata();
+                let mut rows = u64::try_from(meta.num_rows()).unwrap_or(0);
+                let mut schema = b.schema().clone();
+                if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
+                    let mut s = schema.as_ref().clone();
+                    s.metadata.remove(crate::export::NUM_ROWS_KEY);
+                    schema = Arc::new(s);
+                }
+                if schema.fields().is_empty() {
+                    rows = meta
+                        .key_value_metadata()
+                        .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
+                        .and_then(|k| k.value.as_deref()?.parse().ok())
+                        .unwrap_or(rows);
+                    // A file's number, bounded by the caller's limits.
+                    opts.open
+                        .limits
+                        .check_count("records of a table without columns", rows)
+                        .map_err(Error::limit)?;
+                    // Records without columns: only the row count says they exist.
+                    let batch = opts.batch_size.max(1) as u64;
+                    let s = schema.clone();
+                    let r = (0..rows.div_ceil(batch)).map(move |k| {
+                        let n = (rows - k * batch).min(batch) as usize;
+                        RecordBatch::try_new_with_options(
+                            s.clone(),
+                            vec![],
+                            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+                        )
+                    });
+                    (schema, Some(rows), Box::new(r))
+                } else {
+                    let r = b.with_batch_size(opts.batch_size.max(1)).build()?;
+                    (schema, Some(rows), Box::new(r))
+                }
             }
-            if schema.fields().is_empty() {
-                rows = meta
-                    .key_value_metadata()
-                    .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
-                    .and_then(|k| k.value.as_deref()?.parse().ok())
-                    .unwrap_or(rows);
-                // A file's number, bounded by the caller's limits.
-                opts.open
-                    .limits
-                    .check_count("records of a table without columns", rows)
-                    .map_err(Error::limit)?;
-                // Records without columns: only the row count says they exist.
-                let batch = opts.batch_size.max(1) as u64;
-                let s = schema.clone();
-                let r = (0..rows.div_ceil(batch)).map(move |k| {
-                    let n = (rows - k * batch).min(batch) as usize;
-                    RecordBatch::try_new_with_options(
-                        s.clone(),
-                        vec![],
-                        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-                    )
-                });
-                (schema, Some(rows), Box::new(r))
-            } else {
-                let r = b.with_batch_size(opts.batch_size.max(1)).build()?;
-                (schema, Some(rows), Box::new(r))
+            Table::ArrowFile => {
+                let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
+                (r.schema(), None, Box::new(r))
             }
-        }
-        Table::ArrowFile => {
-            let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
-            (r.schema(), None, Box::new(r))
-        }
-        Table::ArrowStream => {
-            let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
-            (r.schema(), None, Box::new(r))
-        }
-        Table::Csv => {
-            let format = arrow_csv::reader::Format::default().with_header(true);
-            let (schema, _) = format.infer_schema(
-                BufReader::new(File::open(path).map_err(io(path))?),
-                Some(10_000),
-            )?;
-            let schema = Arc::new(schema);
-            let r = arrow_csv::ReaderBuilder::new(schema.clone())
-                .with_format(format)
-                .with_batch_size(opts.batch_size.max(1))
-                .build(BufReader::new(file))?;
-            (schema, None, Box::new(r))
-        }
-        Table::JsonLines => {
-            let schema = Arc::new(infer_json(path)?);
-            let r = JsonLines {
-                lines: std::io::BufRead::lines(BufReader::new(file)),
-                schema: schema.clone(),
-                batch: opts.batch_size.max(1),
-                line: 0,
-                path: path.display().to_string(),
-            };
-            (schema, None, Box::new(r))
-        }
-    };
+            Table::ArrowStream => {
+                let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
+                (r.schema(), None, Box::new(r))
+            }
+            Table::Csv => {
+                let format = arrow_csv::reader::Format::default().with_header(true);
+                let (schema, _) = format.infer_schema(
+                    BufReader::new(File::open(path).map_err(io(path))?),
+                    Some(10_000),
+                )?;
+                let schema = Arc::new(schema);
+                let r = arrow_csv::ReaderBuilder::new(schema.clone())
+                    .with_format(format)
+                    .with_batch_size(opts.batch_size.max(1))
+                    .build(BufReader::new(file))?;
+                (schema, None, Box::new(r))
+            }
+            Table::JsonLines => {
+                let schema = Arc::new(infer_json(path)?);
+                let r = JsonLines {
+                    lines: std::io::BufRead::lines(BufReader::new(file)),
+                    schema: schema.clone(),
+                    batch: opts.batch_size.max(1),
+                    line: 0,
+                    path: path.display().to_string(),
+                };
+                (schema, None, Box::new(r))
+            }
+        };
     let columns = opts.column_indices(&schema, path)?;
     let projected = Arc::new(schema.project(&columns)?);
     // The record count may be unknown: select from an unbounded range.

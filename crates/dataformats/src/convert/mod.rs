@@ -590,8 +590,8 @@ pub struct Input {
     pub from: String,
     /// The records the stream gives.
     pub records: u64,
-    /// The batches.
-    pub stream: Box<dyn BatchStream>,
+    /// The batches (read on a thread of their own by the conversions).
+    pub stream: Box<dyn BatchStream + Send>,
     /// Text values the reader replaced (IDV text that is not Unicode,
     /// read for a lossy conversion), counted while the stream is read.
     pub repaired: Option<Arc<crate::dataset::RepairTally>>,
@@ -793,16 +793,59 @@ fn convert_local(
         ..Report::default()
     };
     let mut tick = |n: u64| progress(n, total);
-    write(
-        target,
-        inp.stream.as_mut(),
-        output,
-        opts,
-        &mut report,
-        &mut tick,
-    )?;
+    let ahead = crate::core::parallel::threads(opts.threads) > 1;
+    read_ahead(inp.stream.as_mut(), ahead, |stream| {
+        write(target, stream, output, opts, &mut report, &mut tick)
+    })?;
     inp.report_repairs(&mut report);
     Ok(report)
+}
+
+/// Batches read ahead of the writer, at most this many waiting.
+const AHEAD: usize = 2;
+
+/// Runs `consume` on `stream`; with `ahead`, the stream is read on a thread
+/// of its own, [`AHEAD`] batches ahead, so that decoding the source (JSON,
+/// CSV, a format's chunks) and encoding the target run side by side. The
+/// batches arrive in order, an error where the stream gave it; when
+/// `consume` stops early, the reading thread stops after its current batch.
+fn read_ahead<T>(
+    stream: &mut (dyn BatchStream + Send),
+    ahead: bool,
+    consume: impl FnOnce(&mut dyn BatchStream) -> T,
+) -> T {
+    if !ahead {
+        return consume(stream);
+    }
+    /// The receiving end, as a stream.
+    struct Received {
+        schema: SchemaRef,
+        rx: std::sync::mpsc::Receiver<Result<RecordBatch, Error>>,
+    }
+    impl BatchStream for Received {
+        fn schema(&self) -> SchemaRef {
+            self.schema.clone()
+        }
+        fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+            self.rx.recv().ok()
+        }
+    }
+    let schema = stream.schema();
+    let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            while let Some(b) = stream.next_batch() {
+                let failed = b.is_err();
+                if tx.send(b).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        // Dropped when `consume` returns, before the scope waits for the
+        // reader: a reader blocked on a full channel then stops.
+        let mut received = Received { schema, rx };
+        consume(&mut received)
+    })
 }
 
 /// Converts `input` into `out` as the typed export `target` (JSON lines,
@@ -827,7 +870,10 @@ pub fn convert_to_writer<W: std::io::Write + Send>(
         to: target.name().to_string(),
         ..Report::default()
     };
-    report.records = crate::export::write(inp.stream.as_mut(), format, &mut *out, &mut |_| {})?;
+    let ahead = crate::core::parallel::threads(opts.threads) > 1;
+    report.records = read_ahead(inp.stream.as_mut(), ahead, |stream| {
+        crate::export::write(stream, format, &mut *out, &mut |_| {})
+    })?;
     out.flush().map_err(|source| Error::Io {
         path: "the output".into(),
         source,
@@ -950,4 +996,107 @@ pub(crate) fn value_bytes(a: &dyn arrow_array::Array, i: usize) -> &[u8] {
 pub(crate) fn all_bytes(a: &dyn arrow_array::Array) -> &[u8] {
     let w = crate::typed::fixed_width(a.data_type()).unwrap_or(0);
     raw(a).get(..a.len() * w).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+    use super::{AHEAD, read_ahead};
+    use crate::dataset::{BatchStream, Error};
+
+    /// Batch `k` holds the one value `k`; batch `fail_at` is an error,
+    /// and the stream counts the batches asked of it.
+    struct Counting {
+        schema: SchemaRef,
+        fail_at: usize,
+        asked: Arc<AtomicUsize>,
+    }
+
+    impl BatchStream for Counting {
+        fn schema(&self) -> SchemaRef {
+            self.schema.clone()
+        }
+        fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+            let k = self.asked.fetch_add(1, Ordering::SeqCst);
+            if k == self.fail_at {
+                return Some(Err(Error::invalid(format!("batch {k} is broken"))));
+            }
+            if k > self.fail_at {
+                return None;
+            }
+            let col = Arc::new(Int64Array::from(vec![k as i64]));
+            Some(Ok(
+                RecordBatch::try_new(self.schema.clone(), vec![col]).unwrap()
+            ))
+        }
+    }
+
+    fn counting(fail_at: usize) -> (Counting, Arc<AtomicUsize>) {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let s = Counting {
+            schema,
+            fail_at,
+            asked: asked.clone(),
+        };
+        (s, asked)
+    }
+
+    /// Read on a thread of its own or not, the writer gets the batches in
+    /// order and the error where the stream gave it, and nothing after it.
+    #[test]
+    fn batches_read_ahead_arrive_in_order_up_to_the_error() {
+        for ahead in [false, true] {
+            let (mut s, asked) = counting(40);
+            let (got, last) = read_ahead(&mut s, ahead, |stream| {
+                assert_eq!(stream.schema().field(0).name(), "k");
+                let mut got = Vec::new();
+                let mut last = None;
+                while let Some(b) = stream.next_batch() {
+                    match b {
+                        Ok(b) => got.push(
+                            b.column(0)
+                                .as_any()
+                                .downcast_ref::<Int64Array>()
+                                .unwrap()
+                                .value(0),
+                        ),
+                        Err(e) => {
+                            last = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                (got, last)
+            });
+            assert_eq!(got, (0..40).collect::<Vec<i64>>(), "ahead: {ahead}");
+            assert!(last.unwrap().contains("batch 40 is broken"));
+            assert_eq!(
+                asked.load(Ordering::SeqCst),
+                41,
+                "nothing read past the error"
+            );
+        }
+    }
+
+    /// A writer that stops early (its own error) does not wait for the
+    /// rest of the input: the reading thread stops a few batches on.
+    #[test]
+    fn a_writer_that_stops_stops_the_reader() {
+        let (mut s, asked) = counting(usize::MAX);
+        let first = read_ahead(&mut s, true, |stream| {
+            stream.next_batch().map(|b| b.unwrap().num_rows())
+        });
+        assert_eq!(first, Some(1));
+        // One taken, AHEAD waiting, one blocked in `send`, one more at most
+        // being read when the channel closed.
+        assert!(asked.load(Ordering::SeqCst) <= AHEAD + 3);
+    }
 }
