@@ -57,7 +57,7 @@ mod write;
 pub use error::{Error, ErrorKind, Result};
 pub use randomize::{BatchSize, Minibatches, ReaderConfig, Window};
 pub use read::{
-    Chunk, ChunkEntry, ChunkView, DenseView, ElemType, MAGIC, Reader, Record, RecordView,
-    SparseView, StreamDesc, StreamKind, VERSION,
+    CheckedChunk, Chunk, ChunkEntry, ChunkView, DenseView, ElemType, MAGIC, Reader, Record,
+    RecordView, SparseView, StreamDesc, StreamKind, VERSION,
 };
 pub use write::{Chunking, RecordData, Writer};

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use dataformats_core::{Limits, Source, plain};
 
@@ -126,9 +126,6 @@ pub struct Reader {
     streams: Vec<StreamDesc>,
     chunks: Vec<ChunkEntry>,
     limits: Limits,
-    /// The chunk checked last, so that reading a chunk in pieces (a batch
-    /// at a time) checks it once, not once per piece.
-    last: Mutex<Option<Arc<CheckedChunk>>>,
 }
 
 struct Cursor<'a> {
@@ -432,7 +429,6 @@ impl Reader {
             streams,
             chunks,
             limits,
-            last: Mutex::new(None),
         })
     }
 
@@ -479,73 +475,77 @@ impl Reader {
     /// memory map when the source is one; read once otherwise). Values are
     /// handed out in their stored type, as zero-copy slices when aligned or
     /// decoded into caller buffers.
-    ///
-    /// The reader keeps the last chunk checked: asking for it again (as a
-    /// reader of a few records at a time does) neither checks nor reads it
-    /// again.
     pub fn chunk_view(&self, i: usize) -> Result<ChunkView<'_>> {
-        let entry = *self.chunks.get(i).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("chunk {i} does not exist"),
-            )
-        })?;
+        let checked = self.checked_chunk(i)?;
+        self.view(&checked)
+    }
+
+    /// Checks chunk `i` as [`Reader::chunk_view`] does and keeps what the
+    /// check found (and the bytes, when the source is not a map): a reader
+    /// of a chunk in pieces (a few records at a time) checks it once and
+    /// views it again with [`Reader::view`] for each piece.
+    pub fn checked_chunk(&self, i: usize) -> Result<CheckedChunk> {
+        let entry = self.entry(i)?;
         let span = entry.end - entry.offset;
-        let last = self
-            .last
-            .lock()
-            .ok()
-            .and_then(|l| l.as_ref().filter(|c| c.index == i).cloned());
-        let checked = match last {
-            Some(c) => c,
-            None => {
-                self.limits.check_alloc("chunk", span)?;
-                let data = self.src.bytes(entry.offset, span)?;
-                let (lengths, locs) = check_chunk(&data, &entry, i, &self.streams)?;
-                let mut starts = Vec::with_capacity(lengths.len());
-                let mut at = 0u64;
-                for &l in &lengths {
-                    starts.push(at);
-                    at += u64::from(l);
-                }
-                let c = Arc::new(CheckedChunk {
-                    index: i,
-                    lengths,
-                    starts,
-                    locs,
-                    owned: match data {
-                        Cow::Owned(v) => Some(v),
-                        Cow::Borrowed(_) => None,
-                    },
-                });
-                if let Ok(mut l) = self.last.lock() {
-                    *l = Some(c.clone());
-                }
-                c
-            }
-        };
-        // Borrowed again from the map (checked above to lie within it).
-        let mapped = match checked.owned {
+        self.limits.check_alloc("chunk", span)?;
+        let data = self.src.bytes(entry.offset, span)?;
+        let (lengths, locs) = check_chunk(&data, &entry, i, &self.streams)?;
+        let mut starts = Vec::with_capacity(lengths.len());
+        let mut at = 0u64;
+        for &l in &lengths {
+            starts.push(at);
+            at += u64::from(l);
+        }
+        Ok(CheckedChunk(Arc::new(Checked {
+            index: i,
+            lengths,
+            starts,
+            locs,
+            owned: match data {
+                Cow::Owned(v) => Some(v),
+                Cow::Borrowed(_) => None,
+            },
+        })))
+    }
+
+    /// A view of a chunk this reader checked ([`Reader::checked_chunk`]),
+    /// without checking it again.
+    pub fn view<'a>(&'a self, checked: &CheckedChunk) -> Result<ChunkView<'a>> {
+        let c = &checked.0;
+        let entry = self.entry(c.index)?;
+        // Borrowed again from the map, unless the check kept the bytes.
+        let mapped = match c.owned {
             Some(_) => None,
             None => Some(
                 self.src
                     .as_slice()
                     .and_then(|whole| {
-                        whole.get(
-                            usize::try_from(entry.offset).ok()?..usize::try_from(entry.end).ok()?,
-                        )
+                        let start = usize::try_from(entry.offset).ok()?;
+                        let end = usize::try_from(entry.end).ok()?;
+                        whole.get(start..end)
                     })
-                    .ok_or(dataformats_core::Error::OutOfBounds {
-                        offset: entry.offset,
-                        len: span,
-                        size: self.src.len(),
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!("chunk {} was not checked by this reader", c.index),
+                        )
                     })?,
             ),
         };
         Ok(ChunkView {
             mapped,
             streams: &self.streams,
-            checked,
+            checked: c.clone(),
+        })
+    }
+
+    /// Entry `i` of the chunk table.
+    fn entry(&self, i: usize) -> Result<ChunkEntry> {
+        self.chunks.get(i).copied().ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("chunk {i} does not exist"),
+            )
         })
     }
 
@@ -607,16 +607,11 @@ impl Loc {
     }
 }
 
-type Checked = (Vec<u32>, Vec<Vec<Loc>>);
+type Found = (Vec<u32>, Vec<Vec<Loc>>);
 
 /// Checks a chunk's bytes against its table entry and the streams (checks
 /// 9–15) and finds every record.
-fn check_chunk(
-    data: &[u8],
-    entry: &ChunkEntry,
-    i: usize,
-    streams: &[StreamDesc],
-) -> Result<Checked> {
+fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]) -> Result<Found> {
     let mut c = SliceCursor {
         data,
         base: entry.offset,
@@ -765,10 +760,22 @@ fn check_chunk(
     Ok((lengths, locs))
 }
 
+/// A chunk checked by [`Reader::checked_chunk`], to be viewed again with
+/// [`Reader::view`] without checking it again (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct CheckedChunk(Arc<Checked>);
+
+impl CheckedChunk {
+    /// The chunk's index in the table.
+    pub fn index(&self) -> usize {
+        self.0.index
+    }
+}
+
 /// What checking a chunk found: where every record lies, and the bytes
 /// when the source could not lend them.
 #[derive(Debug)]
-struct CheckedChunk {
+struct Checked {
     index: usize,
     lengths: Vec<u32>,
     /// The chunk's first sample of each sequence.
@@ -783,7 +790,7 @@ pub struct ChunkView<'a> {
     /// The chunk's bytes in the memory map (`None`: in `checked.owned`).
     mapped: Option<&'a [u8]>,
     streams: &'a [StreamDesc],
-    checked: Arc<CheckedChunk>,
+    checked: Arc<Checked>,
 }
 
 impl ChunkView<'_> {

@@ -39,6 +39,7 @@ pub(crate) fn open(
         samples,
         schema: Arc::new(Schema::new(fields)),
         limits: opts.limits,
+        last: std::sync::Mutex::new(None),
     }))
 }
 
@@ -105,6 +106,9 @@ struct Cntk {
     samples: u64,
     schema: SchemaRef,
     limits: crate::core::Limits,
+    /// The chunk checked last: batches read a chunk a few records at a
+    /// time, and each would otherwise check the whole chunk again.
+    last: std::sync::Mutex<Option<crate::cntk::CheckedChunk>>,
 }
 
 /// One stream's sparse values under construction.
@@ -175,6 +179,26 @@ enum Builder {
 }
 
 impl Cntk {
+    /// Chunk `c`, checked once however many batches read it.
+    fn chunk_view(&self, c: usize) -> Result<crate::cntk::ChunkView<'_>, Error> {
+        let kept = self
+            .last
+            .lock()
+            .ok()
+            .and_then(|l| l.as_ref().filter(|k| k.index() == c).cloned());
+        let checked = match kept {
+            Some(k) => k,
+            None => {
+                let k = self.r.checked_chunk(c).map_err(fe(Format::Cntk))?;
+                if let Ok(mut l) = self.last.lock() {
+                    *l = Some(k.clone());
+                }
+                k
+            }
+        };
+        self.r.view(&checked).map_err(fe(Format::Cntk))
+    }
+
     /// Records `start..end` of dense streams (and `_sequence`) when they
     /// all lie in one sequence where every asked stream has them: each
     /// stream's samples are stored back to back there, so its array shares
@@ -190,7 +214,7 @@ impl Cntk {
             return Ok(None);
         }
         let c = self.sample_starts.partition_point(|&s| s <= start) - 1;
-        let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
+        let view = self.chunk_view(c)?;
         let chunk_first = self.sample_starts.get(c).copied().unwrap_or(0);
         // Straight to the sequence of `start`; from the chunk's first
         // sequence when the chunk does not hold it (the walk then fails).
@@ -348,7 +372,7 @@ impl Dataset for Cntk {
         let mut row = start;
         while row < end {
             let c = self.sample_starts.partition_point(|&s| s <= row) - 1;
-            let view = self.r.chunk_view(c).map_err(fe(Format::Cntk))?;
+            let view = self.chunk_view(c)?;
             let chunk_first = self.sample_starts.get(c).copied().unwrap_or(0);
             let (q0, first) = view.sequence_of_sample(row - chunk_first).unwrap_or((0, 0));
             let mut at = chunk_first + first;
