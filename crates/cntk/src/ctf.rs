@@ -457,18 +457,19 @@ const BLOCK: usize = 256 << 10;
 
 /// Reads the next block of whole lines (the last one may lack its end);
 /// `None` at the end of the input.
-fn read_block(r: &mut impl std::io::BufRead, size: usize) -> Result<Option<Vec<u8>>> {
+/// Reads the next block of about `size` bytes into `buf` (emptied first):
+/// `size` bytes and the rest of the line they end in. False at the end of
+/// the input.
+fn read_block(r: &mut impl std::io::BufRead, size: usize, buf: &mut Vec<u8>) -> Result<bool> {
     use std::io::Read;
     let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
-    let mut buf = Vec::with_capacity(size.min(BLOCK) + 4096);
-    r.by_ref()
-        .take(size as u64)
-        .read_to_end(&mut buf)
-        .map_err(io)?;
+    buf.clear();
+    buf.reserve(size.min(BLOCK) + 4096);
+    r.by_ref().take(size as u64).read_to_end(buf).map_err(io)?;
     if buf.len() == size && buf.last() != Some(&b'\n') {
-        r.read_until(b'\n', &mut buf).map_err(io)?;
+        r.read_until(b'\n', buf).map_err(io)?;
     }
-    Ok((!buf.is_empty()).then_some(buf))
+    Ok(!buf.is_empty())
 }
 
 /// Where a block's parse stopped: a line (0-based in the block), a column
@@ -496,8 +497,11 @@ struct ParsedLine {
     fields: std::ops::Range<usize>,
 }
 
-/// A block of text parsed, independently of every other block.
+/// A block of text and what parsing it found, independently of every
+/// other block. Its buffers are used again for later blocks.
 struct Parsed {
+    /// The block's text (whole lines).
+    text: Vec<u8>,
     ids: String,
     lines: Vec<ParsedLine>,
     fields: Vec<(usize, FieldData)>,
@@ -511,16 +515,15 @@ struct Parsed {
     entries: Vec<(u32, f64)>,
     /// Lines in the block.
     line_count: usize,
-    /// Bytes of text.
-    bytes: usize,
     negative_indices: u64,
     stop: Option<Stop>,
 }
 
 impl Parsed {
-    /// Parses a block of whole lines.
-    fn block(text: &[u8], specs: &[StreamSpec], compat: bool, elem: ElemType) -> Parsed {
-        let mut p = Parsed {
+    /// No text yet; dense values to be stored as `elem`.
+    fn new(elem: ElemType) -> Parsed {
+        Parsed {
+            text: Vec::new(),
             ids: String::new(),
             lines: Vec::new(),
             fields: Vec::new(),
@@ -529,24 +532,37 @@ impl Parsed {
             dense: Vec::new(),
             entries: Vec::new(),
             line_count: 0,
-            bytes: text.len(),
             negative_indices: 0,
             stop: None,
-        };
+        }
+    }
+
+    /// Parses the block of whole lines in `self.text`, replacing what an
+    /// earlier block left.
+    fn parse(&mut self, specs: &[StreamSpec], compat: bool) {
+        self.ids.clear();
+        self.lines.clear();
+        self.fields.clear();
+        self.dense.clear();
+        self.entries.clear();
+        self.line_count = 0;
+        self.negative_indices = 0;
+        self.stop = None;
+        let text = std::mem::take(&mut self.text);
         let walked = block_lines(
-            text,
-            |n, line| p.line(n, line, specs, compat),
+            &text,
+            |n, line| self.line(n, line, specs, compat),
             |line, col| Stop {
                 line,
                 col,
                 msg: "the text is not UTF-8".into(),
             },
         );
+        self.text = text;
         match walked {
-            Ok(n) => p.line_count = n,
-            Err(stop) => p.stop = Some(stop),
+            Ok(n) => self.line_count = n,
+            Err(stop) => self.stop = Some(stop),
         }
-        p
     }
 
     /// Parses line `n` of the block.
@@ -850,13 +866,25 @@ fn ctf_to_cbf_in_blocks(
         report: ConvertReport::default(),
         lines_before: 0,
     };
+    // Blocks done with come back here, so that their buffers (text and
+    // values) are filled again instead of being allocated for each block.
+    let spare: std::cell::RefCell<Vec<Parsed>> = std::cell::RefCell::new(Vec::new());
     dataformats_core::parallel::ordered(
         dataformats_core::parallel::threads(threads),
-        || read_block(&mut input, block.max(1)),
-        |text| Parsed::block(&text, specs, compat, precision),
-        |parsed| {
-            progress(parsed.bytes);
-            asm.block(&parsed)
+        || {
+            let popped = spare.borrow_mut().pop();
+            let mut p = popped.unwrap_or_else(|| Parsed::new(precision));
+            Ok(read_block(&mut input, block.max(1), &mut p.text)?.then_some(p))
+        },
+        |mut p: Parsed| {
+            p.parse(specs, compat);
+            p
+        },
+        |parsed: Parsed| -> Result<()> {
+            progress(parsed.text.len());
+            asm.block(&parsed)?;
+            spare.borrow_mut().push(parsed);
+            Ok(())
         },
     )?;
     asm.flush()?;
