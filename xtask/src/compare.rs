@@ -1,4 +1,4 @@
-//! `cargo xtask bench --compare [cntk|bloscpack]...`: the project and the
+//! `cargo xtask bench --compare [cntk|bloscpack|idv|tbl2|mldf]...`: the project and the
 //! reference tool on the same generated input in one run, alternating, the
 //! ratio of their median times (at least five pairs), with the machine's
 //! load before and after. A reference that is not here is skipped with a
@@ -32,9 +32,15 @@
 //!   release build, timed inside), CRC-16 checked; the samples must hash
 //!   alike.
 //!
+//! - mldf: no reference tool (MLDF's reference is its specification); its
+//!   speed table only.
+//!
 //! Each format's speed table follows (`bench_cntk`: one thread against
 //! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
-//! `bench_tbl2`: CRC-16 on against off, alternating).
+//! `bench_tbl2`: CRC-16 on against off, alternating; `bench_idv`: raw
+//! inflate and memcpy, 1 and N threads; `bench_mldf`: reads and writes),
+//! each ending with `validate` against that format's fastest read of every
+//! value (#17: at least 0.7 of its speed).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,7 +122,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         .ok_or("--mb takes a number")?,
                 );
             }
-            "cntk" | "bloscpack" | "idv" | "tbl2" => formats.push(a.clone()),
+            "cntk" | "bloscpack" | "idv" | "tbl2" | "mldf" => formats.push(a.clone()),
             other => return Err(format!("bench --compare: unknown argument `{other}`")),
         }
     }
@@ -126,6 +132,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             "bloscpack".into(),
             "idv".into(),
             "tbl2".into(),
+            "mldf".into(),
         ];
     }
     if ctf2bin.is_none()
@@ -149,6 +156,10 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             "cntk" => cntk(&root, &dir, ctf2bin.as_deref(), mb.unwrap_or(20)),
             "tbl2" => tbl2(&root, &dir, mb.unwrap_or(100)),
             "idv" => idv(&root, &dir, mb.unwrap_or(64)),
+            "mldf" => {
+                println!("mldf: no reference tool (the format's reference is its specification)");
+                Ok(())
+            }
             _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
         };
         if let Err(e) = r {
@@ -163,6 +174,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             "cntk" => crate::run_example("dataformats-cntk", &[], "bench_cntk", &[])?,
             "tbl2" => crate::run_example("dataformats-tbl2", &[], "bench_tbl2", &[])?,
             "idv" => crate::run_example("dataformats-idv", &["rayon"], "bench_idv", &[])?,
+            "mldf" => crate::run_example("dataformats-mldf", &[], "bench_mldf", &[])?,
             _ => crate::run_example(
                 "dataformats-bloscpack",
                 &["rayon"],

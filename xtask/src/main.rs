@@ -37,7 +37,7 @@ tasks:
       be repeated). --replay instead reruns every saved input in
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault.
-  bench --compare [cntk] [bloscpack] [idv] [tbl2] [--ctf2bin PATH] [--mb N]
+  bench --compare [cntk] [bloscpack] [idv] [tbl2] [mldf] [--ctf2bin PATH] [--mb N]
       The project and each reference tool on the same generated input, alternating,
       medians of 5 pairs, with the load: ctf2bin.py (--ctf2bin, DATAFORMATS_CTF2BIN
       or CNTK_DIR; skipped when absent) against `convert --compat ctf2bin` on one

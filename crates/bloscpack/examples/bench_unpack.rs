@@ -123,6 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "unp/raw",
         "par/raw"
     );
+    let mut validate_lines = Vec::new();
     for (name, data) in [("random walk", random_walk(n)), ("arange", arange(n))] {
         for codec in [BloscCompressor::BloscLz, BloscCompressor::Lz4] {
             let file = pack_bytes(&data, None, &WriteOptions::default().codec(codec))?;
@@ -163,6 +164,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fast.read_all_into_parallel(&mut out).expect("parallel")
             });
             assert_eq!(out, data);
+            // `validate` (what `dataformats validate` runs: every chunk
+            // decoded, every digest checked) against the fastest read with
+            // the same checks, on one thread or on every core.
+            let t_checked_par = time(runs, || {
+                checked.read_all_into_parallel(&mut out).expect("parallel")
+            });
+            let t_validate = time(runs, || checked.validate().expect("validate"));
+            validate_lines.push(format!(
+                "{name} {}: validate {t_validate:.3} s, fastest checked read {:.3} s: \
+                 validate at {:.2}x the read's speed (target 0.7x)",
+                codec.name(),
+                t_checked.min(t_checked_par),
+                t_checked.min(t_checked_par) / t_validate
+            ));
             let gbps = |t: f64| data.len() as f64 / t / 1e9;
             println!(
                 "{:<12} {:<8} {:>6.1} | {:>7.2} GB/s {:>7.2} GB/s {:>7.2} GB/s {:>7.2} GB/s {:>7.2} GB/s | {:>7.0}% {:>7.0}%",
@@ -180,6 +195,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!();
+    for l in validate_lines {
+        println!("{l}");
+    }
     println!(
         "unpack: Reader::read_all_into, one thread, digests off; +digests: digests checked; parallel: rayon over chunks."
     );

@@ -112,6 +112,7 @@ fn main() {
             }
             std::hint::black_box(sum);
         });
+        let mut fastest = ours;
         let target = if compression == Compression::Deflate {
             "target ≥ 90% of raw inflate"
         } else {
@@ -153,7 +154,15 @@ fn main() {
                 parallel,
                 serial / parallel
             );
+            fastest = fastest.min(parallel);
         }
+        // `validate` (what `dataformats validate` runs: every block of
+        // every column decoded) against the fastest scan above.
+        let validate = best(5, || r.validate().unwrap());
+        println!(
+            "validate {name}: {validate:.3} s, {:.2}x the speed of the fastest scan (target 0.7x)",
+            fastest / validate
+        );
     }
     // Opening costs O(columns): the same 8 columns with 1x and 64x the rows.
     for rows in [1 << 14, 1 << 20] {

@@ -239,6 +239,21 @@ fn main() {
             "{name}: CRC on / off {:.2} (median of {PAIRS} alternating pairs)",
             median(ratios)
         ));
+        // `validate` (what `dataformats validate` runs: every sample
+        // decoded and its CRC checked, on every core) against the fastest
+        // read of every sample: in file order, CRC on.
+        let in_order = time(5, || {
+            for i in 0..on.len() {
+                on.read_sample_into(i, &mut buf).unwrap();
+                black_box(&buf);
+            }
+        });
+        let validate = time(5, || on.validate().unwrap());
+        ratio_lines.push(format!(
+            "{name}: validate {validate:.3} s, every sample read in order {in_order:.3} s: \
+             validate at {:.2}x the read's speed (target 0.7x)",
+            in_order / validate
+        ));
         let mb = total as f64 / 1e6;
         println!(
             "{:<10} {:>7} {:>8.1} | {:>9.0} MB/s ({:>8}) {:>9.0} MB/s ({:>9}) {:>9.0}/s ({:>7}) {:>9.0}/s ({:>7})",
