@@ -489,12 +489,7 @@ impl Reader {
 
     /// The value with the checks of §9.2 step 3; `seen` (validation) tracks
     /// referenced allocations.
-    fn value_checked(
-        &self,
-        i: u64,
-        j: usize,
-        mut seen: Option<&mut Vec<bool>>,
-    ) -> Result<Value<'_>> {
+    fn value_checked(&self, i: u64, j: usize, mut seen: Option<Seen<'_>>) -> Result<Value<'_>> {
         let f = self
             .fields
             .get(j)
@@ -661,16 +656,13 @@ impl Reader {
                 None
             };
             if let (Some(seen), Some((k, _))) = (seen.as_mut(), entry)
-                && let Some(s) = seen.get_mut(k as usize)
+                && !seen.mark(k)
             {
-                if *s {
-                    return Err(Error::new(
-                        ErrorKind::BadAllocTable,
-                        format!("allocation {k} at {data_ptr} is referenced twice"),
-                    )
-                    .at(rec_at));
-                }
-                *s = true;
+                return Err(Error::new(
+                    ErrorKind::BadAllocTable,
+                    format!("allocation {k} at {data_ptr} is referenced twice"),
+                )
+                .at(rec_at));
             }
             let stored = entry.map_or(u64::from(data_size), |(_, a)| u64::from(a.size));
             if !compressed && stored != u64::from(data_size) {
@@ -867,19 +859,29 @@ impl Reader {
             }
         }
         let count = self.limits.check_count("allocations", self.num_allocs)?;
-        let mut seen = vec![false; count];
-        for i in 0..h.num_samples {
-            for (j, f) in self.fields.iter().enumerate() {
-                self.value_checked(i, j, Some(&mut seen))
-                    .map_err(|e| e.in_value(i, &f.name))?;
+        // Every value on every core first; if that finds anything wrong,
+        // again one sample after the other, which names the first fault as
+        // it always has (which of two references to one allocation comes
+        // second depends on the order the values are checked in).
+        let unseen = match self.values_on_threads(count, progress) {
+            Some(Ok(unseen)) => unseen,
+            _ => {
+                let mut seen = vec![false; count];
+                for i in 0..h.num_samples {
+                    for (j, f) in self.fields.iter().enumerate() {
+                        self.value_checked(i, j, Some(Seen::Serial(&mut seen)))
+                            .map_err(|e| e.in_value(i, &f.name))?;
+                    }
+                    progress.advance(i + 1, h.num_samples);
+                }
+                seen.iter().position(|s| !s)
             }
-            progress.advance(i + 1, h.num_samples);
-        }
+        };
         let opaque = self
             .fields
             .iter()
             .any(|f| matches!(f.ty, FieldType::Opaque { .. }));
-        if !opaque && let Some(k) = seen.iter().position(|s| !s) {
+        if !opaque && let Some(k) = unseen {
             return Err(Error::new(
                 ErrorKind::BadAllocTable,
                 format!("allocation {k} is referenced by no value"),
@@ -887,5 +889,73 @@ impl Reader {
             .at(h.alloc_table_ptr + 16 * k as u64));
         }
         Ok(())
+    }
+
+    /// Checks every value of every sample on every core, in runs of
+    /// samples: `None` when one thread would do (small files, one core),
+    /// else the first allocation no value referenced, or the error one of
+    /// the runs met (not necessarily the first in sample order).
+    fn values_on_threads(
+        &self,
+        count: usize,
+        progress: &mut dyn dataformats_core::Progress,
+    ) -> Option<Result<Option<usize>>> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        const RUN: u64 = 16_384;
+        let n = self.header.num_samples;
+        let threads = dataformats_core::parallel::threads_for(self.data_end, 0);
+        if threads < 2 || n <= RUN {
+            return None;
+        }
+        let bits: Vec<AtomicU64> = (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let mut runs = (0..n.div_ceil(RUN)).map(|r| r * RUN..((r + 1) * RUN).min(n));
+        let checked = dataformats_core::parallel::ordered(
+            threads,
+            || Ok(runs.next()),
+            |run: std::ops::Range<u64>| -> Result<u64> {
+                let end = run.end;
+                for i in run {
+                    for (j, f) in self.fields.iter().enumerate() {
+                        self.value_checked(i, j, Some(Seen::Shared(&bits)))
+                            .map_err(|e| e.in_value(i, &f.name))?;
+                    }
+                }
+                Ok(end)
+            },
+            |done| {
+                progress.advance(done?, n);
+                Ok(())
+            },
+        );
+        Some(checked.map(|()| {
+            (0..count).find(|&k| {
+                let word = bits.get(k / 64).map_or(0, |w| w.load(Ordering::Relaxed));
+                word & (1 << (k % 64)) == 0
+            })
+        }))
+    }
+}
+
+/// The allocations values referenced so far, during validation: one flag
+/// each on one thread, or bits shared by the threads.
+enum Seen<'a> {
+    Serial(&'a mut Vec<bool>),
+    Shared(&'a [std::sync::atomic::AtomicU64]),
+}
+
+impl Seen<'_> {
+    /// Marks allocation `k` referenced: false if it already was (an index
+    /// past the table is left alone; the table check refuses it before).
+    fn mark(&mut self, k: u64) -> bool {
+        let Ok(k) = usize::try_from(k) else {
+            return true;
+        };
+        match self {
+            Seen::Serial(v) => v.get_mut(k).is_none_or(|s| !std::mem::replace(s, true)),
+            Seen::Shared(bits) => bits.get(k / 64).is_none_or(|w| {
+                let bit = 1u64 << (k % 64);
+                w.fetch_or(bit, std::sync::atomic::Ordering::Relaxed) & bit == 0
+            }),
+        }
     }
 }
