@@ -560,22 +560,38 @@ impl Reader {
         let total = live.saturating_mul(self.block_count());
         // Each live column's block table, then its blocks, in file order;
         // decoded on every core for files of a few MB, checked in order.
+        // Blocks go to the threads in runs of `RUN` (one block each would
+        // cost more in hand-overs than decoding a small or stored block).
+        const RUN: u64 = 16;
         let blocks = self.block_count();
         let mut work = (0..self.columns.len())
             .filter(|&c| self.columns.get(c).is_some_and(|c| !c.is_dead()))
-            .flat_map(|c| std::iter::once((c, None)).chain((0..blocks).map(move |b| (c, Some(b)))));
+            .flat_map(|c| {
+                let runs = (0..blocks.div_ceil(RUN)).map(move |r| {
+                    let start = r * RUN;
+                    (c, Some(start..(start + RUN).min(blocks)))
+                });
+                std::iter::once((c, None)).chain(runs)
+            });
         let threads = dataformats_core::parallel::threads_for(self.src.len(), 0);
         let mut done = 0u64;
         dataformats_core::parallel::ordered(
             threads,
             || Ok(work.next()),
-            |(col, block)| match block {
-                None => self.lookup(col).map(|_| false),
-                Some(b) => self.read_block(col, b).map(|_| true),
+            |(col, run)| match run {
+                None => self.lookup(col).map(|_| 0),
+                Some(run) => {
+                    let n = run.end - run.start;
+                    for b in run {
+                        self.read_block(col, b)?;
+                    }
+                    Ok(n)
+                }
             },
             |checked| {
-                if checked? {
-                    done += 1;
+                let n = checked?;
+                if n > 0 {
+                    done += n;
                     progress.advance(done, total);
                 }
                 Ok(())
