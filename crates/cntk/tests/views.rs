@@ -6,18 +6,24 @@
 use dataformats_cntk::{ElemType, Reader, Record, RecordView};
 use dataformats_core::Source;
 
-#[test]
-fn views_match_records_and_f32_is_zero_copy_from_a_map() {
-    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
-        return;
-    };
-    let (mut files, mut f32_zero_copy, mut sparse) = (0, 0, 0);
+/// The shared CBF vectors (valid or not), sorted; `None` without vectors.
+fn cbf_vectors() -> Option<Vec<std::path::PathBuf>> {
+    let dir = dataformats_core::testing::vectors_dir("cntk")?;
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "bin"))
         .collect();
     paths.sort();
+    Some(paths)
+}
+
+#[test]
+fn views_match_records_and_f32_is_zero_copy_from_a_map() {
+    let Some(paths) = cbf_vectors() else {
+        return;
+    };
+    let (mut files, mut f32_zero_copy, mut sparse) = (0, 0, 0);
     for p in paths {
         // SAFETY: the vectors are not modified while the test runs.
         let src = unsafe { Source::map(&p) }.unwrap();
@@ -138,15 +144,9 @@ fn same_record(a: &Record, b: &Record) -> bool {
 /// included).
 #[test]
 fn checked_chunks_viewed_in_any_order_are_their_own_and_samples_find_their_sequence() {
-    let Some(dir) = dataformats_core::testing::vectors_dir("cntk") else {
+    let Some(paths) = cbf_vectors() else {
         return;
     };
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    paths.sort();
     let (mut multi_chunk, mut empty_sequences) = (0, 0);
     for p in paths {
         // SAFETY: the vectors are not modified while the test runs.
