@@ -29,7 +29,7 @@ pub(crate) fn open(
     };
     Ok(Box::new(Blp(
         r,
-        std::sync::Mutex::new(None),
+        super::Last::new(),
         cols,
         schema,
         opts.limits,
@@ -43,7 +43,7 @@ struct Blp(
     crate::bloscpack::Reader,
     /// The last decoded chunk, so reading rows in order decodes each
     /// chunk once.
-    std::sync::Mutex<Option<(usize, Vec<u8>)>>,
+    super::Last<usize, std::sync::Arc<Vec<u8>>>,
     /// The typed columns of numpy rows (empty for raw chunks).
     Vec<super::numpy::NpColumn>,
     arrow_schema::SchemaRef,
@@ -159,17 +159,11 @@ impl Blp {
             return self.0.read_range_into(start, out);
         }
         let k = usize::try_from(start / chunk).unwrap_or(usize::MAX);
-        let Ok(mut cache) = self.1.lock() else {
-            return self.0.read_range_into(start, out);
-        };
-        if cache.as_ref().is_none_or(|(c, _)| *c != k) {
-            *cache = Some((k, self.0.read_chunk(k)?));
-        }
+        let decoded = self
+            .1
+            .get_or_make(k, || self.0.read_chunk(k).map(std::sync::Arc::new))?;
         let from = usize::try_from(start % chunk).unwrap_or(usize::MAX);
-        match cache
-            .as_ref()
-            .and_then(|(_, b)| b.get(from..from + out.len()))
-        {
+        match decoded.get(from..from + out.len()) {
             Some(src) => {
                 out.copy_from_slice(src);
                 Ok(())

@@ -39,7 +39,7 @@ pub(crate) fn open(
         samples,
         schema: Arc::new(Schema::new(fields)),
         limits: opts.limits,
-        last: std::sync::Mutex::new(None),
+        last: super::Last::new(),
     }))
 }
 
@@ -108,7 +108,7 @@ struct Cntk {
     limits: crate::core::Limits,
     /// The chunk checked last: batches read a chunk a few records at a
     /// time, and each would otherwise check the whole chunk again.
-    last: std::sync::Mutex<Option<crate::cntk::CheckedChunk>>,
+    last: super::Last<usize, crate::cntk::CheckedChunk>,
 }
 
 /// One stream's sparse values under construction.
@@ -181,21 +181,9 @@ enum Builder {
 impl Cntk {
     /// Chunk `c`, checked once however many batches read it.
     fn chunk_view(&self, c: usize) -> Result<crate::cntk::ChunkView<'_>, Error> {
-        let kept = self
+        let checked = self
             .last
-            .lock()
-            .ok()
-            .and_then(|l| l.as_ref().filter(|k| k.index() == c).cloned());
-        let checked = match kept {
-            Some(k) => k,
-            None => {
-                let k = self.r.checked_chunk(c).map_err(fe(Format::Cntk))?;
-                if let Ok(mut l) = self.last.lock() {
-                    *l = Some(k.clone());
-                }
-                k
-            }
-        };
+            .get_or_make(c, || self.r.checked_chunk(c).map_err(fe(Format::Cntk)))?;
         self.r.view(&checked).map_err(fe(Format::Cntk))
     }
 

@@ -40,7 +40,7 @@ pub(crate) fn open(
         schema,
         limits: opts.limits,
         text: opts.text.clone(),
-        last_block: std::sync::Mutex::new(None),
+        last_block: super::Last::new(),
     }))
 }
 
@@ -100,12 +100,7 @@ impl Idv {
             };
         if n > 0 && start / rpb == (end - 1) / rpb {
             let b = start / rpb;
-            let cached = self.last_block.lock().ok().and_then(|last| {
-                last.as_ref()
-                    .filter(|l| l.0 == k && l.1 == b)
-                    .map(|l| l.2.clone())
-            });
-            if let Some(buf) = cached {
+            if let Some(buf) = self.last_block.get(&(k, b)) {
                 let range = part(buf.as_slice(), b, start, end)?;
                 let slice = buf.slice_with_length(range.start, range.end - range.start);
                 return crate::typed::fixed_array(dt, slice, n, None);
@@ -127,9 +122,7 @@ impl Idv {
                     // block is inflated once, and never copied).
                     let buf = arrow_buffer::Buffer::from_vec(v);
                     let slice = buf.slice_with_length(range.start, range.end - range.start);
-                    if let Ok(mut last) = self.last_block.lock() {
-                        *last = Some((k, b, buf));
-                    }
+                    self.last_block.put((k, b), buf);
                     return crate::typed::fixed_array(dt, slice, n, None);
                 }
             }
@@ -159,7 +152,7 @@ struct Idv {
     text: crate::dataset::TextRepair,
     /// The last inflated block of a plain column `(column, block, bytes)`:
     /// batches smaller than a block slice it instead of inflating again.
-    last_block: std::sync::Mutex<Option<(usize, u64, arrow_buffer::Buffer)>>,
+    last_block: super::Last<(usize, u64), arrow_buffer::Buffer>,
 }
 
 impl Idv {
