@@ -35,6 +35,13 @@
 //! - mldf: no reference tool (MLDF's reference is its specification); its
 //!   speed table only.
 //!
+//! - text: no reference tool; #17's absolute targets on `mb` MB (default
+//!   100) of generated JSON lines (two ints, a float and a float32[32] per
+//!   line): JSON lines → MLDF with a schema on every core (target 150 MB/s
+//!   of JSON) and without one (inferred; no target), then `dump --format
+//!   csv` and `--format jsonl` of that MLDF and of an IDV converted from it
+//!   (target 200 MB/s of output). Whole processes, medians of five runs.
+//!
 //! Each format's speed table follows (`bench_cntk`: one thread against
 //! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
 //! `bench_tbl2`: CRC-16 on against off, alternating; `bench_idv`: raw
@@ -122,7 +129,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         .ok_or("--mb takes a number")?,
                 );
             }
-            "cntk" | "bloscpack" | "idv" | "tbl2" | "mldf" => formats.push(a.clone()),
+            "cntk" | "bloscpack" | "idv" | "tbl2" | "mldf" | "text" => formats.push(a.clone()),
             other => return Err(format!("bench --compare: unknown argument `{other}`")),
         }
     }
@@ -133,6 +140,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             "idv".into(),
             "tbl2".into(),
             "mldf".into(),
+            "text".into(),
         ];
     }
     if ctf2bin.is_none()
@@ -160,11 +168,16 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                 println!("mldf: no reference tool (the format's reference is its specification)");
                 Ok(())
             }
+            "text" => text(&root, &dir, mb.unwrap_or(100)),
             _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
         };
         if let Err(e) = r {
             println!("{f}: FAILED: {e}");
             ok = false;
+        }
+        if f == "text" {
+            // Text has no reference tool and no floor other than its target.
+            continue;
         }
         // The same hot path against its floor in this run: raw c-blosc on
         // the same chunks and memcpy (Bloscpack), one thread against every
@@ -585,6 +598,136 @@ print(json.dumps({"secs": secs, "sum": s}))
 
 /// A scan of an ML.NET-written deflate IDV file of `mb` MB of float
 /// columns: ML.NET's row cursor against `dataformats validate`.
+/// Writes `mb` MB of JSON lines of two ints, a float and a float32[32]; the
+/// bytes written.
+fn write_jsonl(path: &Path, mb: u64) -> Result<u64, String> {
+    use std::fmt::Write as _;
+    use std::io::Write;
+    let e = |x: std::io::Error| format!("{}: {x}", path.display());
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
+    let mut rng = dataformats::core::rng::SplitMix64::new(23);
+    let (mut written, mut id) = (0u64, 0u64);
+    let mut line = String::new();
+    while written < mb * 1_000_000 {
+        line.clear();
+        let label = rng.below(1000);
+        let score = rng.below(1 << 24) as f32 / (1 << 20) as f32;
+        let _ = write!(
+            line,
+            r#"{{"id":{id},"label":{label},"score":{score:?},"x":["#
+        );
+        for k in 0..32 {
+            let v = (rng.below(1 << 24) as f32 / (1 << 23) as f32) - 1.0;
+            let _ = write!(line, "{}{v:?}", if k == 0 { "" } else { "," });
+        }
+        line.push_str("]}\n");
+        f.write_all(line.as_bytes()).map_err(e)?;
+        written += line.len() as u64;
+        id += 1;
+    }
+    f.flush().map_err(e)?;
+    Ok(written)
+}
+
+/// The median seconds of `PAIRS` runs of `cmd`, and the size of `out`
+/// afterwards.
+fn median_run(cmd: &mut dyn FnMut() -> Command, out: &Path) -> Result<(f64, u64), String> {
+    let mut t = Vec::new();
+    for _ in 0..PAIRS {
+        t.push(timed(&mut cmd())?);
+    }
+    let len = std::fs::metadata(out)
+        .map_err(|e| format!("{}: {e}", out.display()))?
+        .len();
+    Ok((median(t), len))
+}
+
+/// #17's text targets: JSON lines → MLDF, and CSV and JSON lines out of the
+/// typed view of MLDF and IDV.
+fn text(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
+    let jsonl = dir.join("data.jsonl");
+    let bytes = write_jsonl(&jsonl, mb)?;
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"fields": [{"name": "id", "type": "INT"}, {"name": "label", "type": "INT"},
+            {"name": "score", "type": "FLOAT"},
+            {"name": "x", "type": "NDARRAY", "dtype": "float32", "shape": [32]}]}"#,
+    )
+    .map_err(|e| e.to_string())?;
+    let run = |args: &[&std::ffi::OsStr], out: &Path| {
+        median_run(
+            &mut || {
+                let mut c = Command::new(cli(root));
+                c.args(args).arg("--quiet");
+                c
+            },
+            out,
+        )
+    };
+    let mldf = dir.join("data.mldf");
+    let inferred = dir.join("inferred.mldf");
+    let idv = dir.join("data.idv");
+    let (with, _) = run(
+        &[
+            "convert".as_ref(),
+            jsonl.as_os_str(),
+            mldf.as_os_str(),
+            "--schema".as_ref(),
+            schema.as_os_str(),
+        ],
+        &mldf,
+    )?;
+    let (without, _) = run(
+        &["convert".as_ref(), jsonl.as_os_str(), inferred.as_os_str()],
+        &inferred,
+    )?;
+    let mbs = |b: u64, s: f64| b as f64 / 1e6 / s;
+    println!(
+        "text: JSON lines -> MLDF, {:.0} MB of JSON (two ints, a float, a float32[32] per line), every core",
+        bytes as f64 / 1e6
+    );
+    println!(
+        "  with --schema {:.0} MB/s (target 150) | schema inferred {:.0} MB/s (no target)",
+        mbs(bytes, with),
+        mbs(bytes, without)
+    );
+    crate::interop::run(
+        Command::new(cli(root))
+            .arg("convert")
+            .arg(&mldf)
+            .arg(&idv)
+            .arg("--quiet"),
+    )?;
+    println!("text: `dump --format csv|jsonl` to a file, MB/s of output (target 200)");
+    for (name, input) in [("mldf", &mldf), ("idv", &idv)] {
+        let mut line = format!("  {name:<4}");
+        for format in ["csv", "jsonl"] {
+            let out = dir.join(format!("out.{format}"));
+            let (secs, len) = median_run(
+                &mut || {
+                    let mut c = Command::new("sh");
+                    c.arg("-c")
+                        .arg(r#""$0" dump --quiet --format "$1" "$2" > "$3""#)
+                        .arg(cli(root))
+                        .arg(format)
+                        .arg(input)
+                        .arg(&out);
+                    c
+                },
+                &out,
+            )?;
+            line.push_str(&format!(
+                " | {format} {:.0} MB/s ({:.0} MB in {secs:.2} s)",
+                mbs(len, secs),
+                len as f64 / 1e6
+            ));
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
 fn idv(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     use dataformats::idv::{
         ColumnSpec, ColumnType, Compression, ItemType, Reader, Values, Writer, WriterOptions,

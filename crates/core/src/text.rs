@@ -32,8 +32,8 @@ struct Shortest {
 }
 
 impl Shortest {
-    /// From ryu's text for the value (`1234.5`, `0.00012`, `1.5e-7`,
-    /// `1e30`): ryu finds the digits fast, the layout is redone here.
+    /// From the fast formatter's text for the value (`1234.5`, `0.00012`,
+    /// `1.5e-7`, `1e+30`): it finds the digits, the layout is redone here.
     fn of(text: &str) -> Shortest {
         let b = text.as_bytes();
         let negative = b.first() == Some(&b'-');
@@ -81,7 +81,8 @@ impl Shortest {
     }
 
     /// Rust's choice where two shortest decimals are equally near the
-    /// value (ryu takes the even one, Rust the one further from zero):
+    /// value (the fast formatter takes the even one, Rust the one further
+    /// from zero):
     /// the value `m × 2^e` exactly, when its decimal is one digit longer
     /// than the shortest and ends in 5, rounded half up instead.
     fn round_ties_up(&mut self, mut m: u64, mut e: i32) {
@@ -221,14 +222,14 @@ macro_rules! float_text {
                 out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
                 return;
             }
-            let mut buf = ryu::Buffer::new();
+            let mut buf = zmij::Buffer::new();
             let text = buf.format_finite(x);
             let (m, e) = $parts(x);
             let tie = may_tie(m, e);
             let abs = x.abs();
             let exponent = !(1e-4..1e16).contains(&abs);
-            // ryu's plain decimals are laid out as Rust's (`1234.0`,
-            // `12.34`, `0.001234`).
+            // The formatter's plain decimals are laid out as Rust's
+            // (`1234.0`, `12.34`, `0.001234`).
             if !tie && !exponent && !text.contains('e') {
                 out.push_str(text);
                 return;
@@ -255,7 +256,7 @@ macro_rules! float_text {
                 out.push_str(if x.is_sign_negative() { "-0" } else { "0" });
                 return;
             }
-            let mut buf = ryu::Buffer::new();
+            let mut buf = zmij::Buffer::new();
             let text = buf.format_finite(x);
             let (m, e) = $parts(x);
             if !may_tie(m, e) && !text.contains('e') {

@@ -14,7 +14,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_array::builder::StringBuilder;
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::dataset::{BatchStream, Dataset, Error, ReadOptions};
@@ -312,13 +313,15 @@ fn flat_for_csv(b: &RecordBatch) -> Result<RecordBatch, Error> {
             cols.push(c.clone());
             continue;
         }
-        let mut texts = Vec::with_capacity(c.len());
+        // One text buffer for every cell, copied into one column buffer.
+        let mut texts = StringBuilder::with_capacity(c.len(), 0);
+        let mut s = String::new();
         for i in 0..c.len() {
             if c.is_null(i) {
-                texts.push(None);
+                texts.append_null();
                 continue;
             }
-            let mut s = String::new();
+            s.clear();
             json_value(c.as_ref(), i, &mut s);
             // A dictionary of text gives its text, not a JSON string.
             if let DataType::Dictionary(..) = f.data_type()
@@ -326,9 +329,9 @@ fn flat_for_csv(b: &RecordBatch) -> Result<RecordBatch, Error> {
             {
                 s = t;
             }
-            texts.push(Some(s));
+            texts.append_value(&s);
         }
-        cols.push(Arc::new(StringArray::from(texts)));
+        cols.push(Arc::new(texts.finish()));
     }
     Ok(RecordBatch::try_new(Arc::new(flat_schema(&schema)), cols)?)
 }

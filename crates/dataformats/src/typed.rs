@@ -541,6 +541,45 @@ fn push_f32(x: f32, out: &mut String, exact_nan: bool) {
     }
 }
 
+/// Items `start..end` of `values` as a JSON array: a list's items read in
+/// place (no slice of the list is made), float and integer items in one
+/// loop over their values.
+fn json_items(values: &dyn Array, start: usize, end: usize, out: &mut String, exact: bool) {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    out.push('[');
+    let end = end.min(values.len());
+    match values.data_type() {
+        DataType::Float32 if values.null_count() == 0 => {
+            let v = values.as_primitive::<Float32Type>().values();
+            for (k, &x) in v.get(start..end).unwrap_or_default().iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                push_f32(x, out, exact);
+            }
+        }
+        DataType::Float64 if values.null_count() == 0 => {
+            let v = values.as_primitive::<Float64Type>().values();
+            for (k, &x) in v.get(start..end).unwrap_or_default().iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                push_f64(x, out, exact);
+            }
+        }
+        _ => {
+            for k in start..end {
+                if k > start {
+                    out.push(',');
+                }
+                json_value_with(values, k, out, exact);
+            }
+        }
+    }
+    out.push(']');
+}
+
 /// Value `i` of `a` as JSON text (see
 /// [`write_json_lines`](crate::export::write_json_lines)): lossless for
 /// integers, floats, bytes (base64), lists, structs and times.
@@ -613,19 +652,24 @@ fn json_value_with(a: &dyn Array, i: usize, out: &mut String, exact: bool) {
             );
             out.push('"');
         }
-        DataType::List(_) | DataType::FixedSizeList(..) => {
-            let v = match a.data_type() {
-                DataType::List(_) => a.as_list::<i32>().value(i),
-                _ => a.as_fixed_size_list().value(i),
-            };
-            out.push('[');
-            for k in 0..v.len() {
-                if k > 0 {
-                    out.push(',');
-                }
-                json_value_with(v.as_ref(), k, out, exact);
-            }
-            out.push(']');
+        DataType::List(_) => {
+            let l = a.as_list::<i32>();
+            let o = l.value_offsets();
+            let start = o.get(i).copied().unwrap_or(0);
+            let end = o.get(i + 1).copied().unwrap_or(start);
+            json_items(
+                l.values().as_ref(),
+                start as usize,
+                end as usize,
+                out,
+                exact,
+            );
+        }
+        DataType::FixedSizeList(..) => {
+            let l = a.as_fixed_size_list();
+            let start = l.value_offset(i) as usize;
+            let end = start + l.value_length() as usize;
+            json_items(l.values().as_ref(), start, end, out, exact);
         }
         DataType::Struct(fields) => {
             let s = a.as_struct();

@@ -283,3 +283,106 @@ fn splits_cut_where_stored_units_start() {
     assert!(split_at_starts(0, &[], 1, 4).is_empty());
     assert_eq!(split_at_starts(7, &[], 0, 0), vec![0..7]);
 }
+
+/// A list value rendered as JSON in place (float lists in one loop) equals
+/// the list's own slice rendered item by item: lists and fixed-size lists,
+/// sliced, with null lists, null items, NaN, empty lists and nesting.
+#[test]
+fn json_of_lists_equals_their_items_one_by_one() {
+    use arrow_array::types::{Float32Type, Float64Type, Int64Type};
+    use arrow_array::{Array, ArrayRef, FixedSizeListArray, ListArray};
+    use std::sync::Arc;
+    let mut rng = dataformats::core::rng::SplitMix64::new(9);
+    let mut f64_lists = Vec::new();
+    let mut f32_items = Vec::new();
+    for i in 0..300u64 {
+        let n = rng.below(7) as usize;
+        let v: Vec<Option<f64>> = (0..n)
+            .map(|_| Some(f64::from_bits(rng.next_u64())))
+            .collect();
+        f64_lists.push((i % 11 != 3).then_some(v));
+        f32_items.push(match rng.below(5) {
+            0 => None,
+            1 => Some(f32::NAN),
+            _ => Some(rng.below(1 << 24) as f32 / 4096.0 - 2048.0),
+        });
+    }
+    let nested_inner = ListArray::from_iter_primitive::<Float32Type, _, _>((0..40).map(|i| {
+        Some(
+            (0..i % 4)
+                .map(|k| Some(k as f32 * 0.25))
+                .collect::<Vec<_>>(),
+        )
+    }));
+    let nested = ListArray::new(
+        Arc::new(arrow_schema::Field::new_list_field(
+            nested_inner.data_type().clone(),
+            true,
+        )),
+        arrow_buffer::OffsetBuffer::from_lengths([3, 0, 5, 2, 10, 20]),
+        Arc::new(nested_inner),
+        None,
+    );
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(
+            f64_lists,
+        )),
+        Arc::new(ListArray::from_iter_primitive::<Float32Type, _, _>(
+            f32_items
+                .chunks(5)
+                .enumerate()
+                .map(|(i, c)| (i % 7 != 2).then(|| c.to_vec())),
+        )),
+        Arc::new(
+            FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                f32_items.chunks(3).map(|c| Some(c.to_vec())),
+                3,
+            ),
+        ),
+        Arc::new(
+            FixedSizeListArray::from_iter_primitive::<Float64Type, _, _>(
+                (0..50).map(|i| (i % 9 != 4).then(|| vec![Some(i as f64 / 3.0), Some(-0.0)])),
+                2,
+            ),
+        ),
+        Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+            (0..60i64).map(|i| Some((0..i % 5).map(|k| Some(k * i - 7)).collect::<Vec<_>>())),
+        )),
+        Arc::new(nested),
+    ];
+    let mut checked = 0;
+    for a in arrays {
+        for a in [
+            a.clone(),
+            a.slice(1, a.len() - 2),
+            a.slice(a.len() / 2, a.len() / 2),
+        ] {
+            for i in 0..a.len() {
+                let mut got = String::new();
+                dataformats::typed::json_value(a.as_ref(), i, &mut got);
+                let want = if a.is_null(i) {
+                    "null".to_string()
+                } else {
+                    let v = match a.data_type() {
+                        arrow_schema::DataType::List(_) => {
+                            arrow_array::cast::AsArray::as_list::<i32>(&a).value(i)
+                        }
+                        _ => arrow_array::cast::AsArray::as_fixed_size_list(&a).value(i),
+                    };
+                    let items: Vec<String> = (0..v.len())
+                        .map(|k| {
+                            let mut s = String::new();
+                            dataformats::typed::json_value(v.as_ref(), k, &mut s);
+                            s
+                        })
+                        .collect();
+                    format!("[{}]", items.join(","))
+                };
+                assert_eq!(got, want, "{} item {i}", a.data_type());
+                serde_json::from_str::<serde_json::Value>(&got).unwrap();
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 800, "{checked}");
+}
