@@ -33,7 +33,17 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Bytes allocated while `f` runs.
+/// Held by every test of this file: the count is of the whole process, so
+/// a test running beside the one measuring would add its own allocations.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Bytes allocated while `f` runs (the caller holds [`one_at_a_time`]).
 fn allocated<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let before = ALLOCATED.load(Ordering::Relaxed);
     let r = f();
@@ -50,6 +60,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn mldf_ndarray_and_idv_columns_borrow_the_map() {
+    let _alone = one_at_a_time();
     let dir = scratch("zc");
     // MLDF: 4096 samples of NDARRAY<float32>[256], uncompressed (4 MiB).
     let (n, dim) = (4096usize, 256usize);
@@ -146,6 +157,7 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
 
 #[test]
 fn bloscpack_rows_in_a_stored_chunk_borrow_the_map() {
+    let _alone = one_at_a_time();
     use dataformats::bloscpack::{Reader, WriteOptions, pack_array};
     use dataformats::core::ChecksumKind;
     let dir = scratch("blp");
