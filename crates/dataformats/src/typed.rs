@@ -542,40 +542,40 @@ fn push_f32(x: f32, out: &mut String, exact_nan: bool) {
 }
 
 /// Items `start..end` of `values` as a JSON array: a list's items read in
-/// place (no slice of the list is made), float and integer items in one
+/// place (no slice of the list is made), float items without nulls in one
 /// loop over their values.
 fn json_items(values: &dyn Array, start: usize, end: usize, out: &mut String, exact: bool) {
     use arrow_array::cast::AsArray;
     use arrow_array::types::*;
+    /// `xs` written one after the other, comma-separated.
+    fn each<T>(xs: impl Iterator<Item = T>, out: &mut String, mut put: impl FnMut(T, &mut String)) {
+        for (k, x) in xs.enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            put(x, out);
+        }
+    }
     out.push('[');
     let end = end.min(values.len());
     match values.data_type() {
         DataType::Float32 if values.null_count() == 0 => {
             let v = values.as_primitive::<Float32Type>().values();
-            for (k, &x) in v.get(start..end).unwrap_or_default().iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                push_f32(x, out, exact);
-            }
+            each(
+                v.get(start..end).unwrap_or_default().iter().copied(),
+                out,
+                |x, o| push_f32(x, o, exact),
+            );
         }
         DataType::Float64 if values.null_count() == 0 => {
             let v = values.as_primitive::<Float64Type>().values();
-            for (k, &x) in v.get(start..end).unwrap_or_default().iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                push_f64(x, out, exact);
-            }
+            each(
+                v.get(start..end).unwrap_or_default().iter().copied(),
+                out,
+                |x, o| push_f64(x, o, exact),
+            );
         }
-        _ => {
-            for k in start..end {
-                if k > start {
-                    out.push(',');
-                }
-                json_value_with(values, k, out, exact);
-            }
-        }
+        _ => each(start..end, out, |k, o| json_value_with(values, k, o, exact)),
     }
     out.push(']');
 }
