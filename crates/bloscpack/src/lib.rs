@@ -28,6 +28,9 @@
 //! ```
 
 #![deny(missing_docs)]
+// Every unsafe block of the workspace lives in dataformats-core (memory maps,
+// C codecs), each with its SAFETY note; format crates have none.
+#![forbid(unsafe_code)]
 
 pub mod blz;
 mod blz_write;
