@@ -229,36 +229,6 @@ impl IndexEntry {
         self.flags & SAMPLE_HAS_METADATA != 0
     }
 
-    /// Parses 24 bytes.
-    pub fn from_bytes(b: &[u8; 24]) -> Self {
-        let u64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b.get(i..i + 8).unwrap_or(&[0; 8]));
-            u64::from_le_bytes(a)
-        };
-        let u32_at = |i: usize| {
-            let mut a = [0u8; 4];
-            a.copy_from_slice(b.get(i..i + 4).unwrap_or(&[0; 4]));
-            u32::from_le_bytes(a)
-        };
-        let u16_at = |i: usize| {
-            u16::from_le_bytes([
-                b.get(i).copied().unwrap_or(0),
-                b.get(i + 1).copied().unwrap_or(0),
-            ])
-        };
-        IndexEntry {
-            offset: u64_at(0),
-            size: u32_at(8),
-            uncompressed_size: u32_at(12),
-            width: u16_at(16),
-            height: u16_at(18),
-            format: SampleFormat(b.get(20).copied().unwrap_or(0)),
-            flags: b.get(21).copied().unwrap_or(0),
-            checksum: u16_at(22),
-        }
-    }
-
     /// Encodes 24 bytes.
     pub fn to_bytes(&self) -> [u8; 24] {
         let mut b = [0u8; 24];

@@ -5,10 +5,10 @@ use dataformats_core::{Limits, Source};
 
 use crate::read::{ReadOptions, Reader, parse_header};
 
-/// The header: parse, and the CRC over whatever 64 bytes there are.
+/// The header: parse (short input is an error), and the CRC over whatever
+/// 64 bytes there are.
 pub fn header(data: &[u8]) {
-    if let Some(h) = data.first_chunk::<64>() {
-        let h = parse_header(h);
+    if let Ok(h) = parse_header(data) {
         let _ = h.compute_checksum();
         let _ = h.data_start();
     }
@@ -23,8 +23,9 @@ pub fn index(data: &[u8]) {
     }
     h[..4].copy_from_slice(crate::format::MAGIC);
     h[4..8].copy_from_slice(&2u32.to_le_bytes());
-    let crc = parse_header(&h).compute_checksum();
-    h[44..48].copy_from_slice(&crc.to_le_bytes());
+    if let Ok(parsed) = parse_header(&h) {
+        h[44..48].copy_from_slice(&parsed.compute_checksum().to_le_bytes());
+    }
     let mut f = h.to_vec();
     f.extend_from_slice(data.get(64..).unwrap_or_default());
     file(&f);

@@ -39,6 +39,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod loader;
+pub mod parse;
 mod read;
 pub mod tar;
 mod write;

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use dataformats_core::codec::{self, Codec, CodecError};
 use dataformats_core::limits::check_range;
+use dataformats_core::parse;
 use dataformats_core::{ChecksumKind, Limits, Source};
 
 use crate::error::{Error, ErrorKind, Result, Stage};
@@ -77,33 +78,11 @@ pub struct Reader {
     metadata: OnceLock<Result<Vec<MetadataBlock>>>,
 }
 
-fn u32_at(b: &[u8], i: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(b.get(i..i + 4).unwrap_or(&[0; 4]));
-    u32::from_le_bytes(a)
-}
-
-fn u64_at(b: &[u8], i: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(b.get(i..i + 8).unwrap_or(&[0; 8]));
-    u64::from_le_bytes(a)
-}
-
-/// Parses the header fields without checking them.
-pub fn parse_header(b: &[u8; 64]) -> Header {
-    let mut reserved = [0u8; 16];
-    reserved.copy_from_slice(b.get(48..64).unwrap_or(&[0; 16]));
-    Header {
-        version: u32_at(b, 4),
-        num_samples: u64_at(b, 8),
-        header_size: u32_at(b, 16),
-        padding1: u32_at(b, 20),
-        metadata_offset: u64_at(b, 24),
-        metadata_size: u64_at(b, 32),
-        flags: u32_at(b, 40),
-        checksum: u32_at(b, 44),
-        reserved,
-    }
+/// Parses the header (the first 64 bytes of `b`) without checking its
+/// fields; fewer than 64 bytes are [`ErrorKind::Truncated`].
+pub fn parse_header(b: &[u8]) -> Result<Header> {
+    dataformats_core::parse::run(b, 0, crate::parse::header)
+        .map_err(|e| Error::from_core(e, Stage::Open))
 }
 
 impl Reader {
@@ -142,7 +121,7 @@ impl Reader {
             )
             .at(0));
         }
-        let header = parse_header(&hb);
+        let header = parse_header(&hb)?;
         if header.version != VERSION {
             return Err(err(
                 ErrorKind::BadVersion,
@@ -183,14 +162,15 @@ impl Reader {
         let raw = src
             .bytes(HEADER_SIZE, index_len)
             .map_err(|e| Error::from_core(e, Stage::Open))?;
-        let index = raw
-            .chunks_exact(ENTRY_SIZE as usize)
-            .map(|c| {
-                let mut a = [0u8; 24];
-                a.copy_from_slice(c);
-                IndexEntry::from_bytes(&a)
-            })
-            .collect();
+        let whole: &[u8] = &raw;
+        let mut index = Vec::with_capacity(whole.len() / ENTRY_SIZE as usize);
+        let mut rest = whole;
+        while !rest.is_empty() {
+            let (after, entry) = parse::finish(whole, HEADER_SIZE, crate::parse::index_entry(rest))
+                .map_err(|e| Error::from_core(e, Stage::Open))?;
+            index.push(entry);
+            rest = after;
+        }
         Ok(Reader {
             src,
             header,
@@ -477,8 +457,8 @@ impl Reader {
             self.src
                 .read_at(pos, &mut b)
                 .map_err(|x| Error::from_core(x, Stage::Metadata))?;
-            let size = u32_at(&b, 8);
-            let kind = MetadataType(u16::from_le_bytes([b[12], b[13]]));
+            let (sample_index, size, kind) = parse::run(&b, pos, crate::parse::block_header)
+                .map_err(|x| Error::from_core(x, Stage::Metadata))?;
             let data_at = pos + BLOCK_HEADER_SIZE;
             let limit = if self.opts.strict { end } else { len };
             if check_range(data_at, u64::from(size), limit).is_err() {
@@ -488,7 +468,7 @@ impl Reader {
                 ));
             }
             blocks.push(MetadataBlock {
-                sample_index: u64_at(&b, 0),
+                sample_index,
                 kind,
                 offset: data_at,
                 size,

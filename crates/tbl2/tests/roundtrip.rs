@@ -93,7 +93,9 @@ fn first_error(bytes: Vec<u8>, opts: ReadOptions) -> Option<(ErrorKind, Stage)> 
 fn fix_crc(b: &mut [u8]) {
     let mut h = [0u8; 64];
     h.copy_from_slice(&b[..64]);
-    let crc = dataformats_tbl2::parse_header(&h).compute_checksum();
+    let crc = dataformats_tbl2::parse_header(&h)
+        .unwrap()
+        .compute_checksum();
     b[44..48].copy_from_slice(&crc.to_le_bytes());
 }
 
