@@ -38,8 +38,8 @@
 //!   speed table only.
 //!
 //! - text: no reference tool; #17's absolute targets on `mb` MB (default
-//!   100) of generated JSON lines (two ints, a float and a float32[32] per
-//!   line): JSON lines → MLDF with a schema on every core (target 150 MB/s
+//!   100) of generated JSON lines (two ints, a float and a `float32[32]`
+//!   per line): JSON lines → MLDF with a schema on every core (target 150 MB/s
 //!   of JSON) and without one (inferred; no target), then `dump --format
 //!   csv` and `--format jsonl` of that MLDF and of an IDV converted from it
 //!   (target 200 MB/s of output). Whole processes, medians of five runs.
@@ -627,10 +627,8 @@ secs = time.perf_counter() - t
 print(json.dumps({"secs": secs, "sum": s}))
 "#;
 
-/// A scan of an ML.NET-written deflate IDV file of `mb` MB of float
-/// columns: ML.NET's row cursor against `dataformats validate`.
-/// Writes `mb` MB of JSON lines of two ints, a float and a float32[32]; the
-/// bytes written.
+/// Writes `mb` MB of JSON lines of two ints, a float and a `float32[32]`;
+/// the bytes written.
 fn write_jsonl(path: &Path, mb: u64) -> Result<u64, String> {
     use std::fmt::Write as _;
     use std::io::Write;
@@ -760,6 +758,8 @@ fn text(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// A scan of an ML.NET-written deflate IDV file of `mb` MB of float
+/// columns: ML.NET's row cursor against `dataformats validate`.
 fn idv(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     use dataformats::idv::{
         ColumnSpec, ColumnType, Compression, ItemType, Reader, Values, Writer, WriterOptions,

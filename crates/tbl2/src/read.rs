@@ -79,10 +79,18 @@ pub struct Reader {
 }
 
 /// Parses the header (the first 64 bytes of `b`) without checking its
-/// fields; fewer than 64 bytes are [`ErrorKind::Truncated`].
+/// fields; fewer than 64 bytes are [`ErrorKind::TooSmall`], as a file
+/// shorter than its header is.
 pub fn parse_header(b: &[u8]) -> Result<Header> {
-    dataformats_core::parse::run(b, 0, crate::parse::header)
-        .map_err(|e| Error::from_core(e, Stage::Open))
+    dataformats_core::parse::run(b, 0, crate::parse::header).map_err(|e| match e {
+        dataformats_core::Error::Truncated { .. } => Error::new(
+            ErrorKind::TooSmall,
+            Stage::Open,
+            format!("{} byte(s) are shorter than the 64-byte header", b.len()),
+        )
+        .at(0),
+        e => Error::from_core(e, Stage::Open),
+    })
 }
 
 impl Reader {

@@ -276,3 +276,21 @@ fn validate_fails_where_a_read_in_index_order_fails_first() {
         );
     }
 }
+
+/// `parse_header` on fewer than 64 bytes: `TooSmall` at offset 0, as for a
+/// file shorter than its header; never a header of made-up fields.
+#[test]
+fn a_header_cut_short_is_too_small() {
+    let mut h = [0u8; 64];
+    h[..4].copy_from_slice(b"TBL\x02");
+    for n in 0..64 {
+        let e = dataformats_tbl2::parse_header(&h[..n]).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.stage()),
+            (ErrorKind::TooSmall, Stage::Open),
+            "{n}"
+        );
+        assert_eq!(e.offset(), Some(0), "{n}");
+    }
+    assert!(dataformats_tbl2::parse_header(&h).is_ok());
+}
