@@ -219,41 +219,16 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
             ),
         ));
     }
-    // Chunks are checked and decoded on every core, written in order. Each
-    // is decoded into a buffer that an earlier chunk was written from (a new
-    // buffer per chunk costs a zeroing and page faults per byte).
+    // Chunks are checked and decoded on every core, written in order.
     let threads = dataformats_core::parallel::threads_for(reader.payload_len(), 0);
     let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
     f.write_all(&header_bytes(array))?;
     let mut next = 0..reader.nchunks();
-    let spare = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
     dataformats_core::parallel::ordered(
         threads,
         || Ok::<_, Error>(next.next()),
-        |i| {
-            // (A chunk index out of range is refused by read_chunk_into.)
-            let n = reader.chunks().get(i).map_or(0, |c| c.nbytes());
-            let n = reader.options().limits.check_alloc("chunk", n)?;
-            let mut buf = spare
-                .lock()
-                .ok()
-                .and_then(|mut s| s.pop())
-                .unwrap_or_default();
-            if buf.len() != n {
-                buf.clear();
-                buf.resize(n, 0);
-            }
-            reader.read_chunk_into(i, &mut buf)?;
-            Ok(buf)
-        },
-        |chunk: Result<Vec<u8>>| {
-            let chunk = chunk?;
-            f.write_all(&chunk)?;
-            if let Ok(mut s) = spare.lock() {
-                s.push(chunk);
-            }
-            Ok(())
-        },
+        |i| reader.read_chunk(i),
+        |chunk| Ok(f.write_all(&chunk?)?),
     )?;
     let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
     f.finish()?;
@@ -475,8 +450,8 @@ mod tests {
     }
 
     /// `.npy` → Bloscpack → `.npy` gives the same file back, for payloads of
-    /// many chunks (decoded into reused buffers, the last chunk shorter than
-    /// the others), one chunk, and none.
+    /// many chunks (the last one shorter than the others), one chunk, and
+    /// none.
     #[test]
     fn npy_round_trips_through_bloscpack_chunk_by_chunk() {
         let dir = std::env::temp_dir().join(format!("df-npy-rt-{}", std::process::id()));
