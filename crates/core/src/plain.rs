@@ -89,6 +89,14 @@ pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMism
     Ok(())
 }
 
+/// Decodes `bytes` (little-endian `T`s) into a new vector; fails unless
+/// `bytes.len()` is a whole number of `T`s.
+pub fn to_vec<T: Plain>(bytes: &[u8]) -> Result<Vec<T>, LengthMismatch> {
+    let n = bytes.len() / T::SIZE;
+    let mut out = vec![T::default(); n];
+    copy_into(bytes, &mut out).map(|()| out)
+}
+
 /// The byte count given to [`copy_into`] does not match the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LengthMismatch {
@@ -133,6 +141,18 @@ mod tests {
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(cast_slice::<f64>(whole).unwrap(), &expect[..]);
+    }
+
+    #[test]
+    fn to_vec_needs_whole_values() {
+        let bytes: Vec<u8> = [-3i16, 7, 300]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(to_vec::<i16>(&bytes).unwrap(), vec![-3, 7, 300]);
+        assert_eq!(to_vec::<i16>(&[]).unwrap(), Vec::<i16>::new());
+        let e = to_vec::<i16>(&bytes[..5]).unwrap_err();
+        assert_eq!((e.bytes, e.wanted), (5, 4));
     }
 
     #[test]

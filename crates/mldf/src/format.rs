@@ -1,7 +1,7 @@
 //! The fixed structures: magic, header, field descriptors and types
 //! (`mldf.md` §2–§5).
 
-use dataformats_core::parse::{self, le_u16, le_u32, le_u64};
+use dataformats_core::parse::{self, le_u8, le_u32};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -55,38 +55,9 @@ pub struct Header {
 impl Header {
     /// Parses the 64 header bytes at offset 9 (`bytes` = the file's first 73).
     pub fn parse(bytes: &[u8]) -> Result<Header> {
-        let body = bytes.get(9..73).unwrap_or_default();
-        parse::run(body, 9, |i| {
-            let (i, version_major) = le_u16(i)?;
-            let (i, version_minor) = le_u16(i)?;
-            let (i, flags) = le_u32(i)?;
-            let (i, num_samples) = le_u64(i)?;
-            let (i, num_fields) = le_u16(i)?;
-            let (i, _) = le_u16(i)?;
-            let (i, page_size) = le_u32(i)?;
-            let (i, field_desc_ptr) = le_u64(i)?;
-            let (i, metadata_ptr) = le_u64(i)?;
-            let (i, data_ptr) = le_u64(i)?;
-            let (i, alloc_table_ptr) = le_u64(i)?;
-            let (i, data_crc32) = le_u32(i)?;
-            Ok((
-                i,
-                Header {
-                    version_major,
-                    version_minor,
-                    flags,
-                    num_samples,
-                    num_fields,
-                    page_size,
-                    field_desc_ptr,
-                    metadata_ptr,
-                    data_ptr,
-                    alloc_table_ptr,
-                    data_crc32,
-                },
-            ))
-        })
-        .map_err(|e| Error::new(ErrorKind::Truncated, e.to_string()).at(9))
+        let body = bytes.get(9..).unwrap_or_default();
+        parse::run(body, 9, crate::parse::header)
+            .map_err(|e| Error::new(ErrorKind::Truncated, e.to_string()).at(9))
     }
 
     /// The 64 header bytes.
@@ -110,6 +81,133 @@ impl Header {
         put(56, &self.data_crc32.to_le_bytes());
         b
     }
+}
+
+/// Size of one allocation-table entry.
+pub const ALLOC_ENTRY_SIZE: u64 = 16;
+/// Size of the NULLABLE trailer after a record.
+pub const TRAILER_SIZE: u64 = 8;
+
+/// A field descriptor as stored (§4): the bytes, nothing checked yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawDescriptor<'a> {
+    /// The 64 name bytes (UTF-8, NUL-terminated and NUL-padded).
+    pub name: &'a [u8],
+    /// The type id (§5).
+    pub type_id: u16,
+    /// Descriptor flags ([`FIELD_NULLABLE`]).
+    pub flags: u16,
+    /// Bytes this field takes in a metadata row.
+    pub metadata_size: u32,
+    /// The 128 type-specific argument bytes.
+    pub arguments: &'a [u8],
+}
+
+/// NDARRAY's arguments (§5.4): element type code, rank, and the 15 dimension
+/// slots (only the first `ndim` mean anything).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NdArrayArgs {
+    /// The dtype code.
+    pub dtype: u8,
+    /// The number of dimensions.
+    pub ndim: u8,
+    /// The dimension slots.
+    pub dims: [u64; 15],
+}
+
+/// BYTES, NDARRAY and JSON records (`BytesMeta`, 16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BytesMeta {
+    /// Offset of the value's allocation (0 when empty).
+    pub data_ptr: u64,
+    /// The value's length (decompressed).
+    pub data_size: u32,
+}
+
+/// Image records (`ImageMeta`, 24 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImageMeta {
+    /// Offset of the value's allocation (0 when empty).
+    pub data_ptr: u64,
+    /// The value's length (decompressed).
+    pub data_size: u32,
+    /// Height in pixels.
+    pub height: u16,
+    /// Width in pixels.
+    pub width: u16,
+    /// Channels.
+    pub channels: u8,
+    /// 0 raw, 1 JPEG, 2 PNG.
+    pub mode: u8,
+}
+
+/// Audio records (`AudioMeta`, 24 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AudioMeta {
+    /// Offset of the value's allocation (0 when empty).
+    pub data_ptr: u64,
+    /// The value's length (decompressed).
+    pub data_size: u32,
+    /// Frames.
+    pub num_samples: u32,
+    /// Hz.
+    pub sample_rate: u32,
+    /// Channels.
+    pub num_channels: u16,
+    /// Bits per sample.
+    pub bit_depth: u8,
+    /// 0 PCM, 1 FLAC, 2 AAC, 3 MP3.
+    pub codec: u8,
+}
+
+/// Text records (`TextMeta`, 16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextMeta {
+    /// Offset of the value's allocation (0 when empty).
+    pub data_ptr: u64,
+    /// The value's length (decompressed).
+    pub data_size: u32,
+    /// Token count (saturating at 65535; 0 for TEXT_RAW).
+    pub num_tokens: u16,
+    /// 0 UTF-8, 1 i32 ids, 2 i16 ids.
+    pub encoding: u8,
+}
+
+/// One metadata record (§6.3), in the layout its field's type gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// INT and FLOAT: the value's 8 bytes as a `u64`.
+    Scalar(u64),
+    /// BYTES, NDARRAY, JSON.
+    Bytes(BytesMeta),
+    /// IMAGE_*.
+    Image(ImageMeta),
+    /// AUDIO_*.
+    Audio(AudioMeta),
+    /// TEXT_*.
+    Text(TextMeta),
+}
+
+impl Record {
+    /// `(data_ptr, data_size)` for the pointer records, `None` for a scalar.
+    pub fn data(&self) -> Option<(u64, u32)> {
+        match *self {
+            Record::Scalar(_) => None,
+            Record::Bytes(m) => Some((m.data_ptr, m.data_size)),
+            Record::Image(m) => Some((m.data_ptr, m.data_size)),
+            Record::Audio(m) => Some((m.data_ptr, m.data_size)),
+            Record::Text(m) => Some((m.data_ptr, m.data_size)),
+        }
+    }
+}
+
+/// One allocation-table entry (§7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alloc {
+    /// Absolute offset.
+    pub ptr: u64,
+    /// Stored length.
+    pub size: u32,
 }
 
 /// NDARRAY element types (codes 1–13).
@@ -412,7 +510,13 @@ fn bad_desc(m: String, at: u64) -> Error {
 /// Parses descriptor bytes `d` (at offset `at`) with §9.1 step 9's checks,
 /// except uniqueness; `newer` makes unknown types opaque.
 pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Option<String>)> {
-    let name_bytes = d.get(..64).unwrap_or_default();
+    let RawDescriptor {
+        name: name_bytes,
+        type_id,
+        flags,
+        metadata_size,
+        arguments: args,
+    } = parse::run(d, at, crate::parse::descriptor).map_err(|e| bad_desc(e.to_string(), at))?;
     let nul = name_bytes
         .iter()
         .position(|&b| b == 0)
@@ -420,30 +524,16 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
     if nul == 0 {
         return Err(bad_desc("empty field name".into(), at));
     }
-    if name_bytes
-        .get(nul..)
-        .unwrap_or_default()
-        .iter()
-        .any(|&b| b != 0)
-    {
+    let (name, after) = name_bytes.split_at(nul);
+    if after.iter().any(|&b| b != 0) {
         return Err(bad_desc(
             "non-NUL byte after the field name's terminator".into(),
             at,
         ));
     }
-    let name = std::str::from_utf8(name_bytes.get(..nul).unwrap_or_default())
+    let name = std::str::from_utf8(name)
         .map_err(|_| bad_desc("field name is not UTF-8".into(), at))?
         .to_string();
-    let (type_id, flags, metadata_size, args) = parse::run(d, at, |i| {
-        let (i, _) = parse::take(64)(i)?;
-        let (i, type_id) = le_u16(i)?;
-        let (i, flags) = le_u16(i)?;
-        let (i, metadata_size) = le_u32(i)?;
-        let (i, _) = le_u32(i)?;
-        let (i, args) = parse::take(128)(i)?;
-        Ok((i, (type_id, flags, metadata_size, args)))
-    })
-    .map_err(|e| bad_desc(e.to_string(), at))?;
     let nullable = flags & FIELD_NULLABLE != 0;
     if metadata_size == 0 || metadata_size % 8 != 0 || (nullable && metadata_size < 16) {
         return Err(bad_desc(
@@ -460,7 +550,9 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
             Err(bad_desc(format!("field {name:?}: {why}"), at + 64))
         }
     };
-    let arg = |k: usize| args.get(k).copied().unwrap_or(0);
+    // The arguments are 128 bytes (the descriptor parser took them whole).
+    let args_at = at + 76;
+    let first = parse::run(args, args_at, le_u8).map_err(|e| bad_desc(e.to_string(), args_at))?;
     let mut ty = match type_id {
         1 => FieldType::Int,
         2 => FieldType::Float,
@@ -471,13 +563,14 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
         },
         5 => FieldType::Json,
         10 => FieldType::ImageRaw,
-        11 => FieldType::ImageJpeg { quality: arg(0) },
+        11 => FieldType::ImageJpeg { quality: first },
         12 => FieldType::ImagePng,
         20 => FieldType::AudioWaveform { float: false },
         21 => FieldType::AudioCompressed,
         40 => FieldType::TextRaw,
         41 => FieldType::TextTokenized {
-            vocab_size: u32::from_le_bytes([arg(0), arg(1), arg(2), arg(3)]),
+            vocab_size: parse::run(args, args_at, le_u32)
+                .map_err(|e| bad_desc(e.to_string(), args_at))?,
         },
         other => opaque(format!("type id {other} is not defined in MLDF 1.0"))?,
     };
@@ -492,8 +585,10 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
     }
     match &mut ty {
         FieldType::NdArray { dtype, shape } => {
-            let Some(dt) = Dtype::from_code(arg(0)) else {
-                ty = opaque(format!("NDARRAY dtype code {}", arg(0)))?;
+            let a = parse::run(args, args_at, crate::parse::ndarray_args)
+                .map_err(|e| bad_desc(e.to_string(), args_at))?;
+            let Some(dt) = Dtype::from_code(a.dtype) else {
+                ty = opaque(format!("NDARRAY dtype code {}", a.dtype))?;
                 return Ok((
                     Field {
                         name,
@@ -505,18 +600,13 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
                 ));
             };
             *dtype = dt;
-            let ndim = arg(1);
+            let ndim = a.ndim;
             if ndim > 15 {
                 return Err(bad_desc(format!("field {name:?}: ndim {ndim}"), at + 77));
             }
             let mut nonzero: u64 = dt.size();
             let mut total: Option<u64> = Some(dt.size());
-            for k in 0..usize::from(ndim) {
-                let mut b = [0u8; 8];
-                for (j, x) in b.iter_mut().enumerate() {
-                    *x = arg(8 + 8 * k + j);
-                }
-                let dim = u64::from_le_bytes(b);
+            for &dim in a.dims.iter().take(usize::from(ndim)) {
                 shape.push(dim);
                 if dim != 0 {
                     nonzero = nonzero.saturating_mul(dim);
@@ -530,7 +620,7 @@ pub(crate) fn parse_field(d: &[u8], at: u64, newer: bool) -> Result<(Field, Opti
                 ));
             }
         }
-        FieldType::AudioWaveform { float } => match arg(0) {
+        FieldType::AudioWaveform { float } => match first {
             0 => *float = false,
             1 => *float = true,
             other => ty = opaque(format!("sample_format {other}"))?,

@@ -33,12 +33,13 @@ pub use dataformats_core::image;
 /// Strict JSON verdicts (shared with FFCV, in the core).
 pub use dataformats_core::json;
 pub mod loader;
+pub mod parse;
 mod read;
 pub mod render;
 mod write;
 
 pub use error::{Error, ErrorKind, Result};
-pub use format::{Dtype, Field, FieldType, Header, MAGIC};
+pub use format::{Alloc, Dtype, Field, FieldType, Header, MAGIC};
 pub use loader::{Loader, LoaderOptions, Order};
-pub use read::{Alloc, Reader, Value};
+pub use read::{Reader, Value};
 pub use write::{FieldValue, Layout, Writer, WriterOptions};

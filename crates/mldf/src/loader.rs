@@ -1,6 +1,8 @@
 //! Batches of samples for training code: sequential, random, or FFCV's
 //! page-aware quasi-random order, sharded by rank.
 
+use dataformats_core::parse;
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::read::{Reader, Value};
 
@@ -61,15 +63,14 @@ fn sample_pages(r: &Reader) -> Result<Vec<u64>> {
     for i in 0..r.num_samples() {
         let mut p = u64::MAX;
         for (j, f) in r.fields().iter().enumerate() {
-            if f.ty.record_size().unwrap_or(8) < 16 {
+            let Some(layout) = crate::parse::record(&f.ty) else {
                 continue;
-            }
+            };
+            let (_, at) = r.record_at(i, j)?;
             let rec = r.record(i, j)?;
-            let ptr = u64::from_le_bytes(
-                rec.get(..8)
-                    .and_then(|b| b.try_into().ok())
-                    .unwrap_or_default(),
-            );
+            let Some((ptr, _)) = parse::run(&rec, at, layout)?.data() else {
+                continue;
+            };
             if ptr >= data_ptr {
                 p = (ptr - data_ptr) / page;
                 break;

@@ -7,10 +7,14 @@ use std::path::Path;
 use dataformats_core::{ChecksumKind, Limits, Source, codec};
 
 use crate::error::{Error, ErrorKind, Result};
+use dataformats_core::parse::run;
+use dataformats_core::plain;
+
 use crate::format::{
-    DESC_SIZE, FLAG_CHECKSUMMED, FLAG_COMPRESSED, Field, FieldType, Header, check_header,
-    parse_field,
+    ALLOC_ENTRY_SIZE, Alloc, DESC_SIZE, FLAG_CHECKSUMMED, FLAG_COMPRESSED, Field, FieldType,
+    Header, Record, TRAILER_SIZE, check_header, parse_field,
 };
+use crate::parse;
 use crate::{image, json};
 
 /// One value as read.
@@ -125,35 +129,21 @@ impl Value<'_> {
         }
     }
 
-    /// TEXT_TOKENIZED ids.
+    /// TEXT_TOKENIZED ids; `None` for another value, or one whose bytes
+    /// are not whole ids (the reader never returns such a value).
     pub fn token_ids(&self) -> Option<Vec<i32>> {
         match self {
             Value::Tokens {
                 encoding: 1, data, ..
-            } => Some(
-                data.chunks_exact(4)
-                    .map(|c| i32::from_le_bytes(c.try_into().unwrap_or_default()))
-                    .collect(),
-            ),
+            } => plain::to_vec::<i32>(data).ok(),
             Value::Tokens {
                 encoding: 2, data, ..
-            } => Some(
-                data.chunks_exact(2)
-                    .map(|c| i32::from(i16::from_le_bytes(c.try_into().unwrap_or_default())))
-                    .collect(),
-            ),
+            } => plain::to_vec::<i16>(data)
+                .ok()
+                .map(|v| v.into_iter().map(i32::from).collect()),
             _ => None,
         }
     }
-}
-
-/// One allocation-table entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Alloc {
-    /// Absolute offset.
-    pub ptr: u64,
-    /// Stored length.
-    pub size: u32,
 }
 
 /// An open MLDF file (`mldf.md` §9.1 done: header, descriptors, regions).
@@ -171,27 +161,13 @@ pub struct Reader {
     limits: Limits,
 }
 
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    if let Some(s) = b.get(o..o + 8) {
-        a.copy_from_slice(s);
-    }
-    u64::from_le_bytes(a)
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    let mut a = [0u8; 4];
-    if let Some(s) = b.get(o..o + 4) {
-        a.copy_from_slice(s);
-    }
-    u32::from_le_bytes(a)
-}
-
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([
-        b.get(o).copied().unwrap_or(0),
-        b.get(o + 1).copied().unwrap_or(0),
-    ])
+/// `data` as text, or a `BadValue` at `at` naming the first bad byte.
+fn utf8(data: Cow<'_, [u8]>, at: u64) -> Result<Cow<'_, str>> {
+    let bad = |e: std::str::Utf8Error| bad_value(format!("text is not UTF-8: {e}")).at(at);
+    Ok(match data {
+        Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).map_err(bad)?),
+        Cow::Owned(v) => Cow::Owned(String::from_utf8(v).map_err(|e| bad(e.utf8_error()))?),
+    })
 }
 
 fn bad_value(m: impl Into<Cow<'static, str>>) -> Error {
@@ -266,14 +242,14 @@ impl Reader {
                 )
                 .at(h.metadata_ptr)
             })?;
-        let num_allocs = (n - h.alloc_table_ptr) / 16;
+        let num_allocs = (n - h.alloc_table_ptr) / ALLOC_ENTRY_SIZE;
         let data_end = if num_allocs == 0 {
             h.data_ptr
         } else {
-            let at = n - 16;
-            let e = src.bytes(at, 16)?;
-            let (ptr, size) = (u64_at(&e, 0), u64::from(u32_at(&e, 8)));
-            let end = ptr.saturating_add(size);
+            let at = n - ALLOC_ENTRY_SIZE;
+            let Alloc { ptr, size } =
+                run(&src.bytes(at, ALLOC_ENTRY_SIZE)?, at, parse::alloc_entry)?;
+            let end = ptr.saturating_add(u64::from(size));
             if ptr < h.data_ptr || end > h.alloc_table_ptr {
                 return Err(Error::new(
                     ErrorKind::OutOfBounds,
@@ -366,12 +342,12 @@ impl Reader {
 
     /// Allocation-table entry `k`.
     pub fn allocation(&self, k: u64) -> Result<Alloc> {
-        let at = self.header.alloc_table_ptr + 16 * k;
-        let e = self.src.bytes(at, 16)?;
-        Ok(Alloc {
-            ptr: u64_at(&e, 0),
-            size: u32_at(&e, 8),
-        })
+        let at = self.header.alloc_table_ptr + ALLOC_ENTRY_SIZE * k;
+        Ok(run(
+            &self.src.bytes(at, ALLOC_ENTRY_SIZE)?,
+            at,
+            parse::alloc_entry,
+        )?)
     }
 
     /// Binary search of the allocation table for `ptr`.
@@ -391,20 +367,29 @@ impl Reader {
 
     /// The metadata record of field `j` in sample `i` (trailer included).
     pub fn record(&self, i: u64, j: usize) -> Result<Cow<'_, [u8]>> {
-        let f = self
-            .fields
-            .get(j)
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
+        let (f, at) = self.record_at(i, j)?;
+        Ok(self.src.bytes(at, u64::from(f.metadata_size))?)
+    }
+
+    /// Field `j` and the offset of its record in sample `i`.
+    pub(crate) fn record_at(&self, i: u64, j: usize) -> Result<(&Field, u64)> {
+        let (Some(f), Some(&offset)) = (self.fields.get(j), self.offsets.get(j)) else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no field {j}"),
+            ));
+        };
         if i >= self.header.num_samples {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!("no sample {i}"),
             ));
         }
-        let at = self.header.metadata_ptr
-            + i * self.row_size
-            + u64::from(self.offsets.get(j).copied().unwrap_or(0));
-        Ok(self.src.bytes(at, u64::from(f.metadata_size))?)
+        // In the file: open checked that every row ends before the allocation table.
+        Ok((
+            f,
+            self.header.metadata_ptr + i * self.row_size + u64::from(offset),
+        ))
     }
 
     /// The file bytes holding the values of NDARRAY field `j` for samples
@@ -419,10 +404,13 @@ impl Reader {
     /// `data_size` against the shape, the data region's bounds) all hold
     /// when this returns a range.
     pub fn contiguous_values(&self, j: usize, rows: Range<u64>) -> Result<Option<Range<u64>>> {
-        let f = self
-            .fields
-            .get(j)
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
+        let (Some(f), Some(&offset)) = (self.fields.get(j), self.offsets.get(j)) else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no field {j}"),
+            ));
+        };
+        let offset = u64::from(offset);
         if rows.start > rows.end || rows.end > self.header.num_samples {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -440,8 +428,6 @@ impl Reader {
         if rows.is_empty() || nb == 0 || self.header.flags & FLAG_COMPRESSED != 0 {
             return Ok(None);
         }
-        let offset = u64::from(self.offsets.get(j).copied().unwrap_or(0));
-        let rec_len = u64::from(f.metadata_size) - if f.nullable { 8 } else { 0 };
         let mut start = None;
         let mut end = 0u64;
         for i in rows {
@@ -454,10 +440,14 @@ impl Reader {
             else {
                 return Ok(None);
             };
-            if f.nullable && rec.get(rec_len as usize) != Some(&1) {
+            // An NDARRAY row is a BytesMeta, then the trailer if NULLABLE.
+            let Ok((trailer, meta)) = parse::bytes_meta(rec) else {
+                return Ok(None);
+            };
+            if f.nullable && !matches!(parse::trailer(trailer), Ok((_, 1))) {
                 return Ok(None);
             }
-            let (ptr, size) = (u64_at(rec, 0), u32_at(rec, 8));
+            let (ptr, size) = (meta.data_ptr, meta.data_size);
             if u64::from(size) != nb || (start.is_some() && ptr != end) {
                 return Ok(None);
             }
@@ -490,20 +480,17 @@ impl Reader {
     /// The value with the checks of §9.2 step 3; `seen` (validation) tracks
     /// referenced allocations.
     fn value_checked(&self, i: u64, j: usize, mut seen: Option<Seen<'_>>) -> Result<Value<'_>> {
-        let f = self
-            .fields
-            .get(j)
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("no field {j}")))?;
-        let rec_at = self.header.metadata_ptr
-            + i * self.row_size
-            + u64::from(self.offsets.get(j).copied().unwrap_or(0));
-        let full = self.record(i, j)?;
-        let rec_len = f.metadata_size as usize - if f.nullable { 8 } else { 0 };
-        let rec: &[u8] = full.get(..rec_len).unwrap_or_default();
+        let (f, rec_at) = self.record_at(i, j)?;
+        let full = self.src.bytes(rec_at, u64::from(f.metadata_size))?;
+        let rec_len = u64::from(f.metadata_size) - if f.nullable { TRAILER_SIZE } else { 0 };
+        let rec = full.get(..rec_len as usize).ok_or_else(|| {
+            Error::new(ErrorKind::OutOfBounds, "record shorter than its trailer").at(rec_at)
+        })?;
         // a. The trailer.
         if f.nullable {
-            let present = full.get(rec_len).copied().unwrap_or(0);
-            match present {
+            let trailer_at = rec_at + rec_len;
+            let rest = full.get(rec_len as usize..).unwrap_or_default();
+            match run(rest, trailer_at, parse::trailer)? {
                 0 => {
                     if rec.iter().any(|&b| b != 0) {
                         return Err(bad_value("a missing value with a non-zero record").at(rec_at));
@@ -511,23 +498,23 @@ impl Reader {
                     return Ok(Value::Missing);
                 }
                 1 => {}
-                other => {
-                    return Err(
-                        bad_value(format!("presence byte {other}")).at(rec_at + rec_len as u64)
-                    );
-                }
+                other => return Err(bad_value(format!("presence byte {other}")).at(trailer_at)),
             }
         }
-        if let FieldType::Opaque { .. } = f.ty {
+        let Some(layout) = parse::record(&f.ty) else {
             return Ok(Value::Opaque(Cow::Owned(rec.to_vec())));
-        }
-        match f.ty {
-            FieldType::Int => return Ok(Value::Int(u64_at(rec, 0) as i64)),
-            FieldType::Float => return Ok(Value::Float(f64::from_bits(u64_at(rec, 0)))),
-            _ => {}
-        }
-        let data_ptr = u64_at(rec, 0);
-        let data_size = u32_at(rec, 8);
+        };
+        let record = run(rec, rec_at, layout)?;
+        let (data_ptr, data_size) = match record {
+            Record::Scalar(v) if matches!(f.ty, FieldType::Float) => {
+                return Ok(Value::Float(f64::from_bits(v)));
+            }
+            Record::Scalar(v) => return Ok(Value::Int(v as i64)),
+            Record::Bytes(m) => (m.data_ptr, m.data_size),
+            Record::Image(m) => (m.data_ptr, m.data_size),
+            Record::Audio(m) => (m.data_ptr, m.data_size),
+            Record::Text(m) => (m.data_ptr, m.data_size),
+        };
         let disc = |allowed: &[u8], v: u8, what: &str| -> Result<()> {
             if allowed.contains(&v) {
                 Ok(())
@@ -552,27 +539,25 @@ impl Reader {
             }
         };
         // b. Record rules, discriminator first.
-        match &f.ty {
-            FieldType::NdArray { .. } => {
-                let nb = f.nbytes().unwrap_or(0);
-                rule(u64::from(data_size) == nb, &|| {
-                    format!("NDARRAY data_size {data_size}, the shape needs {nb}")
+        match (&f.ty, record) {
+            (FieldType::NdArray { .. }, _) => {
+                let nb = f.nbytes();
+                rule(nb == Some(u64::from(data_size)), &|| {
+                    format!(
+                        "NDARRAY data_size {data_size}, the shape needs {}",
+                        nb.map_or_else(|| "more than 2^64".into(), |n| n.to_string())
+                    )
                 })?;
             }
-            FieldType::Json => rule(data_size >= 1, &|| "empty JSON text".into())?,
-            FieldType::ImageRaw | FieldType::ImageJpeg { .. } | FieldType::ImagePng => {
-                let mode = rec.get(17).copied().unwrap_or(0);
-                let want = match f.ty {
+            (FieldType::Json, _) => rule(data_size >= 1, &|| "empty JSON text".into())?,
+            (ty, Record::Image(m)) => {
+                let want = match ty {
                     FieldType::ImageRaw => 0,
                     FieldType::ImageJpeg { .. } => 1,
                     _ => 2,
                 };
-                disc(&[want], mode, "image mode")?;
-                let (h, w, c) = (
-                    u16_at(rec, 12),
-                    u16_at(rec, 14),
-                    rec.get(16).copied().unwrap_or(0),
-                );
+                disc(&[want], m.mode, "image mode")?;
+                let (h, w, c) = (m.height, m.width, m.channels);
                 rule(h >= 1 && w >= 1 && matches!(c, 1 | 3 | 4), &|| {
                     format!("image {w}x{h} with {c} channels")
                 })?;
@@ -585,15 +570,10 @@ impl Reader {
                     rule(data_size >= 1, &|| "empty encoded image".into())?;
                 }
             }
-            FieldType::AudioWaveform { float } => {
-                let codec = rec.get(23).copied().unwrap_or(0);
-                disc(&[0], codec, "audio codec")?;
-                let (frames, rate, ch, bits) = (
-                    u32_at(rec, 12),
-                    u32_at(rec, 16),
-                    u16_at(rec, 20),
-                    rec.get(22).copied().unwrap_or(0),
-                );
+            (FieldType::AudioWaveform { float }, Record::Audio(m)) => {
+                disc(&[0], m.codec, "audio codec")?;
+                let (frames, rate, ch, bits) =
+                    (m.num_samples, m.sample_rate, m.num_channels, m.bit_depth);
                 rule(ch >= 1, &|| format!("{ch} audio channels"))?;
                 rule(rate >= 1, &|| format!("sample rate {rate}"))?;
                 let bits_ok = if *float {
@@ -607,28 +587,25 @@ impl Reader {
                     format!("PCM data_size {data_size}, the record needs {need}")
                 })?;
             }
-            FieldType::AudioCompressed => {
-                let codec = rec.get(23).copied().unwrap_or(0);
-                disc(&[1, 2, 3], codec, "audio codec")?;
+            (_, Record::Audio(m)) => {
+                disc(&[1, 2, 3], m.codec, "audio codec")?;
                 rule(data_size >= 1, &|| "empty compressed audio".into())?;
             }
-            FieldType::TextRaw => {
-                let enc = rec.get(14).copied().unwrap_or(0);
-                disc(&[0], enc, "text encoding")?;
-                rule(u16_at(rec, 12) == 0, &|| {
-                    format!("TEXT_RAW num_tokens {}", u16_at(rec, 12))
+            (FieldType::TextRaw, Record::Text(m)) => {
+                disc(&[0], m.encoding, "text encoding")?;
+                rule(m.num_tokens == 0, &|| {
+                    format!("TEXT_RAW num_tokens {}", m.num_tokens)
                 })?;
             }
-            FieldType::TextTokenized { .. } => {
-                let enc = rec.get(14).copied().unwrap_or(0);
-                disc(&[1, 2], enc, "token encoding")?;
-                let width = if enc == 1 { 4 } else { 2 };
+            (_, Record::Text(m)) => {
+                disc(&[1, 2], m.encoding, "token encoding")?;
+                let width = if m.encoding == 1 { 4 } else { 2 };
                 rule(data_size.is_multiple_of(width), &|| {
                     format!("{data_size} token bytes are not whole ids of {width}")
                 })?;
                 let count = (data_size / width).min(65535) as u16;
-                rule(u16_at(rec, 12) == count, &|| {
-                    format!("num_tokens {}, the data holds {count}", u16_at(rec, 12))
+                rule(m.num_tokens == count, &|| {
+                    format!("num_tokens {}, the data holds {count}", m.num_tokens)
                 })?;
             }
             _ => {}
@@ -713,24 +690,15 @@ impl Reader {
         };
         // d. Payload rules.
         let payload = |r: std::result::Result<(), String>| r.map_err(|m| bad_value(m).at(data_ptr));
-        Ok(match &f.ty {
-            FieldType::Bytes => Value::Bytes(data),
-            FieldType::NdArray { .. } => Value::NdArray(data),
-            FieldType::Json => {
+        Ok(match (&f.ty, record) {
+            (FieldType::NdArray { .. }, _) => Value::NdArray(data),
+            (FieldType::Json, _) => {
                 payload(json::check(&data))?;
-                Value::Json(match data {
-                    Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).unwrap_or_default()),
-                    Cow::Owned(v) => Cow::Owned(String::from_utf8(v).unwrap_or_default()),
-                })
+                Value::Json(utf8(data, data_ptr)?)
             }
-            FieldType::ImageRaw | FieldType::ImageJpeg { .. } | FieldType::ImagePng => {
-                let (h, w, c, mode) = (
-                    u16_at(rec, 12),
-                    u16_at(rec, 14),
-                    rec.get(16).copied().unwrap_or(0),
-                    rec.get(17).copied().unwrap_or(0),
-                );
-                match f.ty {
+            (ty, Record::Image(m)) => {
+                let (h, w, c) = (m.height, m.width, m.channels);
+                match ty {
                     FieldType::ImageJpeg { .. } => payload(image::check_jpeg(&data, h, w, c))?,
                     FieldType::ImagePng => payload(image::check_png(&data, h, w, c))?,
                     _ => {}
@@ -739,45 +707,31 @@ impl Reader {
                     height: h,
                     width: w,
                     channels: c,
-                    mode,
+                    mode: m.mode,
                     data,
                 }
             }
-            FieldType::AudioWaveform { .. } | FieldType::AudioCompressed => {
-                let codec = rec.get(23).copied().unwrap_or(0);
-                if codec == 1 && !data.starts_with(b"fLaC") {
+            (_, Record::Audio(m)) => {
+                if m.codec == 1 && !data.starts_with(b"fLaC") {
                     payload(Err("FLAC stream without its fLaC signature".into()))?;
                 }
                 Value::Audio {
-                    num_samples: u32_at(rec, 12),
-                    sample_rate: u32_at(rec, 16),
-                    num_channels: u16_at(rec, 20),
-                    bit_depth: rec.get(22).copied().unwrap_or(0),
-                    codec,
+                    num_samples: m.num_samples,
+                    sample_rate: m.sample_rate,
+                    num_channels: m.num_channels,
+                    bit_depth: m.bit_depth,
+                    codec: m.codec,
                     data,
                 }
             }
-            FieldType::TextRaw => Value::Text(match data {
-                Cow::Borrowed(b) => Cow::Borrowed(
-                    std::str::from_utf8(b)
-                        .map_err(|e| bad_value(format!("text is not UTF-8: {e}")).at(data_ptr))?,
-                ),
-                Cow::Owned(v) => Cow::Owned(
-                    String::from_utf8(v)
-                        .map_err(|e| bad_value(format!("text is not UTF-8: {e}")).at(data_ptr))?,
-                ),
-            }),
-            FieldType::TextTokenized { .. } => Value::Tokens {
-                encoding: rec.get(14).copied().unwrap_or(0),
-                num_tokens: u16_at(rec, 12),
+            (FieldType::TextRaw, _) => Value::Text(utf8(data, data_ptr)?),
+            (_, Record::Text(m)) => Value::Tokens {
+                encoding: m.encoding,
+                num_tokens: m.num_tokens,
                 data,
             },
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "unreachable field type",
-                ));
-            }
+            // BYTES (the scalars returned above).
+            _ => Value::Bytes(data),
         })
     }
 

@@ -20,7 +20,10 @@ fn file(missing: &[u64], opts: WriterOptions) -> Vec<u8> {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("df-mldf-contig-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("c-{}-{}.mldf", missing.len(), opts.compressed));
+    // Tests run on threads of one process: each call writes its own file.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = dir.join(format!("c-{call}.mldf"));
     let fields = vec![
         Field::new("id", FieldType::Int, false),
         Field::new(
