@@ -25,9 +25,16 @@
 //! layout), page-aligned data pages, and an allocation table of
 //! `{sample_id, ptr, size}` entries that runs to the end of the file.
 
+#![deny(missing_docs)]
+// Every unsafe block of the workspace lives in dataformats-core (memory maps,
+// C codecs), each with its SAFETY note; format crates have none.
+#![forbid(unsafe_code)]
+
 mod error;
+pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod parse;
 mod read;
 
 pub use error::{Error, ErrorKind, Result};

@@ -4,20 +4,13 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use dataformats_core::parse::{run, take_u64};
 use dataformats_core::{Limits, Source};
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// Size of the file header.
-pub const HEADER_SIZE: u64 = 24;
-/// Size of one field descriptor.
-pub const DESC_SIZE: u64 = 1041;
-/// Size of one allocation table entry.
-pub const ALLOC_ENTRY_SIZE: u64 = 24;
-/// The only file version FFCV reads.
-pub const VERSION: u16 = 2;
-/// The smallest page size FFCV allows (2 MiB).
-pub const MIN_PAGE_SIZE: u32 = 1 << 21;
+pub use crate::format::{ALLOC_ENTRY_SIZE, Alloc, DESC_SIZE, HEADER_SIZE, MIN_PAGE_SIZE, VERSION};
+use crate::format::{Column, DESCR_AT, Header, MAX_DESCR_LEN, RawDescriptor};
+use crate::parse;
 
 /// A field's type, with the arguments that matter for reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,17 +151,6 @@ pub enum Value<'a> {
     },
 }
 
-/// One allocation table entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Alloc {
-    /// The sample the allocation belongs to.
-    pub sample: u64,
-    /// Absolute file offset of the bytes.
-    pub ptr: u64,
-    /// Length in bytes.
-    pub size: u64,
-}
-
 /// The header's numbers and the layout derived from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -207,14 +189,6 @@ pub struct Reader {
     order: Option<Vec<u64>>,
     /// Whether the file's table is in pointer order.
     ptr_sorted: bool,
-}
-
-fn le(b: &[u8], o: usize, n: usize) -> u64 {
-    let mut a = [0u8; 8];
-    if let (Some(d), Some(s)) = (a.get_mut(..n), b.get(o..o + n)) {
-        d.copy_from_slice(s);
-    }
-    u64::from_le_bytes(a)
 }
 
 /// The order the reader keeps the allocation table in: by pointer, empty
@@ -266,9 +240,16 @@ fn parse_descr(text: &str) -> std::result::Result<(String, u64), String> {
 
 fn parse_field(d: &[u8], at: u64) -> Result<Field> {
     let bad = |m: String| err(ErrorKind::BadFieldDescriptor, m).at(at);
-    let type_id = d.first().copied().unwrap_or(0);
-    let raw_name = d.get(1..17).unwrap_or_default();
-    let end = raw_name.iter().position(|&b| b == 0).unwrap_or(16);
+    let RawDescriptor {
+        type_id,
+        name: raw_name,
+        arguments: args,
+    } = run(d, at, parse::descriptor).map_err(|e| bad(e.to_string()))?;
+    // A 16-byte name has no terminator.
+    let end = raw_name
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(raw_name.len());
     let (name_bytes, pad) = raw_name.split_at(end);
     if name_bytes.is_empty() {
         return Err(bad("empty field name".into()));
@@ -281,19 +262,21 @@ fn parse_field(d: &[u8], at: u64) -> Result<Field> {
         .filter(|s| s.is_ascii())
         .ok_or_else(|| bad(format!("field name {name_bytes:?} is not ASCII")))?
         .to_string();
-    let args = d.get(17..).unwrap_or_default();
+    let args_at = at + 17;
     let array = |args: &[u8]| -> Result<(String, u64, Vec<u64>, String)> {
-        let mut shape: Vec<u64> = (0..32).map(|k| le(args, 8 * k, 8)).collect();
+        let a = run(args, args_at, parse::array_args).map_err(|e| bad(e.to_string()))?;
+        let mut shape = a.dims.to_vec();
         while shape.last() == Some(&0) {
             shape.pop();
         }
-        let len = le(args, 256, 8);
-        if len > 1024 - 264 {
+        let len = a.descr_len;
+        if len > MAX_DESCR_LEN {
             return Err(bad(format!(
-                "field {name:?}: dtype text of {len} bytes does not fit the 760 available"
+                "field {name:?}: dtype text of {len} bytes does not fit the {MAX_DESCR_LEN} available"
             )));
         }
-        let text = args.get(264..264 + len as usize).unwrap_or_default();
+        let text =
+            run(a.descr_area, args_at + DESCR_AT, take_u64(len)).map_err(|e| bad(e.to_string()))?;
         let text = std::str::from_utf8(text)
             .map_err(|_| bad(format!("field {name:?}: dtype text is not UTF-8")))?;
         let (dtype, itemsize) = parse_descr(text)
@@ -341,12 +324,10 @@ fn parse_field(d: &[u8], at: u64) -> Result<Field> {
 }
 
 impl Reader {
-    /// Opens the file at `path` (memory mapped).
+    /// Opens the file at `path` (positioned reads; to read a memory map,
+    /// pass a mapped [`Source`] to [`Reader::with_limits`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        // SAFETY: as for every mapped reader here, the file must not be
-        // changed by another process while it is open.
-        let src = unsafe { Source::map(path)? };
-        Self::with_limits(src, Limits::default())
+        Self::with_limits(Source::open(path)?, Limits::default())
     }
 
     /// Opens an in-memory file.
@@ -364,12 +345,13 @@ impl Reader {
                 format!("{n} bytes: an FFCV header is {HEADER_SIZE}"),
             ));
         }
-        let h = src.bytes(0, HEADER_SIZE)?;
-        let version = le(&h, 0, 2) as u16;
-        let num_fields = le(&h, 2, 2) as u16;
-        let page_size = le(&h, 4, 4) as u32;
-        let num_samples = le(&h, 8, 8);
-        let alloc_table_ptr = le(&h, 16, 8);
+        let Header {
+            version,
+            num_fields,
+            page_size,
+            num_samples,
+            alloc_table_ptr,
+        } = run(&src.bytes(0, HEADER_SIZE)?, 0, parse::header)?;
         if version != VERSION {
             return Err(err(
                 ErrorKind::UnsupportedVersion,
@@ -611,12 +593,11 @@ impl Reader {
     /// Entry `k` in file order.
     fn entry(&self, k: u64) -> Result<Alloc> {
         let at = self.layout.alloc_table_ptr + k * ALLOC_ENTRY_SIZE;
-        let e = self.src.bytes(at, ALLOC_ENTRY_SIZE)?;
-        Ok(Alloc {
-            sample: le(&e, 0, 8),
-            ptr: le(&e, 8, 8),
-            size: le(&e, 16, 8),
-        })
+        Ok(run(
+            &self.src.bytes(at, ALLOC_ENTRY_SIZE)?,
+            at,
+            parse::alloc_entry,
+        )?)
     }
 
     /// The `k`-th allocation in pointer order.
@@ -761,52 +742,50 @@ impl Reader {
                 ))
             })
         };
-        Ok(match &f.ty {
-            FieldType::Int => (Value::Int(le(&row, o, 8) as i64), None),
-            FieldType::Float => (Value::Float(f64::from_bits(le(&row, o, 8))), None),
-            FieldType::Bytes | FieldType::Json => {
-                let (ptr, size) = (le(&row, o, 8), le(&row, o + 8, 8));
+        // A row shorter than its columns is cut short at this one.
+        let col = run(row.get(o..).unwrap_or_default(), at, parse::column(&f.ty))
+            .map_err(|e| ctx(e.into()))?;
+        Ok(match (&f.ty, col) {
+            (FieldType::Float, Column::Scalar(v)) => (Value::Float(f64::from_bits(v)), None),
+            (_, Column::Scalar(v)) => (Value::Int(v as i64), None),
+            (ty, Column::Sized { ptr, size }) => {
                 let (k, a) = need(ptr, Some(size), "value")?;
                 let b = self.bytes_at(a).map_err(ctx)?;
-                if f.ty == FieldType::Bytes {
+                if *ty == FieldType::Bytes {
                     return Ok((Value::Bytes(b), Some(k)));
                 }
-                let text = |b: &[u8]| -> Result<usize> {
-                    let nul = b.iter().position(|&x| x == 0).ok_or_else(|| {
-                        ctx(err(ErrorKind::BadValue, "JSON value has no NUL terminator"))
-                    })?;
-                    let s = b.get(..nul).unwrap_or_default();
-                    std::str::from_utf8(s).map_err(|e| {
-                        ctx(err(
-                            ErrorKind::BadValue,
-                            format!("JSON value is not UTF-8 ({e})"),
-                        ))
-                    })?;
-                    Ok(nul)
+                let nul = b.iter().position(|&x| x == 0).ok_or_else(|| {
+                    ctx(err(ErrorKind::BadValue, "JSON value has no NUL terminator"))
+                })?;
+                let not_utf8 = |e: std::str::Utf8Error| {
+                    ctx(err(
+                        ErrorKind::BadValue,
+                        format!("JSON value is not UTF-8 ({e})"),
+                    ))
                 };
-                let nul = text(&b)?;
                 let v = match b {
-                    Cow::Borrowed(s) => Cow::Borrowed(
-                        std::str::from_utf8(s.get(..nul).unwrap_or_default()).unwrap_or_default(),
-                    ),
+                    Cow::Borrowed(s) => {
+                        let (text, _) = s.split_at(nul);
+                        Cow::Borrowed(std::str::from_utf8(text).map_err(not_utf8)?)
+                    }
                     Cow::Owned(mut v) => {
                         v.truncate(nul);
-                        Cow::Owned(String::from_utf8(v).unwrap_or_default())
+                        Cow::Owned(String::from_utf8(v).map_err(|e| not_utf8(e.utf8_error()))?)
                     }
                 };
                 (Value::Json(v), Some(k))
             }
-            FieldType::NdArray {
-                itemsize, shape, ..
-            }
-            | FieldType::TorchTensor {
-                itemsize, shape, ..
-            } => {
+            (ty, Column::Pointer(ptr)) => {
+                let (_, itemsize, shape) = ty.array().ok_or_else(|| {
+                    ctx(err(
+                        ErrorKind::InvalidArgument,
+                        "a pointer column of a non-array field",
+                    ))
+                })?;
                 let want = shape
                     .iter()
-                    .try_fold(*itemsize, |acc, &d| acc.checked_mul(d))
+                    .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
                     .unwrap_or(u64::MAX);
-                let ptr = le(&row, o, 8);
                 let (k, a) = need(ptr, None, "array")?;
                 if a.size != want {
                     return Err(ctx(err(
@@ -819,12 +798,9 @@ impl Reader {
                 }
                 (Value::Array(self.bytes_at(a).map_err(ctx)?), Some(k))
             }
-            FieldType::RgbImage => {
-                let mode_byte = row.get(o).copied().unwrap_or(0);
-                let width = le(&row, o + 1, 2) as u16;
-                let height = le(&row, o + 3, 2) as u16;
-                let ptr = le(&row, o + 5, 8);
-                let mode = match mode_byte {
+            (_, Column::Image(c)) => {
+                let (width, height, ptr) = (c.width, c.height, c.data_ptr);
+                let mode = match c.mode {
                     0 => ImageMode::Jpeg,
                     1 => ImageMode::Raw,
                     m => {
