@@ -51,8 +51,10 @@
 
 pub mod ctf;
 mod error;
+pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod parse;
 pub mod randomize;
 mod read;
 mod write;

@@ -8,74 +8,12 @@ use std::sync::Arc;
 
 use dataformats_core::{Limits, Source, plain};
 
+use dataformats_core::parse::{Input, le_u8, le_u32, run};
+
 use crate::error::{Error, ErrorKind, Result};
-
-/// The magic, `0x636E746B5F62696E` stored little-endian.
-pub const MAGIC: &[u8; 8] = b"nib_ktnc";
-/// The only format version.
-pub const VERSION: u32 = 1;
-
-/// Dense or sparse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StreamKind {
-    /// Every sample is `dim` values.
-    Dense,
-    /// Every sample is a list of (index, value) entries.
-    Sparse,
-}
-
-/// Element type of a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    /// IEEE binary32.
-    F32,
-    /// IEEE binary64.
-    F64,
-}
-
-impl ElemType {
-    /// Size in bytes.
-    pub const fn size(self) -> u64 {
-        match self {
-            ElemType::F32 => 4,
-            ElemType::F64 => 8,
-        }
-    }
-
-    /// `"f32"` or `"f64"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ElemType::F32 => "f32",
-            ElemType::F64 => "f64",
-        }
-    }
-}
-
-/// A stream descriptor from the header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamDesc {
-    /// Stream name.
-    pub name: String,
-    /// Dense or sparse.
-    pub kind: StreamKind,
-    /// Element type.
-    pub elem: ElemType,
-    /// Sample dimension.
-    pub dim: u32,
-}
-
-/// A chunk-table entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkEntry {
-    /// Absolute offset of the chunk.
-    pub offset: u64,
-    /// Sequences in the chunk.
-    pub num_sequences: u32,
-    /// Samples in the chunk (sum of its sequence lengths).
-    pub num_samples: u32,
-    /// Where the chunk's bytes end (the next chunk's offset, or the header).
-    pub end: u64,
-}
+use crate::format::{CHUNK_ENTRY_SIZE, FOOTER_SIZE, PREAMBLE_SIZE, RawChunkEntry};
+pub use crate::format::{ChunkEntry, ElemType, MAGIC, StreamDesc, StreamKind, VERSION};
+use crate::parse;
 
 /// Values of one record, widened to f64 (exactly; NaN payloads kept).
 #[derive(Debug, Clone, PartialEq)]
@@ -128,112 +66,11 @@ pub struct Reader {
     limits: Limits,
 }
 
-struct Cursor<'a> {
-    src: &'a Source,
-    pos: u64,
-    end: u64,
-}
-
-impl Cursor<'_> {
-    fn bytes(&mut self, n: u64, kind: ErrorKind, what: &str) -> Result<Vec<u8>> {
-        let stop = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.end)
-            .ok_or_else(|| {
-                Error::new(
-                    kind,
-                    format!(
-                        "{what} ({n} bytes) passes the end of its region at {}",
-                        self.end
-                    ),
-                )
-                .at(self.pos)
-            })?;
-        let v = self.src.read_vec(self.pos, n, &Limits::none())?;
-        self.pos = stop;
-        Ok(v)
-    }
-
-    fn u8(&mut self, kind: ErrorKind, what: &str) -> Result<u8> {
-        Ok(self.bytes(1, kind, what)?.first().copied().unwrap_or(0))
-    }
-
-    fn u32(&mut self, kind: ErrorKind, what: &str) -> Result<u32> {
-        let b = self.bytes(4, kind, what)?;
-        let mut a = [0u8; 4];
-        a.copy_from_slice(&b);
-        Ok(u32::from_le_bytes(a))
-    }
-}
-
-/// The first `N` bytes of `b` (zero-filled if shorter).
-fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
-    let mut a = [0u8; N];
-    for (d, s) in a.iter_mut().zip(b) {
-        *d = *s;
-    }
-    a
-}
-
-/// A cursor over a chunk already in memory (borrowed from a map when possible).
-struct SliceCursor<'a> {
-    data: &'a [u8],
-    base: u64,
-    pos: usize,
-}
-
-impl<'a> SliceCursor<'a> {
-    fn bytes(&mut self, n: u64, kind: ErrorKind, what: &str) -> Result<&'a [u8]> {
-        let at = self.base + self.pos as u64;
-        let end = usize::try_from(n)
-            .ok()
-            .and_then(|n| self.pos.checked_add(n))
-            .filter(|&e| e <= self.data.len());
-        let Some(end) = end else {
-            return Err(Error::new(
-                kind,
-                format!(
-                    "{what} ({n} bytes) passes the end of the chunk at {}",
-                    self.base + self.data.len() as u64
-                ),
-            )
-            .at(at));
-        };
-        let out = self.data.get(self.pos..end).unwrap_or_default();
-        self.pos = end;
-        Ok(out)
-    }
-
-    fn u32(&mut self, kind: ErrorKind, what: &str) -> Result<u32> {
-        Ok(u32::from_le_bytes(arr::<4>(self.bytes(4, kind, what)?)))
-    }
-
-    fn range(&mut self, n: u64, kind: ErrorKind, what: &str) -> Result<Range<usize>> {
-        let start = self.pos;
-        self.bytes(n, kind, what)?;
-        Ok(start..self.pos)
-    }
-
-    fn offset(&self) -> u64 {
-        self.base + self.pos as u64
-    }
-}
-
+/// The stored values widened to f64 (exactly; NaN payloads kept).
 fn floats(b: &[u8], elem: ElemType) -> Vec<f64> {
     match elem {
-        ElemType::F32 => b
-            .chunks_exact(4)
-            .map(|c| f64::from(f32::from_le_bytes(arr::<4>(c))))
-            .collect(),
-        ElemType::F64 => b
-            .chunks_exact(8)
-            .map(|c| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(c);
-                f64::from_le_bytes(a)
-            })
-            .collect(),
+        ElemType::F32 => plain::values::<f32>(b).map(f64::from).collect(),
+        ElemType::F64 => plain::values::<f64>(b).collect(),
     }
 }
 
@@ -258,11 +95,10 @@ impl Reader {
             )
             .at(0));
         }
-        let head = src.read_vec(0, 12, &limits)?;
-        if head.get(..8) != Some(&MAGIC[..]) {
+        let (magic, version) = run(&src.bytes(0, PREAMBLE_SIZE)?, 0, parse::preamble)?;
+        if &magic != MAGIC {
             return Err(Error::new(ErrorKind::BadMagic, "no cntk_bin magic at offset 0").at(0));
         }
-        let version = u32::from_le_bytes(arr::<4>(head.get(8..).unwrap_or_default()));
         if version != VERSION {
             return Err(Error::new(
                 ErrorKind::BadVersion,
@@ -270,11 +106,12 @@ impl Reader {
             )
             .at(8));
         }
-        let foot = src.read_vec(size - 8, 8, &limits)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&foot);
-        let h = i64::from_le_bytes(a);
-        let footer_at = size - 8;
+        let footer_at = size - FOOTER_SIZE;
+        let h = run(
+            &src.bytes(footer_at, FOOTER_SIZE)?,
+            footer_at,
+            parse::footer,
+        )?;
         let ok = u64::try_from(h)
             .ok()
             .filter(|&h| h >= 12 && h.checked_add(16).is_some_and(|e| e <= footer_at));
@@ -288,23 +125,34 @@ impl Reader {
             )
             .at(footer_at));
         };
-        if src.read_vec(h, 8, &limits)?.as_slice() != MAGIC {
+        if src.bytes(h, 8)?.as_ref() != MAGIC {
             return Err(
                 Error::new(ErrorKind::BadHeaderMagic, "no magic at the header offset").at(h),
             );
         }
-        let mut c = Cursor {
-            src: &src,
-            pos: h + 8,
-            end: footer_at,
+        // The header runs from its magic to the footer (the vectors pin
+        // that a field reaching past the footer is Truncated).
+        let region = limits.check_alloc("CBF header and chunk table", footer_at - h - 8)?;
+        let header = src.bytes(h + 8, region as u64)?;
+        let mut c = Input::new(&header, h + 8);
+        let cut = |what: &'static str| {
+            move |e: dataformats_core::Error| match e {
+                dataformats_core::Error::Truncated { at, needed } => Error::new(
+                    ErrorKind::Truncated,
+                    format!("{what} ({needed} bytes) passes the footer at {footer_at}"),
+                )
+                .at(at),
+                other => other.into(),
+            }
         };
-        let num_chunks = c.u32(ErrorKind::Truncated, "chunk count")?;
-        let num_streams = c.u32(ErrorKind::Truncated, "stream count")?;
+        let (num_chunks, num_streams) = c
+            .parse(parse::counts)
+            .map_err(cut("chunk and stream counts"))?;
         let mut streams = Vec::new();
         let mut names = HashSet::new();
         for i in 0..num_streams {
-            let at = c.pos;
-            let enc = c.u8(ErrorKind::Truncated, "stream encoding")?;
+            let at = c.offset();
+            let enc = c.parse(le_u8).map_err(cut("stream encoding"))?;
             let kind = match enc {
                 0 => StreamKind::Dense,
                 1 => StreamKind::Sparse,
@@ -316,18 +164,19 @@ impl Reader {
                     .at(at));
                 }
             };
-            let n = c.u32(ErrorKind::Truncated, "stream name length")?;
-            let name_at = c.pos;
-            let name = c.bytes(u64::from(n), ErrorKind::Truncated, "stream name")?;
-            let name = String::from_utf8(name).map_err(|_| {
-                Error::new(
-                    ErrorKind::BadName,
-                    format!("stream {i}'s name is not UTF-8"),
-                )
-                .at(name_at)
-            })?;
-            let et_at = c.pos;
-            let elem = match c.u8(ErrorKind::Truncated, "element type")? {
+            let name_at = c.offset() + 4;
+            let name = c.parse(parse::stream_name).map_err(cut("stream name"))?;
+            let name = std::str::from_utf8(name)
+                .map_err(|_| {
+                    Error::new(
+                        ErrorKind::BadName,
+                        format!("stream {i}'s name is not UTF-8"),
+                    )
+                    .at(name_at)
+                })?
+                .to_string();
+            let et_at = c.offset();
+            let elem = match c.parse(le_u8).map_err(cut("element type"))? {
                 0 => ElemType::F32,
                 1 => ElemType::F64,
                 e => {
@@ -338,8 +187,8 @@ impl Reader {
                     .at(et_at));
                 }
             };
-            let dim_at = c.pos;
-            let dim = c.u32(ErrorKind::Truncated, "sample dimension")?;
+            let dim_at = c.offset();
+            let dim = c.parse(le_u32).map_err(cut("sample dimension"))?;
             if kind == StreamKind::Sparse && dim >= 1 << 31 {
                 return Err(Error::new(
                     ErrorKind::BadSampleDim,
@@ -361,29 +210,25 @@ impl Reader {
                 dim,
             });
         }
-        let table_len = u64::from(num_chunks) * 16;
-        let table_at = c.pos;
-        let table = c.bytes(table_len, ErrorKind::Truncated, "chunk table")?;
-        if c.pos != footer_at {
+        let table_at = c.offset();
+        let mut table = Input::new(
+            c.take(u64::from(num_chunks) * CHUNK_ENTRY_SIZE)
+                .map_err(cut("chunk table"))?,
+            table_at,
+        );
+        if !c.is_empty() {
             return Err(Error::new(
                 ErrorKind::BadChunkTable,
                 format!(
                     "{} byte(s) between the chunk table and the footer",
-                    footer_at - c.pos
+                    footer_at - c.offset()
                 ),
             )
-            .at(c.pos));
+            .at(c.offset()));
         }
-        let raw: Vec<(i64, u32, u32)> = table
-            .chunks_exact(16)
-            .map(|e| {
-                (
-                    i64::from_le_bytes(arr::<8>(e)),
-                    u32::from_le_bytes(arr::<4>(e.get(8..).unwrap_or_default())),
-                    u32::from_le_bytes(arr::<4>(e.get(12..).unwrap_or_default())),
-                )
-            })
-            .collect();
+        let raw: Vec<RawChunkEntry> = (0..num_chunks)
+            .map(|_| table.parse(parse::chunk_entry))
+            .collect::<std::result::Result<_, _>>()?;
         if raw.is_empty() && h != 12 {
             return Err(Error::new(
                 ErrorKind::BadChunkOffset,
@@ -392,18 +237,19 @@ impl Reader {
             .at(12));
         }
         if let Some(first) = raw.first()
-            && first.0 != 12
+            && first.offset != 12
         {
             return Err(Error::new(
                 ErrorKind::BadChunkOffset,
-                format!("the first chunk starts at {}, not 12", first.0),
+                format!("the first chunk starts at {}, not 12", first.offset),
             )
             .at(table_at)
             .in_chunk(0));
         }
         let mut chunks = Vec::with_capacity(raw.len());
-        for (i, &(off, nseq, nsamp)) in raw.iter().enumerate() {
-            let end = raw.get(i + 1).map_or(h as i64, |n| n.0);
+        for (i, e) in raw.iter().enumerate() {
+            let (off, nseq, nsamp) = (e.offset, e.num_sequences, e.num_samples);
+            let end = raw.get(i + 1).map_or(h as i64, |n| n.offset);
             let ok = u64::try_from(off)
                 .ok()
                 .zip(u64::try_from(end).ok())
@@ -413,7 +259,7 @@ impl Reader {
                     ErrorKind::BadChunkOffset,
                     format!("chunk {i} spans {off}..{end}, outside 12..={h} or reversed"),
                 )
-                .at(table_at + 16 * i as u64)
+                .at(table_at + CHUNK_ENTRY_SIZE * i as u64)
                 .in_chunk(i));
             };
             chunks.push(ChunkEntry {
@@ -612,23 +458,25 @@ type Found = (Vec<u32>, Vec<Vec<Loc>>);
 /// Checks a chunk's bytes against its table entry and the streams (checks
 /// 9–15) and finds every record.
 fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]) -> Result<Found> {
-    let mut c = SliceCursor {
-        data,
-        base: entry.offset,
-        pos: 0,
+    let mut c = Input::new(data, entry.offset);
+    let chunk_end = c.end();
+    // A read past the chunk's end is ChunkOverrun (check 9), at the read.
+    let overrun = |what: &'static str| {
+        move |e: dataformats_core::Error| match e {
+            dataformats_core::Error::Truncated { at, needed } => Error::new(
+                ErrorKind::ChunkOverrun,
+                format!("{what} ({needed} bytes) passes the end of the chunk at {chunk_end}"),
+            )
+            .at(at),
+            other => other.into(),
+        }
     };
     let nseq = entry.num_sequences as usize;
     let prefix_bytes = c
-        .bytes(
-            4 * u64::from(entry.num_sequences),
-            ErrorKind::ChunkOverrun,
-            "sequence length prefix",
-        )
+        .take(4 * u64::from(entry.num_sequences))
+        .map_err(overrun("sequence length prefix"))
         .map_err(|e| e.in_chunk(i))?;
-    let lengths: Vec<u32> = prefix_bytes
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes(arr::<4>(b)))
-        .collect();
+    let lengths: Vec<u32> = plain::values::<u32>(prefix_bytes).collect();
     let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
     if total != u64::from(entry.num_samples) {
         return Err(Error::new(
@@ -649,7 +497,8 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
             let at = c.offset();
             let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
             let k = c
-                .u32(ErrorKind::ChunkOverrun, "sample count")
+                .parse(le_u32)
+                .map_err(overrun("sample count"))
                 .map_err(loc)?;
             let e = s.elem.size();
             match s.kind {
@@ -659,13 +508,14 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                         .and_then(|x| x.checked_mul(e))
                         .unwrap_or(u64::MAX);
                     let values = c
-                        .range(n, ErrorKind::ChunkOverrun, "dense values")
+                        .take_range(n)
+                        .map_err(overrun("dense values"))
                         .map_err(loc)?;
                     per.push(Loc::Dense { samples: k, values });
                 }
                 StreamKind::Sparse => {
                     let nnz_at = c.offset();
-                    let nnz = c.u32(ErrorKind::ChunkOverrun, "nnz").map_err(loc)? as i32;
+                    let nnz = c.parse(le_u32).map_err(overrun("nnz")).map_err(loc)? as i32;
                     if nnz < 0 {
                         return Err(loc(Error::new(
                             ErrorKind::BadCount,
@@ -675,22 +525,17 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                     }
                     let nnz = nnz as u64;
                     let values = c
-                        .range(nnz * e, ErrorKind::ChunkOverrun, "sparse values")
+                        .take_range(nnz * e)
+                        .map_err(overrun("sparse values"))
                         .map_err(loc)?;
-                    let indices = c
-                        .range(nnz * 4, ErrorKind::ChunkOverrun, "sparse indices")
-                        .map_err(loc)?;
-                    let sizes = c
-                        .range(
-                            u64::from(k) * 4,
-                            ErrorKind::ChunkOverrun,
-                            "per-sample sizes",
-                        )
-                        .map_err(loc)?;
-                    let sb = data.get(sizes.clone()).unwrap_or_default();
+                    let (indices_at, indices) = (c.position(), c.take(nnz * 4));
+                    let ib = indices.map_err(overrun("sparse indices")).map_err(loc)?;
+                    let indices = indices_at..c.position();
+                    let (sizes_at, sizes) = (c.position(), c.take(u64::from(k) * 4));
+                    let sb = sizes.map_err(overrun("per-sample sizes")).map_err(loc)?;
+                    let sizes = sizes_at..c.position();
                     let mut sum = 0u64;
-                    for b in sb.chunks_exact(4) {
-                        let x = i32::from_le_bytes(arr::<4>(b));
+                    for x in plain::values::<i32>(sb) {
                         if x < 0 {
                             return Err(loc(Error::new(
                                 ErrorKind::BadCount,
@@ -707,11 +552,8 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                         )
                         .at(at)));
                     }
-                    let ib = data.get(indices.clone()).unwrap_or_default();
-                    if let Some(bad) = ib
-                        .chunks_exact(4)
-                        .map(|b| i32::from_le_bytes(arr::<4>(b)))
-                        .find(|&x| x < 0 || x as u64 >= u64::from(s.dim))
+                    if let Some(bad) =
+                        plain::values::<i32>(ib).find(|&x| x < 0 || x as u64 >= u64::from(s.dim))
                     {
                         return Err(loc(Error::new(
                             ErrorKind::IndexOutOfRange,
@@ -831,13 +673,14 @@ impl ChunkView<'_> {
     pub fn record(&self, stream: usize, seq: usize) -> Option<RecordView<'_>> {
         let desc = self.streams.get(stream)?;
         let data = self.data();
-        let bytes = |r: &Range<usize>| data.get(r.clone()).unwrap_or_default();
+        // Ranges check_chunk found in these very bytes.
+        let bytes = |r: &Range<usize>| data.get(r.clone());
         Some(match self.checked.locs.get(stream)?.get(seq)? {
             Loc::Dense { samples, values } => RecordView::Dense(DenseView {
                 samples: *samples,
                 dim: desc.dim,
                 elem: desc.elem,
-                bytes: bytes(values),
+                bytes: bytes(values)?,
             }),
             Loc::Sparse {
                 samples,
@@ -848,9 +691,9 @@ impl ChunkView<'_> {
                 samples: *samples,
                 dim: desc.dim,
                 elem: desc.elem,
-                values: bytes(values),
-                indices: bytes(indices),
-                sizes: bytes(sizes),
+                values: bytes(values)?,
+                indices: bytes(indices)?,
+                sizes: bytes(sizes)?,
             }),
         })
     }
@@ -962,8 +805,8 @@ impl<'a> DenseView<'a> {
             ElemType::F64 => plain::copy_into(self.bytes, out)
                 .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string())),
             ElemType::F32 => {
-                for (d, c) in out.iter_mut().zip(self.bytes.chunks_exact(4)) {
-                    *d = f64::from(f32::from_le_bytes(arr::<4>(c)));
+                for (d, v) in out.iter_mut().zip(plain::values::<f32>(self.bytes)) {
+                    *d = f64::from(v);
                 }
                 Ok(())
             }
@@ -1011,16 +854,12 @@ impl<'a> SparseView<'a> {
 
     /// Row indices of all entries, sample after sample.
     pub fn indices(&self) -> impl ExactSizeIterator<Item = u32> + 'a {
-        self.indices
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(arr::<4>(c)))
+        plain::values::<u32>(self.indices)
     }
 
     /// Entries per sample.
     pub fn sizes(&self) -> impl ExactSizeIterator<Item = u32> + 'a {
-        self.sizes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(arr::<4>(c)))
+        plain::values::<u32>(self.sizes)
     }
 
     /// CSC column starts: `samples + 1` offsets into the entries, from 0 to `nnz`.

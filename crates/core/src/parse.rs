@@ -372,6 +372,87 @@ pub fn nul_padded_str<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a str>
     }
 }
 
+/// Bytes being parsed one structure after another, with the absolute file
+/// offset of the point reached: for formats whose fields must be checked as
+/// soon as each is read (a later field's absence must not hide an earlier
+/// field's fault).
+///
+/// ```
+/// use dataformats_core::parse::{Input, le_u8, le_u32};
+/// let bytes = [1u8, 7, 0, 0, 0, 9];
+/// let mut i = Input::new(&bytes, 100);
+/// assert_eq!(i.parse(le_u8).unwrap(), 1);
+/// assert_eq!(i.offset(), 101);
+/// assert_eq!(i.parse(le_u32).unwrap(), 7);
+/// // Cut short: nothing is consumed, and the error says where.
+/// let e = i.parse(le_u32).unwrap_err();
+/// assert_eq!(e.offset(), Some(105));
+/// assert_eq!(i.remaining(), &[9]);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    whole: &'a [u8],
+    rest: &'a [u8],
+    base: u64,
+}
+
+impl<'a> Input<'a> {
+    /// `bytes`, which start at absolute offset `base`.
+    pub fn new(bytes: &'a [u8], base: u64) -> Self {
+        Input {
+            whole: bytes,
+            rest: bytes,
+            base,
+        }
+    }
+
+    /// The absolute offset of the next byte.
+    pub fn offset(&self) -> u64 {
+        self.base.saturating_add(self.position() as u64)
+    }
+
+    /// Where the next byte is, counted from the start of the bytes.
+    pub fn position(&self) -> usize {
+        self.whole.len() - self.rest.len()
+    }
+
+    /// The absolute offset just past the last byte.
+    pub fn end(&self) -> u64 {
+        self.base.saturating_add(self.whole.len() as u64)
+    }
+
+    /// The bytes not parsed yet.
+    pub fn remaining(&self) -> &'a [u8] {
+        self.rest
+    }
+
+    /// Whether every byte was parsed.
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// Runs `parser` on the remaining bytes; on success moves past what it
+    /// consumed, on failure consumes nothing and returns the located error.
+    pub fn parse<O>(&mut self, parser: impl FnOnce(&'a [u8]) -> PResult<'a, O>) -> Result<O> {
+        let (rest, v) = finish(self.whole, self.base, parser(self.rest))?;
+        self.rest = rest;
+        Ok(v)
+    }
+
+    /// Takes the next `n` bytes (a count from the file).
+    pub fn take(&mut self, n: u64) -> Result<&'a [u8]> {
+        self.parse(take_u64(n))
+    }
+
+    /// Takes the next `n` bytes and returns where they lie, counted from
+    /// the start of the bytes.
+    pub fn take_range(&mut self, n: u64) -> Result<std::ops::Range<usize>> {
+        let start = self.position();
+        self.take(n)?;
+        Ok(start..self.position())
+    }
+}
+
 /// Encodes `v` as minimal unsigned LEB128 into `out`; returns the number of
 /// bytes written (at most 10).
 pub fn write_uleb128(mut v: u64, out: &mut [u8; 10]) -> usize {
@@ -414,6 +495,34 @@ mod tests {
 
     fn leb(bytes: &[u8]) -> Result<u64> {
         run(bytes, 0, uleb128)
+    }
+
+    #[test]
+    fn input_moves_only_on_success_and_locates_failures() {
+        let bytes = [1u8, 2, 3, 4, 5, 6];
+        let mut i = Input::new(&bytes, 1000);
+        assert_eq!((i.offset(), i.position(), i.end()), (1000, 0, 1006));
+        assert_eq!(i.take_range(2).unwrap(), 0..2);
+        assert_eq!(i.parse(le_u16).unwrap(), u16::from_le_bytes([3, 4]));
+        assert_eq!(i.offset(), 1004);
+        match i.take(3) {
+            Err(Error::Truncated { at, needed }) => assert_eq!((at, needed), (1004, 3)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(i.remaining(), &[5, 6]);
+        assert!(matches!(
+            i.take(u64::MAX),
+            Err(Error::Truncated { at: 1004, .. })
+        ));
+        assert_eq!(i.take(2).unwrap(), &[5, 6]);
+        assert!(i.is_empty());
+        assert!(matches!(
+            i.parse(le_u8),
+            Err(Error::Truncated {
+                at: 1006,
+                needed: 1
+            })
+        ));
     }
 
     #[test]

@@ -89,6 +89,13 @@ pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMism
     Ok(())
 }
 
+/// The little-endian `T`s stored in `bytes`, one after the other: the
+/// whole values only (a trailing partial value, which callers rule out by
+/// checking the length first, is not read).
+pub fn values<T: Plain>(bytes: &[u8]) -> impl ExactSizeIterator<Item = T> + Clone + '_ {
+    bytes.chunks_exact(T::SIZE).map(T::from_le_slice)
+}
+
 /// Decodes `bytes` (little-endian `T`s) into a new vector; fails unless
 /// `bytes.len()` is a whole number of `T`s.
 pub fn to_vec<T: Plain>(bytes: &[u8]) -> Result<Vec<T>, LengthMismatch> {
@@ -141,6 +148,19 @@ mod tests {
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(cast_slice::<f64>(whole).unwrap(), &expect[..]);
+    }
+
+    #[test]
+    fn values_reads_each_whole_value_in_order() {
+        let bytes: Vec<u8> = [5i32, -1, 1 << 30]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let v = values::<i32>(&bytes);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v.collect::<Vec<_>>(), vec![5, -1, 1 << 30]);
+        assert_eq!(values::<i32>(&bytes[..7]).collect::<Vec<_>>(), vec![5]);
+        assert_eq!(values::<u64>(&[]).count(), 0);
     }
 
     #[test]
