@@ -29,8 +29,10 @@ mod cursor;
 mod decode;
 mod encode;
 mod error;
+pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod parse;
 mod read;
 pub mod render;
 mod types;

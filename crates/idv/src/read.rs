@@ -6,9 +6,13 @@ use std::sync::OnceLock;
 
 use dataformats_core::{Limits, Source, codec};
 
+use dataformats_core::parse::run;
+
 use crate::cursor::Cursor;
 use crate::decode::decode;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::{BLOCK_ENTRY_SIZE, HEADER_FIELDS_SIZE, RawBlockEntry};
+use crate::parse;
 use crate::types::{Codec, ColumnType, read_codec};
 use crate::values::{Scalar, Values};
 
@@ -633,22 +637,19 @@ fn read_header(src: &Source) -> Result<Header> {
             0,
         ));
     }
-    let h = read_at(src, 0, 56, "header")?;
-    let f = |o: usize| {
-        u64::from_le_bytes(
-            h.get(o..o + 8)
-                .and_then(|b| b.try_into().ok())
-                .unwrap_or_default(),
-        )
-    };
-    if f(0) != SIGNATURE {
+    let h = run(
+        &read_at(src, 0, HEADER_FIELDS_SIZE, "header")?,
+        0,
+        parse::header,
+    )?;
+    if h.signature != SIGNATURE {
         return Err(bad(
             ErrorKind::BadSignature,
             "not a binary dataview file (signature)".into(),
             0,
         ));
     }
-    let (version, compat) = (f(8), f(16));
+    let (version, compat) = (h.version, h.compatible_version);
     if compat > version {
         return Err(bad(
             ErrorKind::BadVersion,
@@ -677,14 +678,7 @@ fn read_header(src: &Source) -> Result<Header> {
             16,
         ));
     }
-    let toc = f(24) as i64;
-    let tail = f(32) as i64;
-    let rows = f(40) as i64;
-    let cols = i32::from_le_bytes(
-        h.get(48..52)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or_default(),
-    );
+    let (toc, tail, rows, cols) = (h.toc_offset, h.tail_offset, h.row_count, h.column_count);
     if rows < 0 {
         return Err(bad(
             ErrorKind::NegativeCount,
@@ -714,8 +708,8 @@ fn read_header(src: &Source) -> Result<Header> {
         ));
     }
     let tail = tail as u64;
-    let t = read_at(src, tail, 8, "tail signature")?;
-    if u64::from_le_bytes(t.as_ref().try_into().unwrap_or_default()) != TAIL_SIGNATURE {
+    let t = run(&read_at(src, tail, 8, "tail signature")?, tail, parse::tail)?;
+    if t != TAIL_SIGNATURE {
         return Err(bad(ErrorKind::BadTail, "wrong tail signature".into(), tail));
     }
     Ok(Header {
@@ -936,14 +930,21 @@ fn read_annotation_values(
 
 /// A column's lookup table (§8), entry by entry.
 fn read_lookup(src: &Source, h: &Header, offset: u64, nblocks: u64) -> Result<Vec<BlockEntry>> {
-    let bytes = read_at(src, offset, nblocks * 16, "block lookup table")?;
+    let bytes = read_at(
+        src,
+        offset,
+        nblocks * BLOCK_ENTRY_SIZE,
+        "block lookup table",
+    )?;
     let mut c = Cursor::new(&bytes, offset);
     let mut out = Vec::with_capacity(nblocks as usize);
     for b in 0..nblocks {
         let at = c.offset();
-        let off = c.i64("block offset")?;
-        let clen = c.i32("compressed length")?;
-        let dlen = c.i32("decompressed length")?;
+        let RawBlockEntry {
+            offset: off,
+            compressed_len: clen,
+            decompressed_len: dlen,
+        } = c.read(parse::block_entry, "block lookup entry")?;
         let loc = |e: Error| e.in_block(b);
         if clen < 0 {
             return Err(loc(bad(
