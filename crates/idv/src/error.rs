@@ -86,6 +86,8 @@ struct Inner {
     block: Option<u64>,
     row: Option<u64>,
     annotation: Option<String>,
+    /// The error this one was made from, if any.
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl Error {
@@ -94,6 +96,7 @@ impl Error {
         Error(Box::new(Inner {
             kind,
             message: message.into(),
+            source: None,
             at: None,
             column: None,
             block: None,
@@ -185,7 +188,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<dataformats_core::Error> for Error {
     fn from(e: dataformats_core::Error) -> Self {
@@ -200,12 +210,36 @@ impl From<dataformats_core::Error> for Error {
         let at = e.offset();
         let mut out = Error::new(kind, e.to_string());
         out.0.at = at;
+        out.0.source = Some(std::sync::Arc::new(e));
         out
     }
 }
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, e.to_string())
+        let mut out = Error::new(ErrorKind::Io, e.to_string());
+        out.0.source = Some(std::sync::Arc::new(e));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::error::Error as _;
+
+    /// A core error converted keeps its offset and stays reachable as the source.
+    #[test]
+    fn a_core_error_is_kept_as_the_source() {
+        let core = dataformats_core::Error::Truncated { at: 77, needed: 4 };
+        let e: Error = core.clone().into();
+        assert_eq!(e.offset(), Some(77));
+        let source = e.source().unwrap();
+        assert_eq!(source.to_string(), core.to_string());
+        assert!(source.downcast_ref::<dataformats_core::Error>().is_some());
+        let io = std::io::Error::other("disk on fire");
+        let e = Error::from(io);
+        assert_eq!(e.source().unwrap().to_string(), "disk on fire");
     }
 }

@@ -102,6 +102,8 @@ pub struct Error {
     stage: Stage,
     at: Option<u64>,
     message: Cow<'static, str>,
+    /// The error this one was made from, if any.
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl Error {
@@ -112,6 +114,7 @@ impl Error {
             stage,
             at: None,
             message: message.into(),
+            source: None,
         }
     }
 
@@ -162,11 +165,19 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, Stage::Write, e.to_string())
+        let mut out = Error::new(ErrorKind::Io, Stage::Write, e.to_string());
+        out.source = Some(std::sync::Arc::new(e));
+        out
     }
 }
 
@@ -181,6 +192,28 @@ impl Error {
         let at = e.offset();
         let mut out = Error::new(kind, stage, e.to_string());
         out.at = at;
+        out.source = Some(std::sync::Arc::new(e));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::error::Error as _;
+
+    /// A core error converted keeps its offset and stays reachable as the source.
+    #[test]
+    fn a_core_error_is_kept_as_the_source() {
+        let core = dataformats_core::Error::Truncated { at: 77, needed: 4 };
+        let e = Error::from_core(core.clone(), crate::error::Stage::Open);
+        assert_eq!(e.offset(), Some(77));
+        let source = e.source().unwrap();
+        assert_eq!(source.to_string(), core.to_string());
+        assert!(source.downcast_ref::<dataformats_core::Error>().is_some());
+        let io = std::io::Error::other("disk on fire");
+        let e = Error::from(io);
+        assert_eq!(e.source().unwrap().to_string(), "disk on fire");
     }
 }
