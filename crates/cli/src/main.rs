@@ -329,7 +329,7 @@ fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failure> {
 fn diff(a: &Path, b: &Path, content: bool, as_json: bool) -> Result<(), Failure> {
     let open = |p: &Path| {
         let src = dataformats::remote::source(p).map_err(|e| fail(p, &e))?;
-        dataformats::mldf::Reader::with_limits(src, Default::default())
+        dataformats::mldf::Reader::with_options(src, Default::default())
             .map_err(|e| fail(p, &DatasetError::Mldf(e)))
     };
     let (ra, rb) = (open(a)?, open(b)?);

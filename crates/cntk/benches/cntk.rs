@@ -74,9 +74,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     // SAFETY: the bench owns the file and does not change it while mapped.
-    let mapped = Reader::with_limits(
+    let mapped = Reader::with_options(
         unsafe { dataformats_core::Source::map(&out) }.unwrap(),
-        dataformats_core::Limits::default(),
+        dataformats_core::ReadOptions::default(),
     )
     .unwrap();
     g.bench_function("read_all_chunks_into_caller_buffer", |b| {

@@ -107,7 +107,7 @@ fn main() {
     // Reading: every chunk decoded; dense f32 payload bytes per second.
     // SAFETY: the bench owns the file and does not change it while mapped.
     let src = unsafe { dataformats_core::Source::map(&bin) }.unwrap();
-    let r = Reader::with_limits(src, dataformats_core::Limits::default()).unwrap();
+    let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
     let mut best = f64::MAX;
     let mut dense_bytes = 0u64;
     for _ in 0..5 {

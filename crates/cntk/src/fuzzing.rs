@@ -7,7 +7,10 @@ use crate::read::Reader;
 
 /// Arbitrary bytes as a CBF file: open, then decode every chunk.
 pub fn file(data: &[u8]) {
-    if let Ok(r) = Reader::with_limits(Source::from_vec(data.to_vec()), Limits::fuzzing()) {
+    if let Ok(r) = Reader::with_options(
+        Source::from_vec(data.to_vec()),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) {
         for i in 0..r.chunks().len().min(1024) {
             if let Ok(c) = r.read_chunk(i) {
                 assert_eq!(

@@ -26,7 +26,7 @@
 //! use dataformats_cntk::{Reader, RecordView};
 //! // SAFETY: nothing modifies the file while it is mapped.
 //! let src = unsafe { dataformats_core::Source::map("data.bin") }.unwrap();
-//! let r = Reader::with_limits(src, Default::default()).unwrap();
+//! let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
 //! let view = r.chunk_view(0).unwrap();
 //! let mut buf = Vec::new();
 //! for q in 0..view.num_sequences() {
@@ -59,6 +59,7 @@ pub mod randomize;
 mod read;
 mod write;
 
+pub use dataformats_core::ReadOptions;
 pub use error::{Error, ErrorKind, Result};
 pub use randomize::{BatchSize, Minibatches, ReaderConfig, Window};
 pub use read::{

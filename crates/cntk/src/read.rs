@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use dataformats_core::{Limits, Source, plain};
+use dataformats_core::{Limits, ReadOptions, Source, plain};
 
 use dataformats_core::parse::{Input, le_u8, le_u32, run};
 
@@ -77,16 +77,17 @@ fn floats(b: &[u8], elem: ElemType) -> Vec<f64> {
 impl Reader {
     /// Opens the file at `path` (positioned reads).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::with_limits(Source::open(path)?, Limits::default())
+        Self::with_options(Source::open(path)?, ReadOptions::default())
     }
 
     /// Opens a file in memory.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
-        Self::with_limits(Source::from_vec(bytes), Limits::default())
+        Self::with_options(Source::from_vec(bytes), ReadOptions::default())
     }
 
     /// Opens `src`, checking everything up to the chunk table (checks 1–8).
-    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+    pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
+        let limits = opts.limits;
         let size = src.len();
         if size < 20 {
             return Err(Error::new(

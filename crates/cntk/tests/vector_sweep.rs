@@ -8,7 +8,10 @@ use dataformats_cntk::Reader;
 use dataformats_core::{Limits, Source};
 
 fn check(bytes: Vec<u8>) -> bool {
-    match Reader::with_limits(Source::from_vec(bytes), Limits::fuzzing()) {
+    match Reader::with_options(
+        Source::from_vec(bytes),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) {
         Ok(r) => r.validate().is_ok(),
         Err(_) => false,
     }

@@ -27,7 +27,7 @@ fn views_match_records_and_f32_is_zero_copy_from_a_map() {
     for p in paths {
         // SAFETY: the vectors are not modified while the test runs.
         let src = unsafe { Source::map(&p) }.unwrap();
-        let Ok(r) = Reader::with_limits(src, dataformats_core::Limits::default()) else {
+        let Ok(r) = Reader::with_options(src, dataformats_core::ReadOptions::default()) else {
             continue;
         };
         if r.validate().is_err() {
@@ -153,7 +153,7 @@ fn checked_chunks_viewed_in_any_order_are_their_own_and_samples_find_their_seque
         let mapped = unsafe { Source::map(&p) }.unwrap();
         let file = Source::open(&p).unwrap();
         for src in [mapped, file] {
-            let Ok(r) = Reader::with_limits(src, dataformats_core::Limits::default()) else {
+            let Ok(r) = Reader::with_options(src, dataformats_core::ReadOptions::default()) else {
                 continue;
             };
             if r.validate().is_err() {

@@ -76,6 +76,6 @@ pub use atomic::AtomicFile;
 pub use checksum::{ChecksumKind, Digest, Hasher};
 pub use codec::{Codec, CodecError};
 pub use error::{Error, ErrorKind, Result};
-pub use limits::Limits;
+pub use limits::{Limits, ReadOptions};
 pub use progress::Progress;
 pub use source::{RangeRead, SharedBytes, Source};

@@ -28,6 +28,32 @@ pub struct Limits {
     pub max_count: u64,
 }
 
+/// How a reader without format-specific switches (CBF, FFCV, IDV, MLDF)
+/// reads: the caps on what a file may make it allocate. The Bloscpack and
+/// TBL v2 readers have their own `ReadOptions` of the same shape, with their
+/// switches added.
+///
+/// ```
+/// use dataformats_core::{Limits, ReadOptions};
+/// let opts = ReadOptions::default().limits(Limits::fuzzing());
+/// assert_eq!(opts.limits, Limits::fuzzing());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Caps on what the file may make us allocate.
+    pub limits: Limits,
+}
+
+impl ReadOptions {
+    /// These options with other limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
 impl Default for Limits {
     /// 4 GiB per allocation, 2^32 items.
     fn default() -> Self {

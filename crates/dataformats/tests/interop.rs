@@ -181,7 +181,9 @@ fn ndarray_views_borrow_the_file_where_they_can() {
         // SAFETY: the test's vectors are read-only files nobody changes.
         let src =
             unsafe { dataformats::core::Source::map(dir.join("ndarray_f32_2d.mldf")) }.unwrap();
-        let r = dataformats::mldf::Reader::with_limits(src, Default::default()).unwrap();
+        let r =
+            dataformats::mldf::Reader::with_options(src, dataformats::core::ReadOptions::default())
+                .unwrap();
         let a = dataformats::ndarray::mldf_ndarray::<f32>(&r, 0, 0).unwrap();
         assert_eq!(a.shape(), &[2, 3]);
         assert!(a.is_view(), "uncompressed and mapped: a view of the file");

@@ -12,7 +12,10 @@ use dataformats_core::{Limits, Source};
 pub fn ffcv(data: &[u8]) {
     use crate::{DESC_SIZE, HEADER_SIZE, Reader};
     let run = |bytes: Vec<u8>| {
-        if let Ok(r) = Reader::with_limits(Source::from_vec(bytes), Limits::fuzzing()) {
+        if let Ok(r) = Reader::with_options(
+            Source::from_vec(bytes),
+            dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+        ) {
             for i in 0..r.num_samples().min(64) {
                 for j in 0..r.fields().len() {
                     let _ = r.value(i, j);

@@ -37,5 +37,6 @@ pub mod fuzzing;
 pub mod parse;
 mod read;
 
+pub use dataformats_core::ReadOptions;
 pub use error::{Error, ErrorKind, Result};
 pub use read::*;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use dataformats_core::parse::{run, take_u64};
-use dataformats_core::{Limits, Source};
+use dataformats_core::{Limits, ReadOptions, Source};
 
 use crate::error::{Error, ErrorKind, Result};
 pub use crate::format::{ALLOC_ENTRY_SIZE, Alloc, DESC_SIZE, HEADER_SIZE, MIN_PAGE_SIZE, VERSION};
@@ -325,19 +325,20 @@ fn parse_field(d: &[u8], at: u64) -> Result<Field> {
 
 impl Reader {
     /// Opens the file at `path` (positioned reads; to read a memory map,
-    /// pass a mapped [`Source`] to [`Reader::with_limits`]).
+    /// pass a mapped [`Source`] to [`Reader::with_options`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::with_limits(Source::open(path)?, Limits::default())
+        Self::with_options(Source::open(path)?, ReadOptions::default())
     }
 
     /// Opens an in-memory file.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
-        Self::with_limits(Source::from_vec(bytes), Limits::default())
+        Self::with_options(Source::from_vec(bytes), ReadOptions::default())
     }
 
     /// Opens `src`: header, descriptors, metadata bounds and the whole
     /// allocation table are checked here.
-    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+    pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
+        let limits = opts.limits;
         let n = src.len();
         if n < HEADER_SIZE {
             return Err(err(

@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
         w.finish().unwrap();
         // SAFETY: the bench owns the file and does not change it while mapped.
         let src = unsafe { dataformats_core::Source::map(&p) }.unwrap();
-        let r = Reader::with_limits(src, dataformats_core::Limits::default()).unwrap();
+        let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
         let (mut out, mut scratch) = (Vec::<f32>::new(), Vec::new());
         g.bench_function(format!("scan_f32_{name}"), |b| {
             b.iter(|| {

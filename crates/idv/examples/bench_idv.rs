@@ -67,7 +67,7 @@ fn main() {
         write(&p, rows, compression, 1);
         // SAFETY: the bench owns the file and does not change it while mapped.
         let src = unsafe { dataformats_core::Source::map(&p) }.unwrap();
-        let r = Reader::with_limits(src, dataformats_core::Limits::default()).unwrap();
+        let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
         let blocks = r.block_count();
         let stored: u64 = r
             .lookup(0)

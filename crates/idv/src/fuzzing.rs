@@ -9,7 +9,10 @@ use crate::types::read_codec;
 
 /// Arbitrary bytes as an IDV file: open, then decode every live column.
 pub fn file(data: &[u8]) {
-    if let Ok(r) = Reader::with_limits(Source::from_vec(data.to_vec()), Limits::fuzzing()) {
+    if let Ok(r) = Reader::with_options(
+        Source::from_vec(data.to_vec()),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) {
         for i in 0..r.columns().len().min(256) {
             if r.columns().get(i).is_some_and(|c| !c.is_dead())
                 && let Ok(v) = r.read_column(i)

@@ -39,6 +39,7 @@ mod types;
 mod values;
 mod write;
 
+pub use dataformats_core::ReadOptions;
 pub use decode::MAX_TICKS;
 pub use error::{Error, ErrorKind, Result};
 pub use read::{

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use dataformats_core::{Limits, Source, codec};
+use dataformats_core::{Limits, ReadOptions, Source, codec};
 
 use dataformats_core::parse::run;
 
@@ -206,16 +206,17 @@ fn windowed<T>(src: &Source, offset: u64, mut parse: impl FnMut(&[u8]) -> Result
 impl Reader {
     /// Opens the file at `path` with positioned reads.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::with_limits(Source::open(path)?, Limits::default())
+        Self::with_options(Source::open(path)?, ReadOptions::default())
     }
 
     /// Opens an in-memory file.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
-        Self::with_limits(Source::from_vec(bytes), Limits::default())
+        Self::with_options(Source::from_vec(bytes), ReadOptions::default())
     }
 
     /// Opens `src` with allocation `limits`.
-    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+    pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
+        let limits = opts.limits;
         let header = read_header(&src)?;
         let columns = read_toc(&src, &header, &limits)?;
         let lookups = columns.iter().map(|_| OnceLock::new()).collect();

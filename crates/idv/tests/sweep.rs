@@ -10,7 +10,10 @@ use dataformats_core::{Limits, Source};
 use dataformats_idv::Reader;
 
 fn exercise(bytes: Vec<u8>) -> bool {
-    let Ok(r) = Reader::with_limits(Source::from_vec(bytes), Limits::fuzzing()) else {
+    let Ok(r) = Reader::with_options(
+        Source::from_vec(bytes),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) else {
         return false;
     };
     let mut ok = true;

@@ -3,7 +3,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dataformats_core::{Limits, Source};
+use dataformats_core::Source;
 use dataformats_mldf::{Dtype, Field, FieldType, FieldValue, Reader, Value, Writer, WriterOptions};
 
 fn bench(c: &mut Criterion) {
@@ -37,7 +37,11 @@ fn bench(c: &mut Criterion) {
         })
     });
     // SAFETY: the bench owns the file and does not change it while mapped.
-    let r = Reader::with_limits(unsafe { Source::map(&p) }.unwrap(), Limits::default()).unwrap();
+    let r = Reader::with_options(
+        unsafe { Source::map(&p) }.unwrap(),
+        dataformats_core::ReadOptions::default(),
+    )
+    .unwrap();
     g.throughput(Throughput::Elements(n));
     g.bench_function("random_int_reads", |b| {
         b.iter(|| {

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use dataformats_core::{Limits, Source};
+use dataformats_core::Source;
 use dataformats_mldf::{
     Dtype, Field, FieldType, FieldValue, Layout, Reader, Value, Writer, WriterOptions,
 };
@@ -90,7 +90,7 @@ fn main() {
     );
     // SAFETY: the bench owns the file and does not change it while mapped.
     let src = unsafe { Source::map(&p) }.unwrap();
-    let r = Reader::with_limits(src, Limits::default()).unwrap();
+    let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
     // A random order fixed up front (SplitMix64), then one INT per sample.
     let mut s = 42u64;
     let order: Vec<u64> = (0..n)

@@ -8,7 +8,10 @@ use crate::read::Reader;
 
 /// Arbitrary bytes as an MLDF file: open, read every value, validate.
 pub fn file(data: &[u8]) {
-    if let Ok(r) = Reader::with_limits(Source::from_vec(data.to_vec()), Limits::fuzzing()) {
+    if let Ok(r) = Reader::with_options(
+        Source::from_vec(data.to_vec()),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) {
         let n = r.num_samples().min(4096);
         for i in 0..n {
             for j in 0..r.fields().len() {

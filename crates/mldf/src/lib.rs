@@ -38,6 +38,7 @@ mod read;
 pub mod render;
 mod write;
 
+pub use dataformats_core::ReadOptions;
 pub use error::{Error, ErrorKind, Result};
 pub use format::{Alloc, Dtype, Field, FieldType, Header, MAGIC};
 pub use loader::{Loader, LoaderOptions, Order};

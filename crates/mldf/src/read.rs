@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use dataformats_core::{ChecksumKind, Limits, Source, codec};
+use dataformats_core::{ChecksumKind, Limits, ReadOptions, Source, codec};
 
 use crate::error::{Error, ErrorKind, Result};
 use dataformats_core::parse::run;
@@ -177,16 +177,17 @@ fn bad_value(m: impl Into<Cow<'static, str>>) -> Error {
 impl Reader {
     /// Opens the file at `path` (positioned reads).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::with_limits(Source::open(path)?, Limits::default())
+        Self::with_options(Source::open(path)?, ReadOptions::default())
     }
 
     /// Opens an in-memory file.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
-        Self::with_limits(Source::from_vec(bytes), Limits::default())
+        Self::with_options(Source::from_vec(bytes), ReadOptions::default())
     }
 
     /// Opens `src` (§9.1).
-    pub fn with_limits(src: Source, limits: Limits) -> Result<Self> {
+    pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
+        let limits = opts.limits;
         let n = src.len();
         let first = src.bytes(0, n.min(73))?;
         let (header, mut warnings) = check_header(&first, n)?;

@@ -7,7 +7,10 @@ use dataformats_core::{Limits, Source};
 use dataformats_mldf::Reader;
 
 fn exercise(b: Vec<u8>) -> bool {
-    let Ok(r) = Reader::with_limits(Source::from_vec(b), Limits::fuzzing()) else {
+    let Ok(r) = Reader::with_options(
+        Source::from_vec(b),
+        dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
+    ) else {
         return false;
     };
     for i in 0..r.num_samples().min(512) {

@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dataformats_core::{Limits, Source};
+use dataformats_core::Source;
 use dataformats_mldf::{Dtype, Field, FieldType, FieldValue, Reader, Value, Writer, WriterOptions};
 
 struct Counting;
@@ -67,7 +67,7 @@ fn ndarray_partial_reads_are_zero_copy() {
     // SAFETY: the test owns the file and does not change it while mapped.
     let src = unsafe { Source::map(&p) }.unwrap();
     let map_start = src.as_slice().unwrap().as_ptr() as usize;
-    let r = Reader::with_limits(src, Limits::default()).unwrap();
+    let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
     let before = ALLOCS.load(Ordering::Relaxed);
     let mut sum = 0f32;
     for i in (0..1000u64).rev().step_by(7) {

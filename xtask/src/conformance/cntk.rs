@@ -25,7 +25,7 @@ impl Checker for Cntk {
             Ok(s) => s,
             Err(e) => return Outcome::Fail(format!("cannot open: {e}")),
         };
-        let opened = Reader::with_limits(src, dataformats::core::Limits::default());
+        let opened = Reader::with_options(src, dataformats::core::ReadOptions::default());
         let decoded = opened.and_then(|r| {
             let chunks = (0..r.chunks().len())
                 .map(|i| r.read_chunk(i))

@@ -37,7 +37,7 @@ fn as_f32(v: &Value) -> Value {
 
 fn decode(v: &Vector) -> Result<(Reader, Vec<Option<Values>>), dataformats::idv::Error> {
     let src = Source::open(&v.path)?;
-    let r = Reader::with_limits(src, dataformats::core::Limits::default())?;
+    let r = Reader::with_options(src, dataformats::core::ReadOptions::default())?;
     let mut cols = Vec::new();
     for (i, c) in r.columns().iter().enumerate() {
         cols.push(if c.is_dead() {

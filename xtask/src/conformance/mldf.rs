@@ -18,7 +18,7 @@ impl Checker for Mldf {
     fn check(&self, v: &Vector) -> Outcome {
         let opened = Source::open(&v.path)
             .map_err(dataformats::mldf::Error::from)
-            .and_then(|s| Reader::with_limits(s, dataformats::core::Limits::default()));
+            .and_then(|s| Reader::with_options(s, dataformats::core::ReadOptions::default()));
         if !v.valid {
             let want = v
                 .sidecar

@@ -18,7 +18,11 @@ pub(crate) fn open(
     src: crate::core::Source,
     opts: &crate::OpenOptions,
 ) -> Result<Box<dyn Dataset>, Error> {
-    let r = crate::cntk::Reader::with_limits(src, opts.limits).map_err(fe(Format::Cntk))?;
+    let r = crate::cntk::Reader::with_options(
+        src,
+        crate::core::ReadOptions::default().limits(opts.limits),
+    )
+    .map_err(fe(Format::Cntk))?;
     let mut seq_starts = Vec::with_capacity(r.chunks().len());
     let mut sample_starts = Vec::with_capacity(r.chunks().len());
     let (mut seqs, mut samples) = (0u64, 0u64);

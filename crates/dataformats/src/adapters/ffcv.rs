@@ -9,7 +9,11 @@ pub(crate) fn open(
     src: crate::core::Source,
     opts: &crate::OpenOptions,
 ) -> Result<Box<dyn Dataset>, Error> {
-    let r = crate::ffcv::Reader::with_limits(src, opts.limits).map_err(fe(Format::Ffcv))?;
+    let r = crate::ffcv::Reader::with_options(
+        src,
+        crate::core::ReadOptions::default().limits(opts.limits),
+    )
+    .map_err(fe(Format::Ffcv))?;
     let schema = schema(&r).map_err(|e| e.in_format(Format::Ffcv))?;
     Ok(Box::new(Ffcv(r, schema, opts.limits)))
 }

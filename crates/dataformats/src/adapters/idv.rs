@@ -9,7 +9,8 @@ pub(crate) fn open(
 ) -> Result<Box<dyn Dataset>, Error> {
     use crate::idv::Reader;
     let e = fe::<crate::idv::Error>(Format::Idv);
-    let r = Reader::with_limits(src, opts.limits).map_err(e)?;
+    let r = Reader::with_options(src, crate::core::ReadOptions::default().limits(opts.limits))
+        .map_err(e)?;
     let live: Vec<usize> = (0..r.columns().len())
         .filter(|&k| r.columns().get(k).is_some_and(|c| !c.is_dead()))
         .collect();

@@ -7,7 +7,11 @@ pub(crate) fn open(
     src: crate::core::Source,
     opts: &crate::OpenOptions,
 ) -> Result<Box<dyn Dataset>, Error> {
-    let r = crate::mldf::Reader::with_limits(src, opts.limits).map_err(fe(Format::Mldf))?;
+    let r = crate::mldf::Reader::with_options(
+        src,
+        crate::core::ReadOptions::default().limits(opts.limits),
+    )
+    .map_err(fe(Format::Mldf))?;
     let fields = r
         .fields()
         .iter()

@@ -200,7 +200,7 @@ fn ctf_to_cbf(
 #[cfg(feature = "cntk")]
 fn cbf_to_ctf(input: &Path, output: &Path) -> Result<u64, Error> {
     let src = crate::dataset::map_file(input)?;
-    let r = crate::cntk::Reader::with_limits(src, crate::core::Limits::default())
+    let r = crate::cntk::Reader::with_options(src, crate::core::ReadOptions::default())
         .map_err(Error::Cntk)?;
     let mut f =
         std::io::BufWriter::new(crate::core::AtomicFile::create(output).map_err(io(output))?);

@@ -8,11 +8,15 @@ use serde_json::{Value, json};
 
 use super::{Description, DumpOptions, Listing, io, put};
 use crate::cntk::{Reader, Record, StreamKind};
-use crate::core::{Limits, Progress};
+use crate::core::Progress;
 use crate::dataset::Error;
 
 fn open(path: &Path) -> Result<Reader, Error> {
-    Reader::with_limits(crate::dataset::map_file(path)?, Limits::default()).map_err(Error::Cntk)
+    Reader::with_options(
+        crate::dataset::map_file(path)?,
+        crate::core::ReadOptions::default(),
+    )
+    .map_err(Error::Cntk)
 }
 
 fn kind(k: StreamKind) -> &'static str {

@@ -6,12 +6,16 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::{Description, DumpForm, DumpOptions, io, put};
-use crate::core::{Limits, Progress};
+use crate::core::Progress;
 use crate::dataset::Error;
 use crate::idv::{Reader, Values, render, version_string};
 
 fn open(path: &Path) -> Result<Reader, Error> {
-    Reader::with_limits(crate::dataset::map_file(path)?, Limits::default()).map_err(Error::Idv)
+    Reader::with_options(
+        crate::dataset::map_file(path)?,
+        crate::core::ReadOptions::default(),
+    )
+    .map_err(Error::Idv)
 }
 
 fn ty_name(t: Option<&impl ToString>) -> String {

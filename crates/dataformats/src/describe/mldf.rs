@@ -6,13 +6,17 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::{Description, DumpOptions, io, put};
-use crate::core::{Limits, Progress};
+use crate::core::Progress;
 use crate::dataset::Error;
 use crate::mldf::format::{FLAG_CHECKSUMMED, FLAG_COMPRESSED};
 use crate::mldf::{Reader, render};
 
 fn open(path: &Path) -> Result<Reader, Error> {
-    Reader::with_limits(crate::dataset::map_file(path)?, Limits::default()).map_err(Error::Mldf)
+    Reader::with_options(
+        crate::dataset::map_file(path)?,
+        crate::core::ReadOptions::default(),
+    )
+    .map_err(Error::Mldf)
 }
 
 fn flags(f: u32) -> Vec<&'static str> {
