@@ -48,8 +48,8 @@ pub fn chunk_entry(i: &[u8]) -> PResult<'_, RawChunkEntry> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
-    use dataformats_core::Error as CoreError;
     use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
 
     #[test]
     fn fields_at_their_offsets() {
@@ -74,26 +74,10 @@ mod tests {
         // A name length of 3 first, so that 7 bytes make a whole name.
         let mut b = [3u8; 32];
         b[1..4].fill(0);
-        const BASE: u64 = 500;
-        type Parse = dyn Fn(&[u8]) -> Result<(), CoreError>;
-        let cases: [(u64, &Parse); 5] = [
-            (12, &|p| run(p, BASE, preamble).map(|_| ())),
-            (8, &|p| run(p, BASE, footer).map(|_| ())),
-            (8, &|p| run(p, BASE, counts).map(|_| ())),
-            (16, &|p| run(p, BASE, chunk_entry).map(|_| ())),
-            (7, &|p| run(p, BASE, stream_name).map(|_| ())),
-        ];
-        for (size, parse) in cases {
-            assert!(parse(&b[..size as usize]).is_ok(), "{size}");
-            for len in 0..size as usize {
-                match parse(&b[..len]) {
-                    Err(CoreError::Truncated { at, needed }) => {
-                        assert!((BASE..BASE + size).contains(&at), "{len}: at {at}");
-                        assert!(at + needed > BASE + len as u64, "{len}: {at} + {needed}");
-                    }
-                    other => panic!("{size}-byte structure, {len} bytes: {other:?}"),
-                }
-            }
-        }
+        assert_prefixes_truncated(&b[..12], 500, preamble, "preamble");
+        assert_prefixes_truncated(&b[..8], 500, footer, "footer");
+        assert_prefixes_truncated(&b[..8], 500, counts, "counts");
+        assert_prefixes_truncated(&b[..16], 500, chunk_entry, "chunk_entry");
+        assert_prefixes_truncated(&b[..7], 500, stream_name, "stream_name");
     }
 }

@@ -7,28 +7,7 @@
 
 use dataformats_cntk::format::{CHUNK_ENTRY_SIZE, FOOTER_SIZE, PREAMBLE_SIZE};
 use dataformats_cntk::{MAGIC, Reader, VERSION, parse};
-use dataformats_core::Error as CoreError;
-use dataformats_core::parse::{PResult, run};
-
-fn prefixes<'a, O>(
-    whole: &'a [u8],
-    base: u64,
-    parser: impl Fn(&'a [u8]) -> PResult<'a, O>,
-    what: &str,
-) -> O {
-    for len in 0..whole.len() {
-        match run(&whole[..len], base, &parser) {
-            Err(CoreError::Truncated { at, needed }) => {
-                let end = base + whole.len() as u64;
-                assert!((base..end).contains(&at), "{what}, {len} bytes: at {at}");
-                assert!(at + needed > base + len as u64, "{what}, {len} bytes");
-            }
-            Err(e) => panic!("{what}, {len} bytes: {e}"),
-            Ok(_) => panic!("{what}: a value from {len} of {} bytes", whole.len()),
-        }
-    }
-    run(whole, base, &parser).unwrap()
-}
+use dataformats_core::testing::assert_prefixes_truncated;
 
 #[test]
 fn every_proper_prefix_of_every_vector_header_is_truncated() {
@@ -40,13 +19,14 @@ fn every_proper_prefix_of_every_vector_header_is_truncated() {
         let name = path.display().to_string();
         let b = std::fs::read(&path).unwrap();
         let r = Reader::from_bytes(b.clone()).unwrap();
-        let (magic, version) = prefixes(&b[..PREAMBLE_SIZE as usize], 0, parse::preamble, &name);
+        let (magic, version) =
+            assert_prefixes_truncated(&b[..PREAMBLE_SIZE as usize], 0, parse::preamble, &name);
         assert_eq!((&magic, version), (MAGIC, VERSION), "{name}");
         let footer_at = b.len() - FOOTER_SIZE as usize;
-        let h = prefixes(&b[footer_at..], footer_at as u64, parse::footer, &name);
+        let h = assert_prefixes_truncated(&b[footer_at..], footer_at as u64, parse::footer, &name);
         assert_eq!(h as u64, r.header_offset(), "{name}");
         let counts_at = h as usize + 8;
-        let (chunks, streams) = prefixes(
+        let (chunks, streams) = assert_prefixes_truncated(
             &b[counts_at..counts_at + 8],
             counts_at as u64,
             parse::counts,
@@ -58,13 +38,13 @@ fn every_proper_prefix_of_every_vector_header_is_truncated() {
             // After the count words and the first stream's encoding byte.
             let at = counts_at + 9;
             let whole = &b[at..at + 4 + first.name.len()];
-            let got = prefixes(whole, at as u64, parse::stream_name, &name);
+            let got = assert_prefixes_truncated(whole, at as u64, parse::stream_name, &name);
             assert_eq!(got, first.name.as_bytes(), "{name}");
         }
         let table_at = footer_at - CHUNK_ENTRY_SIZE as usize * r.chunks().len();
         for (k, c) in r.chunks().iter().enumerate().take(8) {
             let at = table_at + CHUNK_ENTRY_SIZE as usize * k;
-            let e = prefixes(
+            let e = assert_prefixes_truncated(
                 &b[at..at + CHUNK_ENTRY_SIZE as usize],
                 at as u64,
                 parse::chunk_entry,

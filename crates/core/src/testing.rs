@@ -178,3 +178,43 @@ pub fn all_vectors() -> Vec<(&'static str, PathBuf, bool)> {
     out.sort();
     out
 }
+
+/// Asserts that `parser` (run on `whole`, which starts at absolute offset
+/// `base`) parses the whole of it, and that every proper prefix of it is
+/// `Truncated` at an offset inside it whose `needed` reaches past the prefix:
+/// never a value, never another error. Returns the value; `what` names the
+/// case in failure messages.
+pub fn assert_prefixes_truncated<'a, O>(
+    whole: &'a [u8],
+    base: u64,
+    parser: impl Fn(&'a [u8]) -> crate::parse::PResult<'a, O>,
+    what: &str,
+) -> O {
+    let end = base + whole.len() as u64;
+    for len in 0..whole.len() {
+        match crate::parse::run(whole.get(..len).unwrap_or_default(), base, &parser) {
+            Err(crate::Error::Truncated { at, needed }) => {
+                assert!((base..end).contains(&at), "{what}, {len} bytes: at {at}");
+                assert!(
+                    at + needed > base + len as u64,
+                    "{what}, {len} bytes: {needed} needed at {at}"
+                );
+            }
+            Err(e) => panic!("{what}, {len} bytes: {e}"),
+            Ok(_) => panic!("{what}: a value from {len} of {} bytes", whole.len()),
+        }
+    }
+    match crate::parse::run(whole, base, &parser) {
+        Ok(v) => v,
+        Err(e) => panic!("{what}, all {} bytes: {e}", whole.len()),
+    }
+}
+
+/// Asserts that `e`, made from `core`, keeps `core` as its `source()`.
+pub fn assert_source_is(e: &dyn std::error::Error, core: &crate::Error) {
+    let Some(source) = e.source() else {
+        panic!("{e}: no source");
+    };
+    assert_eq!(source.to_string(), core.to_string(), "{e}");
+    assert!(source.downcast_ref::<crate::Error>().is_some(), "{e}");
+}

@@ -95,8 +95,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use crate::format::{ALLOC_ENTRY_SIZE, DESC_SIZE, HEADER_SIZE};
-    use dataformats_core::Error as CoreError;
     use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
 
     fn u16_(b: &[u8], o: usize) -> u16 {
         u16::from_le_bytes(b[o..o + 2].try_into().unwrap())
@@ -159,31 +159,33 @@ mod tests {
     #[test]
     fn every_proper_prefix_is_truncated() {
         let b = [0x5Au8; 2048];
-        const BASE: u64 = 777;
-        type Parse = dyn Fn(&[u8]) -> Result<(), CoreError>;
-        let cases: [(u64, &Parse); 8] = [
-            (HEADER_SIZE, &|p| run(p, BASE, header).map(|_| ())),
-            (DESC_SIZE, &|p| run(p, BASE, descriptor).map(|_| ())),
-            (1024, &|p| run(p, BASE, array_args).map(|_| ())),
-            (13, &|p| run(p, BASE, image_column).map(|_| ())),
-            (8, &|p| run(p, BASE, column(&FieldType::Int)).map(|_| ())),
-            (16, &|p| run(p, BASE, column(&FieldType::Json)).map(|_| ())),
-            (13, &|p| {
-                run(p, BASE, column(&FieldType::RgbImage)).map(|_| ())
-            }),
-            (ALLOC_ENTRY_SIZE, &|p| run(p, BASE, alloc_entry).map(|_| ())),
-        ];
-        for (size, parse) in cases {
-            assert!(parse(&b[..size as usize]).is_ok(), "{size}");
-            for len in 0..size as usize {
-                match parse(&b[..len]) {
-                    Err(CoreError::Truncated { at, needed }) => {
-                        assert!((BASE..BASE + size).contains(&at), "{len}: at {at}");
-                        assert!(at + needed > BASE + len as u64, "{len}: {at} + {needed}");
-                    }
-                    other => panic!("{size}-byte structure, {len} bytes: {other:?}"),
-                }
-            }
-        }
+        assert_prefixes_truncated(&b[..HEADER_SIZE as usize], 777, header, "header");
+        assert_prefixes_truncated(&b[..DESC_SIZE as usize], 777, descriptor, "descriptor");
+        assert_prefixes_truncated(&b[..1024], 777, array_args, "array_args");
+        assert_prefixes_truncated(&b[..13], 777, image_column, "image_column");
+        assert_prefixes_truncated(
+            &b[..8],
+            777,
+            column(&FieldType::Int),
+            "column(&FieldType::Int)",
+        );
+        assert_prefixes_truncated(
+            &b[..16],
+            777,
+            column(&FieldType::Json),
+            "column(&FieldType::Json)",
+        );
+        assert_prefixes_truncated(
+            &b[..13],
+            777,
+            column(&FieldType::RgbImage),
+            "column(&FieldType::RgbImage)",
+        );
+        assert_prefixes_truncated(
+            &b[..ALLOC_ENTRY_SIZE as usize],
+            777,
+            alloc_entry,
+            "alloc_entry",
+        );
     }
 }

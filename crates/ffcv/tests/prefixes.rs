@@ -4,32 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use dataformats_core::Error as CoreError;
-use dataformats_core::parse::{PResult, run};
+use dataformats_core::testing::assert_prefixes_truncated;
 use dataformats_ffcv::format::{ALLOC_ENTRY_SIZE, DESC_SIZE, HEADER_SIZE};
 use dataformats_ffcv::{Reader, parse};
-
-/// Every proper prefix of `whole` (at offset `base`) is `Truncated`; the
-/// whole of it parses. Returns the value.
-fn prefixes<'a, O>(
-    whole: &'a [u8],
-    base: u64,
-    parser: impl Fn(&'a [u8]) -> PResult<'a, O>,
-    what: &str,
-) -> O {
-    for len in 0..whole.len() {
-        match run(&whole[..len], base, &parser) {
-            Err(CoreError::Truncated { at, needed }) => {
-                let end = base + whole.len() as u64;
-                assert!((base..end).contains(&at), "{what}, {len} bytes: at {at}");
-                assert!(at + needed > base + len as u64, "{what}, {len} bytes");
-            }
-            Err(e) => panic!("{what}, {len} bytes: {e}"),
-            Ok(_) => panic!("{what}: a value from {len} of {} bytes", whole.len()),
-        }
-    }
-    run(whole, base, &parser).unwrap()
-}
 
 #[test]
 fn every_proper_prefix_of_every_vector_table_is_truncated() {
@@ -42,7 +19,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
         let b = std::fs::read(&path).unwrap();
         let r = Reader::from_bytes(b.clone()).unwrap();
         let l = r.layout();
-        let h = prefixes(&b[..HEADER_SIZE as usize], 0, parse::header, &name);
+        let h = assert_prefixes_truncated(&b[..HEADER_SIZE as usize], 0, parse::header, &name);
         assert_eq!(
             (h.version, h.num_fields, h.page_size),
             (l.version, l.num_fields, l.page_size),
@@ -56,10 +33,10 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
         for (k, f) in r.fields().iter().enumerate() {
             let at = HEADER_SIZE + DESC_SIZE * k as u64;
             let d = &b[at as usize..(at + DESC_SIZE) as usize];
-            let raw = prefixes(d, at, parse::descriptor, &name);
+            let raw = assert_prefixes_truncated(d, at, parse::descriptor, &name);
             assert_eq!(raw.type_id, f.ty.type_id(), "{name}: field {k}");
             if f.ty.array().is_some() {
-                let a = prefixes(raw.arguments, at + 17, parse::array_args, &name);
+                let a = assert_prefixes_truncated(raw.arguments, at + 17, parse::array_args, &name);
                 assert!(a.descr_len > 0, "{name}: field {k}");
             }
             if r.num_samples() > 0 {
@@ -79,13 +56,13 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
                     _ => 8,
                 };
                 assert!(o + width <= next, "{name}: field {k}");
-                prefixes(&row[o..o + width], col_at, parse::column(&f.ty), &name);
+                assert_prefixes_truncated(&row[o..o + width], col_at, parse::column(&f.ty), &name);
             }
         }
         for k in 0..l.num_allocations.min(8) {
             let at = l.alloc_table_ptr + ALLOC_ENTRY_SIZE * k;
             let e = &b[at as usize..(at + ALLOC_ENTRY_SIZE) as usize];
-            let a = prefixes(e, at, parse::alloc_entry, &name);
+            let a = assert_prefixes_truncated(e, at, parse::alloc_entry, &name);
             assert!(
                 (0..l.num_allocations).any(|j| r.allocation(j).unwrap() == a),
                 "{name}: entry {k}"

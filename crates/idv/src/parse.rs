@@ -51,8 +51,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use crate::format::{BLOCK_ENTRY_SIZE, HEADER_FIELDS_SIZE};
-    use dataformats_core::Error as CoreError;
     use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
 
     #[test]
     fn fields_at_their_offsets() {
@@ -82,24 +82,13 @@ mod tests {
     #[test]
     fn every_proper_prefix_is_truncated() {
         let b = [0x77u8; 64];
-        const BASE: u64 = 256;
-        type Parse = dyn Fn(&[u8]) -> Result<(), CoreError>;
-        let cases: [(u64, &Parse); 3] = [
-            (HEADER_FIELDS_SIZE, &|p| run(p, BASE, header).map(|_| ())),
-            (8, &|p| run(p, BASE, tail).map(|_| ())),
-            (BLOCK_ENTRY_SIZE, &|p| run(p, BASE, block_entry).map(|_| ())),
-        ];
-        for (size, parse) in cases {
-            assert!(parse(&b[..size as usize]).is_ok(), "{size}");
-            for len in 0..size as usize {
-                match parse(&b[..len]) {
-                    Err(CoreError::Truncated { at, needed }) => {
-                        assert!((BASE..BASE + size).contains(&at), "{len}: at {at}");
-                        assert!(at + needed > BASE + len as u64, "{len}: {at} + {needed}");
-                    }
-                    other => panic!("{size}-byte structure, {len} bytes: {other:?}"),
-                }
-            }
-        }
+        assert_prefixes_truncated(&b[..HEADER_FIELDS_SIZE as usize], 256, header, "header");
+        assert_prefixes_truncated(&b[..8], 256, tail, "tail");
+        assert_prefixes_truncated(
+            &b[..BLOCK_ENTRY_SIZE as usize],
+            256,
+            block_entry,
+            "block_entry",
+        );
     }
 }

@@ -5,30 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use dataformats_core::Error as CoreError;
-use dataformats_core::parse::{PResult, run};
+use dataformats_core::testing::assert_prefixes_truncated;
 use dataformats_idv::format::{BLOCK_ENTRY_SIZE, HEADER_FIELDS_SIZE};
 use dataformats_idv::{Reader, SIGNATURE, TAIL_SIGNATURE, parse};
-
-fn prefixes<'a, O>(
-    whole: &'a [u8],
-    base: u64,
-    parser: impl Fn(&'a [u8]) -> PResult<'a, O>,
-    what: &str,
-) -> O {
-    for len in 0..whole.len() {
-        match run(&whole[..len], base, &parser) {
-            Err(CoreError::Truncated { at, needed }) => {
-                let end = base + whole.len() as u64;
-                assert!((base..end).contains(&at), "{what}, {len} bytes: at {at}");
-                assert!(at + needed > base + len as u64, "{what}, {len} bytes");
-            }
-            Err(e) => panic!("{what}, {len} bytes: {e}"),
-            Ok(_) => panic!("{what}: a value from {len} of {} bytes", whole.len()),
-        }
-    }
-    run(whole, base, &parser).unwrap()
-}
 
 #[test]
 fn every_proper_prefix_of_every_vector_table_is_truncated() {
@@ -40,7 +19,8 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
         let name = path.display().to_string();
         let b = std::fs::read(&path).unwrap();
         let r = Reader::from_bytes(b.clone()).unwrap();
-        let h = prefixes(&b[..HEADER_FIELDS_SIZE as usize], 0, parse::header, &name);
+        let h =
+            assert_prefixes_truncated(&b[..HEADER_FIELDS_SIZE as usize], 0, parse::header, &name);
         assert_eq!(h.signature, SIGNATURE, "{name}");
         let want = r.header();
         assert_eq!(
@@ -52,7 +32,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
         assert_eq!(h.row_count as u64, want.row_count, "{name}");
         assert_eq!(h.column_count as u32, want.column_count, "{name}");
         let t = want.tail_offset as usize;
-        let tail = prefixes(&b[t..t + 8], t as u64, parse::tail, &name);
+        let tail = assert_prefixes_truncated(&b[t..t + 8], t as u64, parse::tail, &name);
         assert_eq!(tail, TAIL_SIGNATURE, "{name}");
         for (j, col) in r.columns().iter().enumerate() {
             let Ok(entries) = r.lookup(j) else {
@@ -60,7 +40,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
             };
             for (k, e) in entries.iter().enumerate().take(4) {
                 let at = col.lookup_offset as usize + BLOCK_ENTRY_SIZE as usize * k;
-                let raw = prefixes(
+                let raw = assert_prefixes_truncated(
                     &b[at..at + BLOCK_ENTRY_SIZE as usize],
                     at as u64,
                     parse::block_entry,

@@ -192,11 +192,8 @@ mod tests {
         let core = dataformats_core::Error::Truncated { at: 77, needed: 4 };
         let e: Error = core.clone().into();
         assert_eq!(e.offset(), Some(77));
-        let source = e.source().unwrap();
-        assert_eq!(source.to_string(), core.to_string());
-        assert!(source.downcast_ref::<dataformats_core::Error>().is_some());
-        let io = std::io::Error::other("disk on fire");
-        let e = Error::from(io);
+        dataformats_core::testing::assert_source_is(&e, &core);
+        let e = Error::from(std::io::Error::other("disk on fire"));
         assert_eq!(e.source().unwrap().to_string(), "disk on fire");
     }
 }

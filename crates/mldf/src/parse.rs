@@ -169,8 +169,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use crate::format::{ALLOC_ENTRY_SIZE, DESC_SIZE, Dtype, TRAILER_SIZE};
-    use dataformats_core::Error as CoreError;
     use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
 
     fn u16_(b: &[u8], o: usize) -> u16 {
         u16::from_le_bytes(b[o..o + 2].try_into().unwrap())
@@ -289,30 +289,19 @@ mod tests {
     #[test]
     fn every_proper_prefix_is_truncated() {
         let b = [0xA5u8; 256];
-        const BASE: u64 = 4096;
-        type Parse = dyn Fn(&[u8]) -> Result<(), CoreError>;
-        let cases: [(u64, &Parse); 9] = [
-            (64, &|p| run(p, BASE, header).map(|_| ())),
-            (DESC_SIZE, &|p| run(p, BASE, descriptor).map(|_| ())),
-            (128, &|p| run(p, BASE, ndarray_args).map(|_| ())),
-            (16, &|p| run(p, BASE, bytes_meta).map(|_| ())),
-            (24, &|p| run(p, BASE, image_meta).map(|_| ())),
-            (24, &|p| run(p, BASE, audio_meta).map(|_| ())),
-            (16, &|p| run(p, BASE, text_meta).map(|_| ())),
-            (TRAILER_SIZE, &|p| run(p, BASE, trailer).map(|_| ())),
-            (ALLOC_ENTRY_SIZE, &|p| run(p, BASE, alloc_entry).map(|_| ())),
-        ];
-        for (size, parse) in cases {
-            assert!(parse(&b[..size as usize]).is_ok(), "{size}");
-            for len in 0..size as usize {
-                match parse(&b[..len]) {
-                    Err(CoreError::Truncated { at, needed }) => {
-                        assert!((BASE..BASE + size).contains(&at), "{len}: at {at}");
-                        assert!(at + needed > BASE + len as u64, "{len}: {at} + {needed}");
-                    }
-                    other => panic!("{size}-byte structure, {len} bytes: {other:?}"),
-                }
-            }
-        }
+        assert_prefixes_truncated(&b[..64], 4096, header, "header");
+        assert_prefixes_truncated(&b[..DESC_SIZE as usize], 4096, descriptor, "descriptor");
+        assert_prefixes_truncated(&b[..128], 4096, ndarray_args, "ndarray_args");
+        assert_prefixes_truncated(&b[..16], 4096, bytes_meta, "bytes_meta");
+        assert_prefixes_truncated(&b[..24], 4096, image_meta, "image_meta");
+        assert_prefixes_truncated(&b[..24], 4096, audio_meta, "audio_meta");
+        assert_prefixes_truncated(&b[..16], 4096, text_meta, "text_meta");
+        assert_prefixes_truncated(&b[..TRAILER_SIZE as usize], 4096, trailer, "trailer");
+        assert_prefixes_truncated(
+            &b[..ALLOC_ENTRY_SIZE as usize],
+            4096,
+            alloc_entry,
+            "alloc_entry",
+        );
     }
 }

@@ -4,33 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use dataformats_core::Error as CoreError;
-use dataformats_core::parse::{PResult, run};
+use dataformats_core::testing::assert_prefixes_truncated;
 use dataformats_mldf::Reader;
 use dataformats_mldf::format::{ALLOC_ENTRY_SIZE, DESC_SIZE};
 use dataformats_mldf::parse;
-
-/// Every proper prefix of `whole` (at offset `base`) is `Truncated`; the
-/// whole of it parses. Returns the value.
-fn prefixes<'a, O>(
-    whole: &'a [u8],
-    base: u64,
-    parser: impl Fn(&'a [u8]) -> PResult<'a, O>,
-    what: &str,
-) -> O {
-    for len in 0..whole.len() {
-        match run(&whole[..len], base, &parser) {
-            Err(CoreError::Truncated { at, needed }) => {
-                let end = base + whole.len() as u64;
-                assert!((base..end).contains(&at), "{what}, {len} bytes: at {at}");
-                assert!(at + needed > base + len as u64, "{what}, {len} bytes");
-            }
-            Err(e) => panic!("{what}, {len} bytes: {e}"),
-            Ok(_) => panic!("{what}: a value from {len} of {} bytes", whole.len()),
-        }
-    }
-    run(whole, base, &parser).unwrap()
-}
 
 #[test]
 fn every_proper_prefix_of_every_vector_table_is_truncated() {
@@ -43,13 +20,13 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
         let name = path.display().to_string();
         let b = std::fs::read(&path).unwrap();
         let r = Reader::from_bytes(b.clone()).unwrap();
-        let h = prefixes(&b[9..73], 9, parse::header, &name);
+        let h = assert_prefixes_truncated(&b[9..73], 9, parse::header, &name);
         assert_eq!(&h, r.header(), "{name}");
         // Up to 8 descriptors, allocation entries and first-row records each.
         for (k, f) in r.fields().iter().enumerate().take(8) {
             let at = h.field_desc_ptr + DESC_SIZE * k as u64;
             let d = &b[at as usize..(at + DESC_SIZE) as usize];
-            let raw = prefixes(d, at, parse::descriptor, &name);
+            let raw = assert_prefixes_truncated(d, at, parse::descriptor, &name);
             assert_eq!(raw.type_id, f.ty.type_id(), "{name}: field {k}");
             assert_eq!(raw.metadata_size, f.metadata_size, "{name}: field {k}");
             if r.num_samples() == 0 {
@@ -65,16 +42,21 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
                     .iter()
                     .map(|g| u64::from(g.metadata_size))
                     .sum::<u64>();
-            prefixes(&rec[..len], rec_at, layout, &name);
+            assert_prefixes_truncated(&rec[..len], rec_at, layout, &name);
             if f.nullable {
-                let present = prefixes(&rec[len..], rec_at + len as u64, parse::trailer, &name);
+                let present = assert_prefixes_truncated(
+                    &rec[len..],
+                    rec_at + len as u64,
+                    parse::trailer,
+                    &name,
+                );
                 assert!(present <= 1, "{name}: field {k}");
             }
         }
         for k in 0..r.num_allocations().min(8) {
             let at = h.alloc_table_ptr + ALLOC_ENTRY_SIZE * k;
             let e = &b[at as usize..(at + ALLOC_ENTRY_SIZE) as usize];
-            let a = prefixes(e, at, parse::alloc_entry, &name);
+            let a = assert_prefixes_truncated(e, at, parse::alloc_entry, &name);
             assert_eq!(a, r.allocation(k).unwrap(), "{name}: allocation {k}");
         }
         checked += 1;

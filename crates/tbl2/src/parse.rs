@@ -62,8 +62,8 @@ pub fn block_header(i: &[u8]) -> PResult<'_, (u64, u32, MetadataType)> {
 mod tests {
     use super::*;
     use crate::format::{BLOCK_HEADER_SIZE, ENTRY_SIZE, HEADER_SIZE};
-    use dataformats_core::Error as CoreError;
     use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
 
     /// Every field lands where the format notes put it.
     #[test]
@@ -110,27 +110,13 @@ mod tests {
     #[test]
     fn every_proper_prefix_is_truncated() {
         let b = [0xA5u8; 64];
-        const BASE: u64 = 1000;
-        let base = BASE;
-        type Parse = dyn Fn(&[u8]) -> Result<(), CoreError>;
-        let cases: [(u64, &Parse); 3] = [
-            (HEADER_SIZE, &|p| run(p, BASE, header).map(|_| ())),
-            (ENTRY_SIZE, &|p| run(p, BASE, index_entry).map(|_| ())),
-            (BLOCK_HEADER_SIZE, &|p| {
-                run(p, BASE, block_header).map(|_| ())
-            }),
-        ];
-        for (size, parse) in cases {
-            assert!(parse(&b[..size as usize]).is_ok());
-            for len in 0..size as usize {
-                match parse(&b[..len]) {
-                    Err(CoreError::Truncated { at, needed }) => {
-                        assert!((base..base + size).contains(&at), "{len}: at {at}");
-                        assert!(at + needed > base + len as u64, "{len}: {at} + {needed}");
-                    }
-                    other => panic!("{size}-byte structure, {len} bytes: {other:?}"),
-                }
-            }
-        }
+        assert_prefixes_truncated(&b[..HEADER_SIZE as usize], 1000, header, "header");
+        assert_prefixes_truncated(&b[..ENTRY_SIZE as usize], 1000, index_entry, "index_entry");
+        assert_prefixes_truncated(
+            &b[..BLOCK_HEADER_SIZE as usize],
+            1000,
+            block_header,
+            "block_header",
+        );
     }
 }
