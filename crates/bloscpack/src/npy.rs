@@ -8,6 +8,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use dataformats_core::limits::check_range;
+use dataformats_core::parse;
 use dataformats_core::{AtomicFile, Source};
 use serde_json::Value;
 
@@ -42,34 +43,25 @@ pub fn read_header(src: &Source) -> Result<NpyHeader> {
     if len < 10 {
         return Err(Error::new(ErrorKind::Truncated, "file shorter than an npy preamble").at(0));
     }
-    let pre = src.bytes(0, 10)?;
-    if pre.get(..6) != Some(&NPY_MAGIC[..]) {
+    let (magic, major, minor) = parse::run(&src.bytes(0, 8)?, 0, crate::parse::npy_preamble)?;
+    if magic != NPY_MAGIC[..] {
         return Err(Error::new(ErrorKind::BadMagic, "not an npy file (no \\x93NUMPY magic)").at(0));
     }
-    let (major, minor) = (
-        pre.get(6).copied().unwrap_or(0),
-        pre.get(7).copied().unwrap_or(0),
-    );
-    let (hlen, start) = match major {
-        1 => (
-            u64::from(u16::from_le_bytes([
-                pre.get(8).copied().unwrap_or(0),
-                pre.get(9).copied().unwrap_or(0),
-            ])),
-            10u64,
-        ),
-        2 | 3 => {
-            let b = src.bytes(0, 12)?;
-            let mut a = [0u8; 4];
-            a.copy_from_slice(b.get(8..12).unwrap_or(&[0; 4]));
-            (u64::from(u32::from_le_bytes(a)), 12u64)
-        }
-        v => {
-            return Err(
-                Error::new(ErrorKind::BadVersion, format!("npy version {v}.{minor}")).at(6),
-            );
-        }
-    };
+    if !matches!(major, 1..=3) {
+        return Err(Error::new(
+            ErrorKind::BadVersion,
+            format!("npy version {major}.{minor}"),
+        )
+        .at(6));
+    }
+    let start = if major == 1 { 10 } else { 12 };
+    let hlen = parse::run(
+        &src.bytes(8, start - 8).map_err(|_| {
+            Error::new(ErrorKind::Truncated, "file shorter than an npy preamble").at(8)
+        })?,
+        8,
+        crate::parse::npy_header_len(major),
+    )?;
     let end = check_range(start, hlen, len).map_err(|_| {
         Error::new(
             ErrorKind::Truncated,

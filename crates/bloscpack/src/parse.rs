@@ -1,6 +1,8 @@
 //! nom parsers for the fixed-size Bloscpack records; no allocation.
 
-use dataformats_core::parse::{self, PResult, array, le_i32, le_i64, le_u8, le_u32, tag};
+use dataformats_core::parse::{
+    self, PResult, array, le_i32, le_i64, le_u8, le_u16, le_u32, le_u32_len, tag,
+};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{FORMAT_VERSION, MAGIC, MAX_CHUNK_SIZE, OPTION_METADATA, OPTION_OFFSETS};
@@ -218,11 +220,54 @@ pub fn metadata_header(bytes: &[u8], base: u64) -> Result<MetadataHeader> {
     })
 }
 
-/// Parses `n` little-endian i64 offsets.
+/// Parses little-endian i64 offsets (all whole ones in `bytes`).
 pub fn offsets(bytes: &[u8], out: &mut Vec<i64>) {
-    out.extend(bytes.chunks_exact(8).map(|c| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        i64::from_le_bytes(b)
-    }));
+    out.extend(dataformats_core::plain::values::<i64>(bytes));
+}
+
+/// The start of a `.npy` file: its 6 magic bytes (the caller compares
+/// them), then the format version's major and minor bytes.
+pub fn npy_preamble(i: &[u8]) -> PResult<'_, ([u8; 6], u8, u8)> {
+    let (i, magic) = array::<6>(i)?;
+    let (i, major) = le_u8(i)?;
+    let (i, minor) = le_u8(i)?;
+    Ok((i, (magic, major, minor)))
+}
+
+/// A `.npy` header's byte length, after the preamble: a `u16` in format
+/// version 1, a `u32` in versions 2 and 3.
+pub fn npy_header_len<'a>(major: u8) -> impl Fn(&'a [u8]) -> PResult<'a, u64> {
+    move |i: &'a [u8]| {
+        if major == 1 {
+            let (i, n) = le_u16(i)?;
+            Ok((i, u64::from(n)))
+        } else {
+            le_u32_len(i)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+    use dataformats_core::parse::run;
+    use dataformats_core::testing::assert_prefixes_truncated;
+
+    /// The `.npy` preamble's fields, and its header length in each version.
+    #[test]
+    fn npy_preamble_and_header_length() {
+        let b = *b"\x93NUMPY\x02\x01\x34\x12\x00\x00";
+        let (magic, major, minor) = assert_prefixes_truncated(&b[..8], 0, npy_preamble, "pre");
+        assert_eq!((&magic, major, minor), (b"\x93NUMPY", 2, 1));
+        let v1 = assert_prefixes_truncated(&b[8..10], 8, npy_header_len(1), "v1 length");
+        assert_eq!(v1, 0x1234);
+        let v2 = assert_prefixes_truncated(&b[8..12], 8, npy_header_len(2), "v2 length");
+        assert_eq!(v2, 0x1234);
+        let mut offs = Vec::new();
+        let stored: Vec<u8> = [7i64, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        offsets(&stored, &mut offs);
+        assert_eq!(offs, vec![7, -1]);
+        assert!(run(&b[..7], 0, npy_preamble).is_err());
+    }
 }

@@ -111,6 +111,7 @@ pub type PResult<'a, O> = IResult<&'a [u8], O, ParseError<'a>>;
 
 /// Offset of `part` within `whole`, when `part` is a sub-slice of it (the end
 /// of `whole` otherwise). Compares addresses only; never dereferences.
+#[inline]
 pub fn position(whole: &[u8], part: &[u8]) -> u64 {
     let start = whole.as_ptr() as usize;
     let p = part.as_ptr() as usize;
@@ -125,6 +126,7 @@ pub fn position(whole: &[u8], part: &[u8]) -> u64 {
 ///
 /// A streaming parser's `Incomplete(n)` becomes `Truncated { at: end of
 /// whole, needed: n }`.
+#[inline]
 pub fn finish<'a, O>(whole: &'a [u8], base: u64, r: PResult<'a, O>) -> Result<(&'a [u8], O)> {
     match r {
         Ok(v) => Ok(v),
@@ -150,6 +152,7 @@ pub fn run<'a, O>(
 }
 
 /// Takes exactly `n` bytes.
+#[inline]
 pub fn take<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |i: &'a [u8]| match (i.get(..n), i.get(n..)) {
         (Some(head), Some(rest)) => Ok((rest, head)),
@@ -158,6 +161,7 @@ pub fn take<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
 }
 
 /// Takes exactly `n` bytes, where `n` comes from the file as a `u64`.
+#[inline]
 pub fn take_u64<'a>(n: u64) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |i: &'a [u8]| match usize::try_from(n) {
         Ok(n) => take(n)(i),
@@ -166,6 +170,7 @@ pub fn take_u64<'a>(n: u64) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
 }
 
 /// Takes exactly `N` bytes as an array.
+#[inline]
 pub fn array<const N: usize>(i: &[u8]) -> PResult<'_, [u8; N]> {
     match i.split_first_chunk::<N>() {
         Some((head, rest)) => Ok((rest, *head)),
@@ -192,6 +197,7 @@ pub fn tag<'a>(
 macro_rules! le_number {
     ($($(#[$doc:meta])* $name:ident => $t:ty;)*) => {$(
         $(#[$doc])*
+        #[inline]
         pub fn $name(i: &[u8]) -> PResult<'_, $t> {
             let (rest, b) = array::<{ std::mem::size_of::<$t>() }>(i)?;
             Ok((rest, <$t>::from_le_bytes(b)))
@@ -337,6 +343,7 @@ where
 }
 
 /// [`le_u32`] widened to `u64`, for use as a length with [`length_prefixed`].
+#[inline]
 pub fn le_u32_len(i: &[u8]) -> PResult<'_, u64> {
     le_u32(i).map(|(r, v)| (r, u64::from(v)))
 }
@@ -398,6 +405,7 @@ pub struct Input<'a> {
 
 impl<'a> Input<'a> {
     /// `bytes`, which start at absolute offset `base`.
+    #[inline]
     pub fn new(bytes: &'a [u8], base: u64) -> Self {
         Input {
             whole: bytes,
@@ -407,32 +415,38 @@ impl<'a> Input<'a> {
     }
 
     /// The absolute offset of the next byte.
+    #[inline]
     pub fn offset(&self) -> u64 {
         self.base.saturating_add(self.position() as u64)
     }
 
     /// Where the next byte is, counted from the start of the bytes.
+    #[inline]
     pub fn position(&self) -> usize {
         self.whole.len() - self.rest.len()
     }
 
     /// The absolute offset just past the last byte.
+    #[inline]
     pub fn end(&self) -> u64 {
         self.base.saturating_add(self.whole.len() as u64)
     }
 
     /// The bytes not parsed yet.
+    #[inline]
     pub fn remaining(&self) -> &'a [u8] {
         self.rest
     }
 
     /// Whether every byte was parsed.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.rest.is_empty()
     }
 
     /// Runs `parser` on the remaining bytes; on success moves past what it
     /// consumed, on failure consumes nothing and returns the located error.
+    #[inline]
     pub fn parse<O>(&mut self, parser: impl FnOnce(&'a [u8]) -> PResult<'a, O>) -> Result<O> {
         let (rest, v) = finish(self.whole, self.base, parser(self.rest))?;
         self.rest = rest;
@@ -440,12 +454,14 @@ impl<'a> Input<'a> {
     }
 
     /// Takes the next `n` bytes (a count from the file).
+    #[inline]
     pub fn take(&mut self, n: u64) -> Result<&'a [u8]> {
         self.parse(take_u64(n))
     }
 
     /// Takes the next `n` bytes and returns where they lie, counted from
     /// the start of the bytes.
+    #[inline]
     pub fn take_range(&mut self, n: u64) -> Result<std::ops::Range<usize>> {
         let start = self.position();
         self.take(n)?;
