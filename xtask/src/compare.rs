@@ -489,7 +489,7 @@ fn tbl2(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     };
     let path = dir.join("samples.tbl");
     let mut rng = dataformats::core::rng::SplitMix64::new(23);
-    let mut w = Writer::create(&path, true).map_err(e)?;
+    let mut w = Writer::create(&path, dataformats::tbl2::Compression::Lz4).map_err(e)?;
     let (mut total, mut n) = (0u64, 0usize);
     let mut data = Vec::new();
     while total < mb * 1_000_000 {

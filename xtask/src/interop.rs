@@ -336,7 +336,12 @@ fn write_tbl2_files(out: &Path) -> Result<Vec<Value>, String> {
     ];
     for (n, compress) in [(0usize, false), (1, true), (2, true), (3, false)] {
         let p = out.join(format!("api_{n}.tbl"));
-        let mut w = Writer::create(&p, compress).map_err(e)?;
+        let compression = if compress {
+            dataformats::tbl2::Compression::Lz4
+        } else {
+            dataformats::tbl2::Compression::None
+        };
+        let mut w = Writer::create(&p, compression).map_err(e)?;
         let mut samples: Vec<Value> = Vec::new();
         for i in 0..40u32 {
             let data: Vec<u8> = match i % 4 {
@@ -416,7 +421,14 @@ fn write_tbl2_files(out: &Path) -> Result<Vec<Value>, String> {
             .map_err(|x| x.to_string())?;
     }
     let p = out.join("from_tar.tbl");
-    dataformats::tbl2::tar::convert_tar_file(&tar, &p, true, 2, |_| {}).map_err(e)?;
+    dataformats::tbl2::tar::convert_tar_file(
+        &tar,
+        &p,
+        dataformats::tbl2::Compression::Lz4,
+        2,
+        |_| {},
+    )
+    .map_err(e)?;
     let r = dataformats::tbl2::Reader::open(&p).map_err(e)?;
     let mut samples = Vec::new();
     for i in 0..r.len() {

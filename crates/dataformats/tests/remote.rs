@@ -195,7 +195,12 @@ fn a_failed_range_is_named_and_keeps_its_cause() {
 /// A TBL v2 file at `path` of `n` samples (format code 8), sample `i`
 /// holding `payload(i)`, LZ4-compressed when `compress`.
 fn write_tbl(path: &std::path::Path, compress: bool, n: u32, payload: impl Fn(u32) -> Vec<u8>) {
-    let mut w = dataformats::tbl2::Writer::create(path, compress).unwrap();
+    let compression = if compress {
+        dataformats::tbl2::Compression::Lz4
+    } else {
+        dataformats::tbl2::Compression::None
+    };
+    let mut w = dataformats::tbl2::Writer::create(path, compression).unwrap();
     for i in 0..n {
         let info = dataformats::tbl2::SampleInfo {
             format: dataformats::tbl2::SampleFormat(8),

@@ -8,13 +8,13 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataformats_core::{ChecksumKind, Source};
-use dataformats_tbl2::{ReadOptions, Reader, SampleFormat, SampleInfo, Writer};
+use dataformats_tbl2::{Compression, ReadOptions, Reader, SampleFormat, SampleInfo, Writer};
 
 fn file() -> (std::path::PathBuf, u64) {
     let dir = std::env::temp_dir().join(format!("df-tbl2-crit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("bench.tbl");
-    let mut w = Writer::create(&p, true).unwrap();
+    let mut w = Writer::create(&p, Compression::Lz4).unwrap();
     let mut s = 1u64;
     let mut total = 0;
     for _ in 0..4000 {

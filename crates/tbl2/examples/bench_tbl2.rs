@@ -17,6 +17,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use dataformats_core::Source;
+use dataformats_tbl2::Compression;
 use dataformats_tbl2::tar::convert_tar_file;
 use dataformats_tbl2::{ReadOptions, Reader};
 
@@ -146,7 +147,7 @@ fn main() {
         let bytes = tar(&t, n, "jpg", |i| jpeg_like(&mut seed, i));
         let before = peak_rss_mib();
         let start = Instant::now();
-        let r = convert_tar_file(&t, dir.join("big.tbl"), true, 2, |_| {}).unwrap();
+        let r = convert_tar_file(&t, dir.join("big.tbl"), Compression::Lz4, 2, |_| {}).unwrap();
         let secs = start.elapsed().as_secs_f64();
         println!(
             "converted a {:.2} GB tar ({} samples, {bytes} sample bytes) in {secs:.1} s, 2 workers",
@@ -199,10 +200,10 @@ fn main() {
         };
         let out = dir.join(format!("{name}.tbl"));
         let conv1 = time(3, || {
-            convert_tar_file(&t, &out, true, 1, |_| {}).unwrap();
+            convert_tar_file(&t, &out, Compression::Lz4, 1, |_| {}).unwrap();
         });
         let conv2 = time(3, || {
-            convert_tar_file(&t, &out, true, 2, |_| {}).unwrap();
+            convert_tar_file(&t, &out, Compression::Lz4, 2, |_| {}).unwrap();
         });
         // SAFETY: the bench owns this file and does not modify it while mapped.
         let src = unsafe { Source::map(&out) }.unwrap();

@@ -8,12 +8,12 @@
 //! and checks everything with overflow-checked arithmetic.
 //!
 //! ```
-//! use dataformats_tbl2::{MetadataType, Reader, SampleFormat, SampleInfo, Writer};
+//! use dataformats_tbl2::{Compression, MetadataType, Reader, SampleFormat, SampleInfo, Writer};
 //!
 //! let dir = std::env::temp_dir().join(format!("tbl2-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
 //! let path = dir.join("data.tbl");
-//! let mut w = Writer::create(&path, true).unwrap();
+//! let mut w = Writer::create(&path, Compression::Lz4).unwrap();
 //! let img = vec![7u8; 4 * 4 * 3];
 //! let info = SampleInfo { format: SampleFormat::RAW_U8, width: 4, height: 4 };
 //! w.add_sample(&img, info).unwrap();
@@ -48,4 +48,4 @@ pub use error::{Error, ErrorKind, Result, Stage};
 pub use format::{Header, IndexEntry, MetadataBlock, MetadataType, SampleFormat};
 pub use loader::{Batch, Loader, LoaderOptions};
 pub use read::{ReadOptions, Reader, parse_header};
-pub use write::{SampleInfo, Writer, encode_sample};
+pub use write::{Compression, SampleInfo, Writer, encode_sample};

@@ -10,7 +10,7 @@ use crate::dims;
 use crate::error::{Error, ErrorKind, Result, Stage};
 use crate::format::SampleFormat;
 use crate::read::Reader;
-use crate::write::{SampleInfo, Writer, encode_sample};
+use crate::write::{Compression, SampleInfo, Writer, encode_sample};
 
 /// One member's header, as the converter reads it.
 struct MemberHeader {
@@ -173,11 +173,11 @@ struct Member {
 pub fn tar_to_tbl(
     tar: &mut impl Read,
     output: impl AsRef<Path>,
-    compress: bool,
+    compression: Compression,
     workers: usize,
     mut progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
-    let mut w = Writer::create(output, compress)?;
+    let mut w = Writer::create(output, compression)?;
     let mut report = ConvertReport::default();
     let mut batch: Vec<Member> = Vec::new();
     let mut batch_bytes = 0usize;
@@ -186,7 +186,7 @@ pub fn tar_to_tbl(
             if workers <= 1 || batch.len() < 2 {
                 batch
                     .iter()
-                    .map(|m| encode_sample(&m.data, m.info, compress))
+                    .map(|m| encode_sample(&m.data, m.info, compression))
                     .collect()
             } else {
                 let per = batch.len().div_ceil(workers);
@@ -196,7 +196,7 @@ pub fn tar_to_tbl(
                         .map(|part| {
                             s.spawn(move || {
                                 part.iter()
-                                    .map(|m| encode_sample(&m.data, m.info, compress))
+                                    .map(|m| encode_sample(&m.data, m.info, compression))
                                     .collect::<Vec<_>>()
                             })
                         })
@@ -277,13 +277,13 @@ pub fn tar_to_tbl(
 pub fn convert_tar_file(
     input: impl AsRef<Path>,
     output: impl AsRef<Path>,
-    compress: bool,
+    compression: Compression,
     workers: usize,
     progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
     let f = std::fs::File::open(input)?;
     let mut r = io::BufReader::with_capacity(1 << 20, f);
-    tar_to_tbl(&mut r, output, compress, workers, progress)
+    tar_to_tbl(&mut r, output, compression, workers, progress)
 }
 
 fn octal(field: &mut [u8], v: u64) {

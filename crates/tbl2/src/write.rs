@@ -105,18 +105,30 @@ pub struct SampleInfo {
     pub height: u16,
 }
 
-/// One sample, LZ4-compressed when that is strictly smaller: the stored
-/// bytes and the index entry (offset 0, to be placed by the writer).
+/// Whether a writer tries to compress samples (TurboLoader's switch; its
+/// converter's default is [`Compression::Lz4`], `--no-compress` is
+/// [`Compression::None`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Every sample stored as is.
+    None,
+    /// Each sample as an LZ4 block when that is strictly smaller.
+    Lz4,
+}
+
+/// One sample, LZ4-compressed when `compression` asks for it and that is
+/// strictly smaller: the stored bytes and the index entry (offset 0, to be
+/// placed by the writer).
 pub fn encode_sample(
     data: &[u8],
     info: SampleInfo,
-    compress: bool,
+    compression: Compression,
 ) -> Result<(Vec<u8>, IndexEntry)> {
     let usize = u32::try_from(data.len())
         .map_err(|_| werr(ErrorKind::InvalidArgument, "a sample must be under 4 GiB"))?;
     let crc = ChecksumKind::Crc16Modbus.digest(data).value().unwrap_or(0) as u16;
     let mut stored: Option<Vec<u8>> = None;
-    if compress && !data.is_empty() {
+    if compression == Compression::Lz4 && !data.is_empty() {
         let c = codec::compress(Codec::Lz4Block, data, None)
             .map_err(|e| werr(ErrorKind::InvalidArgument, e.to_string()))?;
         if c.len() < data.len() {
@@ -147,7 +159,7 @@ pub fn encode_sample(
 #[derive(Debug)]
 pub struct Writer {
     target: PathBuf,
-    compress: bool,
+    compression: Compression,
     entries: Vec<IndexEntry>,
     data: Spool,
     meta: Spool,
@@ -156,13 +168,13 @@ pub struct Writer {
 
 impl Writer {
     /// Starts a file at `path` (it appears when [`Writer::finish`] succeeds).
-    pub fn create(path: impl AsRef<Path>, compress: bool) -> Result<Self> {
+    pub fn create(path: impl AsRef<Path>, compression: Compression) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
         Ok(Writer {
             data: Spool::create(&target, "data")?,
             meta: Spool::create(&target, "meta")?,
             target,
-            compress,
+            compression,
             entries: Vec::new(),
             has_metadata: false,
         })
@@ -180,7 +192,7 @@ impl Writer {
 
     /// Adds a sample; returns its index.
     pub fn add_sample(&mut self, data: &[u8], info: SampleInfo) -> Result<u64> {
-        let (bytes, mut entry) = encode_sample(data, info, self.compress)?;
+        let (bytes, mut entry) = encode_sample(data, info, self.compression)?;
         self.add_encoded(&bytes, &mut entry)
     }
 
@@ -228,7 +240,7 @@ impl Writer {
             0
         };
         let mut flags = FLAG_HAS_CHECKSUMS;
-        if self.compress {
+        if self.compression == Compression::Lz4 {
             flags |= FLAG_COMPRESSED;
         }
         if self.has_metadata {
@@ -270,7 +282,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("df-tbl-w-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("empty.tbl");
-        let h = Writer::create(&p, false).unwrap().finish().unwrap();
+        let h = Writer::create(&p, Compression::None)
+            .unwrap()
+            .finish()
+            .unwrap();
         assert_eq!(h.flags, FLAG_HAS_CHECKSUMS);
         assert_eq!(std::fs::read(&p).unwrap().len(), 64);
         // No spool files are left behind.

@@ -4,14 +4,16 @@
 
 use std::collections::BTreeSet;
 
-use dataformats_tbl2::{Loader, LoaderOptions, Reader, SampleFormat, SampleInfo, Writer};
+use dataformats_tbl2::{
+    Compression, Loader, LoaderOptions, Reader, SampleFormat, SampleInfo, Writer,
+};
 
 fn file(n: usize) -> Reader {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("df-tbl-loader-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("l{n}.tbl"));
-    let mut w = Writer::create(&p, true).unwrap();
+    let mut w = Writer::create(&p, Compression::Lz4).unwrap();
     for i in 0..n {
         let side = if i % 3 == 0 { 224 } else { 64 };
         w.add_sample(

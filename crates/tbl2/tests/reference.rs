@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use dataformats_tbl2::tar::convert_tar_file;
-use dataformats_tbl2::{MetadataType, Reader, SampleInfo, Writer};
+use dataformats_tbl2::{Compression, MetadataType, Reader, SampleInfo, Writer};
 use serde_json::Value;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -18,7 +18,15 @@ fn hex(s: &str) -> Vec<u8> {
 /// dimensions) to `out` through the writer API, then `metadata`'s blocks.
 fn rebuild(source: &std::path::Path, out: &std::path::Path, compress: bool, metadata: &[Value]) {
     let reader = Reader::open(source).unwrap();
-    let mut w = Writer::create(out, compress).unwrap();
+    let mut w = Writer::create(
+        out,
+        if compress {
+            Compression::Lz4
+        } else {
+            Compression::None
+        },
+    )
+    .unwrap();
     for i in 0..reader.len() {
         let e = reader.entry(i).unwrap();
         let info = SampleInfo {
@@ -68,7 +76,18 @@ fn every_valid_vector_is_reproduced_byte_for_byte() {
             .unwrap_or_default();
         if let Some(tar) = sidecar["source_tar"].as_str() {
             // Converter output, then the sidecar's metadata calls in order.
-            let report = convert_tar_file(dir.join(tar), &ours, compress, 2, |_| {}).unwrap();
+            let report = convert_tar_file(
+                dir.join(tar),
+                &ours,
+                if compress {
+                    Compression::Lz4
+                } else {
+                    Compression::None
+                },
+                2,
+                |_| {},
+            )
+            .unwrap();
             let exit = sidecar["converter_exit_status"].as_i64().unwrap_or(0);
             assert_eq!(
                 report.truncated_member.is_some(),

@@ -4,7 +4,8 @@
 
 use dataformats_core::Source;
 use dataformats_tbl2::{
-    ErrorKind, MetadataType, ReadOptions, Reader, SampleFormat, SampleInfo, Stage, Writer,
+    Compression, ErrorKind, MetadataType, ReadOptions, Reader, SampleFormat, SampleInfo, Stage,
+    Writer,
 };
 use proptest::prelude::*;
 
@@ -25,7 +26,7 @@ proptest! {
         compress in any::<bool>(),
     ) {
         let p = tmp(&format!("p{}-{}-{compress}.tbl", samples.len(), meta.len()));
-        let mut w = Writer::create(&p, compress).unwrap();
+        let mut w = Writer::create(&p, if compress { Compression::Lz4 } else { Compression::None }).unwrap();
         for (data, f, wd, ht) in &samples {
             w.add_sample(data, SampleInfo { format: SampleFormat(*f), width: *wd, height: *ht }).unwrap();
         }
@@ -57,7 +58,7 @@ proptest! {
 
 fn base() -> Vec<u8> {
     let p = tmp("base.tbl");
-    let mut w = Writer::create(&p, true).unwrap();
+    let mut w = Writer::create(&p, Compression::Lz4).unwrap();
     w.add_sample(
         &vec![1u8; 1000],
         SampleInfo {
@@ -207,7 +208,8 @@ fn a_member_larger_than_its_tar_is_cut_short_without_allocating_its_size() {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("x.tbl");
     let report =
-        dataformats_tbl2::tar::tar_to_tbl(&mut tar.as_slice(), &out, false, 1, |_| {}).unwrap();
+        dataformats_tbl2::tar::tar_to_tbl(&mut tar.as_slice(), &out, Compression::None, 1, |_| {})
+            .unwrap();
     assert_eq!(report.truncated_member.as_deref(), Some("a.jpg"));
     assert_eq!(report.samples, 0);
     let scan = dataformats_tbl2::tar::scan_tar(&mut tar.as_slice()).unwrap();
@@ -223,7 +225,7 @@ fn a_member_larger_than_its_tar_is_cut_short_without_allocating_its_size() {
 fn validate_fails_where_a_read_in_index_order_fails_first() {
     let p = tmp("big-validate.tbl");
     let mut rng = dataformats_core::rng::SplitMix64::new(21);
-    let mut w = Writer::create(&p, true).unwrap();
+    let mut w = Writer::create(&p, Compression::Lz4).unwrap();
     for i in 0..2000u32 {
         // Half compressible (LZ4-compressed), half random (stored raw).
         let data: Vec<u8> = (0..3000)

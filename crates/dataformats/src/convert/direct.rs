@@ -225,7 +225,11 @@ fn tar_to_tbl(
     let r = crate::tbl2::tar::convert_tar_file(
         input,
         output,
-        opts.tbl2.compress,
+        if opts.tbl2.compress {
+            crate::tbl2::Compression::Lz4
+        } else {
+            crate::tbl2::Compression::None
+        },
         crate::core::parallel::threads(opts.threads),
         |n| {
             done += n;

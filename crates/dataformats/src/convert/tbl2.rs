@@ -275,7 +275,12 @@ pub(crate) fn write(
             None
         }
     };
-    let mut w = Writer::create(output, opts.compress).map_err(Error::Tbl2)?;
+    let compression = if opts.compress {
+        crate::tbl2::Compression::Lz4
+    } else {
+        crate::tbl2::Compression::None
+    };
+    let mut w = Writer::create(output, compression).map_err(Error::Tbl2)?;
     let mut written = 0u64;
     if let Some(p) = p {
         while let Some(b) = input.next_batch() {
