@@ -408,7 +408,7 @@ impl CArray {
         let bytes = read_chunk_file(self.files.as_ref(), &c.path, &self.limits)?;
         let chunk = bytes.get(CHUNK_FILE_HEADER as usize..).unwrap_or_default();
         blosc::decompress_into(chunk, dst, 1)
-            .map_err(|e| Error::codec(e, i as u64, CHUNK_FILE_HEADER).in_file(&c.path))?;
+            .map_err(|e| crate::error::codec(e, i as u64, CHUNK_FILE_HEADER).in_file(&c.path))?;
         Ok(())
     }
 
@@ -593,7 +593,7 @@ fn check_chunk_file(
     let (first_item, items) = (atoms.start, atoms.end - atoms.start);
     check_chunk_bytes(bytes, path, i, items, atomsize, limits, decode)?;
     let h = BloscHeader::parse(bytes.get(16..32).unwrap_or_default())
-        .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
+        .map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
     Ok(ChunkFile {
         name: chunk_name(i),
         path: path.to_path_buf(),
@@ -646,7 +646,8 @@ pub fn check_chunk_bytes(
             5,
         ));
     }
-    let h = BloscHeader::parse(b(16..32)).map_err(|x| Error::codec(x, i, 16).in_file(path))?;
+    let h =
+        BloscHeader::parse(b(16..32)).map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
     if h.cbytes < 16 {
         return Err(e(
             ErrorKind::ChunkHeaderInvalid,
@@ -684,12 +685,12 @@ pub fn check_chunk_bytes(
         ));
     }
     h.check()
-        .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
+        .map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
     if let Some(scratch) = decode {
         let n = limits.check_alloc("chunk", u64::from(h.nbytes))?;
         scratch.resize(n, 0);
         blosc::decompress_into(b(16..bytes.len()), scratch, 1)
-            .map_err(|x| Error::codec(x, i, 16).in_file(path))?;
+            .map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
     }
     Ok(())
 }

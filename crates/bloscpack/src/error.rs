@@ -1,8 +1,6 @@
 //! The error type of the Bloscpack and BLZ/bcolz readers and writers.
 
-use std::borrow::Cow;
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use dataformats_core::codec::CodecError;
 
@@ -81,153 +79,97 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error with its kind and where it happened: byte offset, chunk index,
-/// and (for BLZ/bcolz directories) the file.
-#[derive(Debug, Clone)]
-pub struct Error {
-    kind: ErrorKind,
-    message: Cow<'static, str>,
-    at: Option<u64>,
-    chunk: Option<u64>,
-    path: Option<PathBuf>,
-    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
-}
+impl dataformats_core::located::Kind for ErrorKind {
+    const IO: Self = ErrorKind::Io;
+    const LIMIT_EXCEEDED: Self = ErrorKind::LimitExceeded;
+    const INVALID_ARGUMENT: Self = ErrorKind::InvalidArgument;
+    const MALFORMED: Self = ErrorKind::BadHeaderField;
 
-impl Error {
-    /// An error of `kind` saying `message`.
-    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-            at: None,
-            chunk: None,
-            path: None,
-            source: None,
-        }
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 
-    /// The category (and sidecar word) of this error.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// The byte offset in the file, when known.
-    pub fn offset(&self) -> Option<u64> {
-        self.at
-    }
-
-    /// The chunk index, when the error concerns one chunk.
-    pub fn chunk(&self) -> Option<u64> {
-        self.chunk
-    }
-
-    /// The file (inside a BLZ/bcolz directory), when known.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
-    }
-
-    /// The message without the location.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// This error at byte offset `at`.
-    #[must_use]
-    pub fn at(mut self, at: u64) -> Self {
-        self.at = Some(at);
-        self
-    }
-
-    /// This error concerning chunk `i`.
-    #[must_use]
-    pub fn in_chunk(mut self, i: u64) -> Self {
-        self.chunk = Some(i);
-        self
-    }
-
-    /// This error concerning the file at `path` (kept if already set).
-    #[must_use]
-    pub fn in_file(mut self, path: &Path) -> Self {
-        if self.path.is_none() {
-            self.path = Some(path.to_path_buf());
-        }
-        self
-    }
-
-    pub(crate) fn with_source(mut self, e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(std::sync::Arc::new(e));
-        self
-    }
-
-    pub(crate) fn codec(e: CodecError, chunk: u64, at: u64) -> Self {
-        let kind = match &e {
-            CodecError::InvalidHeader { .. } => ErrorKind::ChunkHeaderInvalid,
-            CodecError::Unsupported { .. } => ErrorKind::Unsupported,
-            CodecError::InvalidArgument { .. } => ErrorKind::InvalidArgument,
-            _ => ErrorKind::DecompressFailed,
-        };
-        Error::new(kind, e.to_string())
-            .at(at)
-            .in_chunk(chunk)
-            .with_source(e)
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)?;
-        if let Some(c) = self.chunk {
-            write!(f, " (chunk {c}")?;
-            if let Some(at) = self.at {
-                write!(f, ", offset {at}")?;
-            }
-            f.write_str(")")?;
-        } else if let Some(at) = self.at {
-            write!(f, " (offset {at})")?;
-        }
-        if let Some(p) = &self.path {
-            write!(f, " in {}", p.display())?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<dataformats_core::Error> for Error {
-    fn from(e: dataformats_core::Error) -> Self {
+    /// Each core fault in the words of §6.3: a range past the end is
+    /// `truncated`, a version `bad_version`, and any other broken rule a bad
+    /// header field.
+    fn of_core(e: &dataformats_core::Error) -> Self {
         use dataformats_core::Error as C;
-        let (kind, at) = match &e {
-            C::Truncated { at, .. } => (ErrorKind::Truncated, Some(*at)),
-            C::OutOfBounds { offset, .. } => (ErrorKind::Truncated, Some(*offset)),
-            C::BadMagic { at, .. } => (ErrorKind::BadMagic, Some(*at)),
-            C::UnsupportedVersion { at, .. } => (ErrorKind::BadVersion, Some(*at)),
-            C::ChecksumMismatch { at, .. } => (ErrorKind::ChecksumMismatch, Some(*at)),
-            C::LimitExceeded { .. } => (ErrorKind::LimitExceeded, None),
-            C::Io(_) => (ErrorKind::Io, None),
-            C::Unsupported { .. } => (ErrorKind::Unsupported, None),
-            C::InvalidArgument(_) => (ErrorKind::InvalidArgument, None),
-            other => (ErrorKind::BadHeaderField, other.offset()),
-        };
-        let mut out = Error::new(kind, e.to_string());
-        out.at = at;
-        out.with_source(e)
+        match e {
+            C::Truncated { .. } | C::OutOfBounds { .. } => ErrorKind::Truncated,
+            C::BadMagic { .. } => ErrorKind::BadMagic,
+            C::UnsupportedVersion { .. } => ErrorKind::BadVersion,
+            C::ChecksumMismatch { .. } => ErrorKind::ChecksumMismatch,
+            C::LimitExceeded { .. } => ErrorKind::LimitExceeded,
+            C::Io(_) => ErrorKind::Io,
+            C::Unsupported { .. } => ErrorKind::Unsupported,
+            C::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            _ => Self::MALFORMED,
+        }
     }
-}
 
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+    /// A file that is not there is `missing_file` (a BLZ/bcolz directory
+    /// lacks one of its parts); any other I/O error is `io`.
+    fn of_io(e: &std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::NotFound {
             ErrorKind::MissingFile
         } else {
             ErrorKind::Io
+        }
+    }
+}
+
+/// A Bloscpack or BLZ/bcolz error: its kind, message, byte offset, chunk
+/// index and (inside a directory) file; core, codec and I/O errors it was
+/// made from stay its `source()`.
+pub type Error = dataformats_core::LocatedError<ErrorKind>;
+
+/// The error of chunk `chunk`, whose payload starts at `at`, that the codec
+/// refused: a bad Blosc header, an unsupported feature, or a failed
+/// decompression.
+pub(crate) fn codec(e: CodecError, chunk: u64, at: u64) -> Error {
+    let kind = match &e {
+        CodecError::InvalidHeader { .. } => ErrorKind::ChunkHeaderInvalid,
+        CodecError::Unsupported { .. } => ErrorKind::Unsupported,
+        CodecError::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+        _ => ErrorKind::DecompressFailed,
+    };
+    Error::new(kind, e.to_string())
+        .at(at)
+        .in_chunk(chunk)
+        .with_source(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Core and I/O errors become the words of bloscpack-blz.md §6.3.
+    #[test]
+    fn core_and_io_errors_take_bloscpack_kinds() {
+        let short = dataformats_core::Error::OutOfBounds {
+            offset: 9,
+            len: 4,
+            size: 10,
         };
-        Error::new(kind, e.to_string()).with_source(e)
+        let e = Error::from(short.clone());
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Truncated, Some(9)));
+        dataformats_core::testing::assert_source_is(&e, &short);
+        let version = dataformats_core::Error::UnsupportedVersion {
+            at: 4,
+            found: "9".into(),
+            supported: "3",
+        };
+        assert_eq!(Error::from(version).kind(), ErrorKind::BadVersion);
+        let varint = dataformats_core::Error::BadVarint {
+            at: 3,
+            why: "too long",
+        };
+        assert_eq!(Error::from(varint).kind(), ErrorKind::BadHeaderField);
+        let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(Error::from(gone).kind(), ErrorKind::MissingFile);
+        assert_eq!(
+            Error::from(std::io::Error::other("disk")).kind(),
+            ErrorKind::Io
+        );
     }
 }

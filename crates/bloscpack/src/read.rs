@@ -292,8 +292,8 @@ impl Reader {
             .src
             .bytes(pos, 16)
             .map_err(|e| Box::new((e.into(), None)))?;
-        let h =
-            BloscHeader::parse(&bytes).map_err(|e| Box::new((Error::codec(e, i, pos), None)))?;
+        let h = BloscHeader::parse(&bytes)
+            .map_err(|e| Box::new((crate::error::codec(e, i, pos), None)))?;
         if h.cbytes < 16 {
             return Err(Box::new((
                 Error::new(
@@ -343,7 +343,7 @@ impl Reader {
             )));
         }
         h.check()
-            .map_err(|e| Box::new((Error::codec(e, i, pos), Some(info))))?;
+            .map_err(|e| Box::new((crate::error::codec(e, i, pos), Some(info))))?;
         Ok(info)
     }
 
@@ -371,7 +371,7 @@ impl Reader {
                 SCRATCH.with_borrow_mut(|scratch| {
                     scratch.resize(n, 0);
                     blosc::decompress_into(&raw, scratch, self.opts.threads)
-                        .map_err(|e| Error::codec(e, i, info.offset))
+                        .map_err(|e| crate::error::codec(e, i, info.offset))
                 })?;
                 Ok(u64::from(info.blosc.nbytes))
             },
@@ -540,7 +540,7 @@ impl Reader {
         }
         let raw = self.src.bytes(c.offset, u64::from(c.blosc.cbytes))?;
         blosc::decompress_into(&raw, dst, self.opts.threads)
-            .map_err(|e| Error::codec(e, i as u64, c.offset))?;
+            .map_err(|e| crate::error::codec(e, i as u64, c.offset))?;
         Ok(())
     }
 
@@ -708,19 +708,19 @@ impl Reader {
         if a == c.payload_start && b == c.payload_start + c.nbytes() {
             return blosc::decompress_into(&raw, out, self.opts.threads)
                 .map(|_| ())
-                .map_err(|e| Error::codec(e, i as u64, c.offset));
+                .map_err(|e| crate::error::codec(e, i as u64, c.offset));
         }
         let ts = u64::from(c.blosc.typesize.max(1));
         let (la, lb) = (a - c.payload_start, b - c.payload_start);
         if la % ts == 0 && (lb - la) % ts == 0 {
             return blosc::getitem(&raw, la / ts, (lb - la) / ts, out)
                 .map(|_| ())
-                .map_err(|e| Error::codec(e, i as u64, c.offset));
+                .map_err(|e| crate::error::codec(e, i as u64, c.offset));
         }
         let n = self.opts.limits.check_alloc("chunk", c.nbytes())?;
         scratch.resize(n, 0);
         blosc::decompress_into(&raw, scratch, self.opts.threads)
-            .map_err(|e| Error::codec(e, i as u64, c.offset))?;
+            .map_err(|e| crate::error::codec(e, i as u64, c.offset))?;
         let part = scratch
             .get(la as usize..lb as usize)
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "range arithmetic"))?;

@@ -1,8 +1,5 @@
 //! Errors of the CBF reader, in the vocabulary of `cntk.md` §4.2.
 
-use std::borrow::Cow;
-use std::fmt;
-
 /// Shorthand for `Result<T, dataformats_cntk::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -83,140 +80,18 @@ impl ErrorKind {
     }
 }
 
-/// An error with its kind and location: byte offset, and where it applies
-/// the chunk, sequence and stream.
-#[derive(Debug, Clone)]
-pub struct Error {
-    kind: ErrorKind,
-    message: Cow<'static, str>,
-    at: Option<u64>,
-    chunk: Option<usize>,
-    sequence: Option<usize>,
-    stream: Option<String>,
-    /// The error this one was made from, if any.
-    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
-}
+impl dataformats_core::located::Kind for ErrorKind {
+    const IO: Self = ErrorKind::Io;
+    const LIMIT_EXCEEDED: Self = ErrorKind::LimitExceeded;
+    const INVALID_ARGUMENT: Self = ErrorKind::InvalidArgument;
+    const MALFORMED: Self = ErrorKind::Truncated;
 
-impl Error {
-    /// A new error.
-    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-            source: None,
-            at: None,
-            chunk: None,
-            sequence: None,
-            stream: None,
-        }
-    }
-
-    /// At byte offset `at`.
-    #[must_use]
-    pub fn at(mut self, at: u64) -> Self {
-        self.at = Some(at);
-        self
-    }
-
-    /// In chunk `c`.
-    #[must_use]
-    pub fn in_chunk(mut self, c: usize) -> Self {
-        self.chunk = Some(c);
-        self
-    }
-
-    /// In sequence `s` (index within its chunk) of stream `name`.
-    #[must_use]
-    pub fn in_record(mut self, s: usize, name: &str) -> Self {
-        self.sequence = Some(s);
-        self.stream = Some(name.to_string());
-        self
-    }
-
-    /// The kind.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// The byte offset, when known.
-    pub fn offset(&self) -> Option<u64> {
-        self.at
-    }
-
-    /// The chunk, when the error concerns one.
-    pub fn chunk(&self) -> Option<usize> {
-        self.chunk
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.as_str(), self.message)?;
-        let mut loc = Vec::new();
-        if let Some(c) = self.chunk {
-            loc.push(format!("chunk {c}"));
-        }
-        if let Some(s) = self.sequence {
-            loc.push(format!("sequence {s}"));
-        }
-        if let Some(n) = &self.stream {
-            loc.push(format!("stream {n:?}"));
-        }
-        if let Some(at) = self.at {
-            loc.push(format!("offset {at}"));
-        }
-        if !loc.is_empty() {
-            write!(f, " ({})", loc.join(", "))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<dataformats_core::Error> for Error {
-    fn from(e: dataformats_core::Error) -> Self {
-        let kind = match e.kind() {
-            dataformats_core::ErrorKind::LimitExceeded => ErrorKind::LimitExceeded,
-            dataformats_core::ErrorKind::Io => ErrorKind::Io,
-            _ => ErrorKind::Truncated,
-        };
-        let at = e.offset();
-        let mut out = Error::new(kind, e.to_string());
-        out.at = at;
-        out.source = Some(std::sync::Arc::new(e));
-        out
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        let mut out = Error::new(ErrorKind::Io, e.to_string());
-        out.source = Some(std::sync::Arc::new(e));
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use std::error::Error as _;
-
-    /// A core error converted keeps its offset and stays reachable as the source.
-    #[test]
-    fn a_core_error_is_kept_as_the_source() {
-        let core = dataformats_core::Error::Truncated { at: 77, needed: 4 };
-        let e: Error = core.clone().into();
-        assert_eq!(e.offset(), Some(77));
-        dataformats_core::testing::assert_source_is(&e, &core);
-        let e = Error::from(std::io::Error::other("disk on fire"));
-        assert_eq!(e.source().unwrap().to_string(), "disk on fire");
-    }
-}
+/// A CBF or CTF error: its kind, message, byte offset and, where they apply,
+/// the chunk, sequence and stream; core and I/O errors it was made from stay
+/// its `source()`.
+pub type Error = dataformats_core::LocatedError<ErrorKind>;

@@ -261,7 +261,7 @@ impl Reader {
                     format!("chunk {i} spans {off}..{end}, outside 12..={h} or reversed"),
                 )
                 .at(table_at + CHUNK_ENTRY_SIZE * i as u64)
-                .in_chunk(i));
+                .in_chunk(i as u64));
             };
             chunks.push(ChunkEntry {
                 offset: o,
@@ -476,7 +476,7 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
     let prefix_bytes = c
         .take(4 * u64::from(entry.num_sequences))
         .map_err(overrun("sequence length prefix"))
-        .map_err(|e| e.in_chunk(i))?;
+        .map_err(|e| e.in_chunk(i as u64))?;
     let lengths: Vec<u32> = plain::values::<u32>(prefix_bytes).collect();
     let total: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
     if total != u64::from(entry.num_samples) {
@@ -487,7 +487,7 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                 entry.num_samples
             ),
         )
-        .in_chunk(i)
+        .in_chunk(i as u64)
         .at(entry.offset));
     }
     let mut locs = Vec::new();
@@ -496,7 +496,7 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
         let mut per = Vec::new();
         for q in 0..nseq {
             let at = c.offset();
-            let loc = |e: Error| e.in_chunk(i).in_record(q, &s.name);
+            let loc = |e: Error| e.in_chunk(i as u64).in_record(q as u64, &s.name);
             let k = c
                 .parse(le_u32)
                 .map_err(overrun("sample count"))
@@ -585,7 +585,7 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                 ErrorKind::SampleCountMismatch,
                 format!("sequence {q} has length {len} in the prefix, its longest stream has {max} samples"),
             )
-            .in_chunk(i)
+            .in_chunk(i as u64)
             .at(entry.offset));
         }
     }
@@ -597,7 +597,7 @@ fn check_chunk(data: &[u8], entry: &ChunkEntry, i: usize, streams: &[StreamDesc]
                 entry.end - c.offset()
             ),
         )
-        .in_chunk(i)
+        .in_chunk(i as u64)
         .at(c.offset()));
     }
     Ok((lengths, locs))

@@ -20,7 +20,9 @@
 //! - [`AtomicFile`]: output that appears only when complete.
 //! - [`parallel`]: items worked on by several threads, results taken in
 //!   their order.
-//! - [`Error`]: the error type, with offsets, shared by the format crates.
+//! - [`Error`]: the error type, with offsets, of core's own helpers.
+//! - [`LocatedError`]: the error type of every format crate, generic over the
+//!   crate's own kind enum, with offset, record context and cause.
 //!
 //! ```
 //! use dataformats_core::{parse, ChecksumKind, Source};
@@ -62,6 +64,7 @@ pub mod fuzzing;
 pub mod image;
 pub mod json;
 pub mod limits;
+pub mod located;
 pub mod parallel;
 pub mod parse;
 pub mod plain;
@@ -77,5 +80,6 @@ pub use checksum::{ChecksumKind, Digest, Hasher};
 pub use codec::{Codec, CodecError};
 pub use error::{Error, ErrorKind, Result};
 pub use limits::{Limits, ReadOptions};
+pub use located::LocatedError;
 pub use progress::Progress;
 pub use source::{RangeRead, SharedBytes, Source};

@@ -1,9 +1,6 @@
 //! The FFCV reader's errors: a kind (named as MLDF names the same fault)
 //! and where: byte offset, sample and field.
 
-use std::borrow::Cow;
-use std::fmt;
-
 /// Shorthand for `Result<T, dataformats_ffcv::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -57,106 +54,17 @@ impl ErrorKind {
     }
 }
 
-/// An error: its kind, what happened, and where.
-#[derive(Debug, Clone)]
-pub struct Error(Box<Inner>);
+impl dataformats_core::located::Kind for ErrorKind {
+    const IO: Self = ErrorKind::Io;
+    const LIMIT_EXCEEDED: Self = ErrorKind::LimitExceeded;
+    const INVALID_ARGUMENT: Self = ErrorKind::InvalidArgument;
+    const MALFORMED: Self = ErrorKind::OutOfBounds;
 
-#[derive(Debug, Clone)]
-struct Inner {
-    kind: ErrorKind,
-    message: Cow<'static, str>,
-    at: Option<u64>,
-    value: Option<(u64, String)>,
-    source: Option<dataformats_core::Error>,
-}
-
-impl Error {
-    /// A new error.
-    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        Error(Box::new(Inner {
-            kind,
-            message: message.into(),
-            at: None,
-            value: None,
-            source: None,
-        }))
-    }
-
-    /// At byte offset `at` (kept if one is already set).
-    #[must_use]
-    pub fn at(mut self, at: u64) -> Self {
-        self.0.at.get_or_insert(at);
-        self
-    }
-
-    /// In sample `sample`, field `field`.
-    #[must_use]
-    pub fn in_value(mut self, sample: u64, field: &str) -> Self {
-        self.0
-            .value
-            .get_or_insert_with(|| (sample, field.to_string()));
-        self
-    }
-
-    /// The kind.
-    pub fn kind(&self) -> ErrorKind {
-        self.0.kind
-    }
-
-    /// The byte offset, when known.
-    pub fn offset(&self) -> Option<u64> {
-        self.0.at
-    }
-
-    /// The sample, when the error concerns a value.
-    pub fn sample(&self) -> Option<u64> {
-        self.0.value.as_ref().map(|v| v.0)
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let e = &self.0;
-        write!(f, "{}: {}", e.kind.as_str(), e.message)?;
-        match (&e.value, e.at) {
-            (Some((s, n)), Some(at)) => write!(f, " (sample {s}, field {n:?}, byte {at})"),
-            (Some((s, n)), None) => write!(f, " (sample {s}, field {n:?})"),
-            (None, Some(at)) => write!(f, " (byte {at})"),
-            (None, None) => Ok(()),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0
-            .source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<dataformats_core::Error> for Error {
-    fn from(e: dataformats_core::Error) -> Self {
-        use dataformats_core::ErrorKind as K;
-        let kind = match e.kind() {
-            K::LimitExceeded => ErrorKind::LimitExceeded,
-            K::Io => ErrorKind::Io,
-            K::InvalidArgument => ErrorKind::InvalidArgument,
-            _ => ErrorKind::OutOfBounds,
-        };
-        Error(Box::new(Inner {
-            kind,
-            message: e.to_string().into(),
-            at: e.offset(),
-            value: None,
-            source: Some(e),
-        }))
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, e.to_string())
-    }
-}
+/// An FFCV error: its kind, message, byte offset and, for values, the sample
+/// and field; core and I/O errors it was made from stay its `source()`.
+pub type Error = dataformats_core::LocatedError<ErrorKind>;

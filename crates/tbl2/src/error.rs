@@ -1,8 +1,5 @@
 //! Errors of the TBL v2 reader and writer, in the vocabulary of `tbl2.md` §3.1.
 
-use std::borrow::Cow;
-use std::fmt;
-
 /// Shorthand for `Result<T, dataformats_tbl2::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -71,146 +68,20 @@ impl ErrorKind {
     }
 }
 
-/// Where in the reading process an error arose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stage {
-    /// Opening the file (header and index).
-    Open,
-    /// Reading sample `i`.
-    ReadSample(u64),
-    /// Walking the metadata section.
-    Metadata,
-    /// Writing or converting.
-    Write,
-}
+pub use dataformats_core::located::Stage;
 
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stage::Open => f.write_str("open"),
-            Stage::ReadSample(i) => write!(f, "read_sample({i})"),
-            Stage::Metadata => f.write_str("metadata"),
-            Stage::Write => f.write_str("write"),
-        }
+impl dataformats_core::located::Kind for ErrorKind {
+    const IO: Self = ErrorKind::Io;
+    const LIMIT_EXCEEDED: Self = ErrorKind::LimitExceeded;
+    const INVALID_ARGUMENT: Self = ErrorKind::InvalidArgument;
+    const MALFORMED: Self = ErrorKind::DataOob;
+
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 }
 
-/// An error with its kind, stage, and byte offset where known.
-#[derive(Debug, Clone)]
-pub struct Error {
-    kind: ErrorKind,
-    stage: Stage,
-    at: Option<u64>,
-    message: Cow<'static, str>,
-    /// The error this one was made from, if any.
-    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
-}
-
-impl Error {
-    /// A new error.
-    pub fn new(kind: ErrorKind, stage: Stage, message: impl Into<Cow<'static, str>>) -> Self {
-        Error {
-            kind,
-            stage,
-            at: None,
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// This error at byte offset `at`.
-    #[must_use]
-    pub fn at(mut self, at: u64) -> Self {
-        self.at = Some(at);
-        self
-    }
-
-    /// The kind.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// The stage.
-    pub fn stage(&self) -> Stage {
-        self.stage
-    }
-
-    /// The byte offset, when known.
-    pub fn offset(&self) -> Option<u64> {
-        self.at
-    }
-
-    /// The sample index, for `read_sample` errors.
-    pub fn sample(&self) -> Option<u64> {
-        match self.stage {
-            Stage::ReadSample(i) => Some(i),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} at {}: {}",
-            self.kind.as_str(),
-            self.stage,
-            self.message
-        )?;
-        if let Some(at) = self.at {
-            write!(f, " (offset {at})")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        let mut out = Error::new(ErrorKind::Io, Stage::Write, e.to_string());
-        out.source = Some(std::sync::Arc::new(e));
-        out
-    }
-}
-
-impl Error {
-    pub(crate) fn from_core(e: dataformats_core::Error, stage: Stage) -> Self {
-        let kind = match e.kind() {
-            dataformats_core::ErrorKind::LimitExceeded => ErrorKind::LimitExceeded,
-            dataformats_core::ErrorKind::Io => ErrorKind::Io,
-            dataformats_core::ErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
-            _ => ErrorKind::DataOob,
-        };
-        let at = e.offset();
-        let mut out = Error::new(kind, stage, e.to_string());
-        out.at = at;
-        out.source = Some(std::sync::Arc::new(e));
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use std::error::Error as _;
-
-    /// A core error converted keeps its offset and stays reachable as the source.
-    #[test]
-    fn a_core_error_is_kept_as_the_source() {
-        let core = dataformats_core::Error::Truncated { at: 77, needed: 4 };
-        let e = Error::from_core(core.clone(), crate::error::Stage::Open);
-        assert_eq!(e.offset(), Some(77));
-        dataformats_core::testing::assert_source_is(&e, &core);
-        let e = Error::from(std::io::Error::other("disk on fire"));
-        assert_eq!(e.source().unwrap().to_string(), "disk on fire");
-    }
-}
+/// A TBL v2 error: its kind, the [`Stage`] it arose in (every error the
+/// reader and writer make has one), its message and byte offset; core and
+/// I/O errors it was made from stay its `source()`.
+pub type Error = dataformats_core::LocatedError<ErrorKind>;

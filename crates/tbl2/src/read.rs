@@ -85,18 +85,18 @@ pub fn parse_header(b: &[u8]) -> Result<Header> {
     dataformats_core::parse::run(b, 0, crate::parse::header).map_err(|e| match e {
         dataformats_core::Error::Truncated { .. } => Error::new(
             ErrorKind::TooSmall,
-            Stage::Open,
             format!("{} byte(s) are shorter than the 64-byte header", b.len()),
         )
+        .in_stage(Stage::Open)
         .at(0),
-        e => Error::from_core(e, Stage::Open),
+        e => Error::from(e).in_stage(Stage::Open),
     })
 }
 
 impl Reader {
     /// Opens the file at `path` with positioned reads.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let src = Source::open(path).map_err(|e| Error::from_core(e, Stage::Open))?;
+        let src = Source::open(path).map_err(|e| Error::from(e).in_stage(Stage::Open))?;
         Self::with_options(src, ReadOptions::default())
     }
 
@@ -108,7 +108,7 @@ impl Reader {
     /// Opens `src` with `opts` (checks in TurboLoader's order, `tbl2.md` §3).
     pub fn with_options(src: Source, opts: ReadOptions) -> Result<Self> {
         let len = src.len();
-        let err = |k: ErrorKind, m: String| Error::new(k, Stage::Open, m);
+        let err = |k: ErrorKind, m: String| Error::new(k, m).in_stage(Stage::Open);
         if len < HEADER_SIZE {
             return Err(err(
                 ErrorKind::TooSmall,
@@ -118,7 +118,7 @@ impl Reader {
         }
         let mut hb = [0u8; 64];
         src.read_at(0, &mut hb)
-            .map_err(|e| Error::from_core(e, Stage::Open))?;
+            .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
         if hb.get(..4) != Some(&MAGIC[..]) {
             return Err(err(
                 ErrorKind::BadMagic,
@@ -166,16 +166,16 @@ impl Reader {
         };
         opts.limits
             .check_count("samples", header.num_samples)
-            .map_err(|e| Error::from_core(e, Stage::Open))?;
+            .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
         let raw = src
             .bytes(HEADER_SIZE, index_len)
-            .map_err(|e| Error::from_core(e, Stage::Open))?;
+            .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
         let whole: &[u8] = &raw;
         let mut index = Vec::with_capacity(whole.len() / ENTRY_SIZE as usize);
         let mut rest = whole;
         while !rest.is_empty() {
             let (after, entry) = parse::finish(whole, HEADER_SIZE, crate::parse::index_entry(rest))
-                .map_err(|e| Error::from_core(e, Stage::Open))?;
+                .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
             index.push(entry);
             rest = after;
         }
@@ -223,12 +223,12 @@ impl Reader {
         self.index.get(i).ok_or_else(|| {
             Error::new(
                 ErrorKind::IndexRange,
-                Stage::ReadSample(i as u64),
                 format!(
                     "sample {i} does not exist (the file has {})",
                     self.index.len()
                 ),
             )
+            .in_stage(Stage::ReadSample(i as u64))
         })
     }
 
@@ -239,15 +239,14 @@ impl Reader {
         let end = e.offset.checked_add(u64::from(e.size)).ok_or_else(|| {
             Error::new(
                 ErrorKind::IndexOverflow,
-                stage,
                 format!("offset {} + size {} overflows", e.offset, e.size),
             )
+            .in_stage(stage)
             .at(e.offset)
         })?;
         if end > self.src.len() {
             return Err(Error::new(
                 ErrorKind::DataOob,
-                stage,
                 format!(
                     "{} byte(s) at offset {} pass the end of the {}-byte file",
                     e.size,
@@ -255,6 +254,7 @@ impl Reader {
                     self.src.len()
                 ),
             )
+            .in_stage(stage)
             .at(e.offset));
         }
         Ok((e, end))
@@ -266,7 +266,7 @@ impl Reader {
         let (e, _) = self.stored_range(i)?;
         self.src
             .bytes(e.offset, u64::from(e.size))
-            .map_err(|x| Error::from_core(x, Stage::ReadSample(i as u64)))
+            .map_err(|x| Error::from(x).in_stage(Stage::ReadSample(i as u64)))
     }
 
     /// The decoded length of sample `i` (`uncompressed_size` for LZ4 samples,
@@ -297,9 +297,9 @@ impl Reader {
         if got != e.checksum {
             return Err(Error::new(
                 ErrorKind::Crc16,
-                Stage::ReadSample(i as u64),
                 format!("CRC-16 stored {:04x}, computed {got:04x}", e.checksum),
             )
+            .in_stage(Stage::ReadSample(i as u64))
             .at(e.offset));
         }
         Ok(())
@@ -327,17 +327,17 @@ impl Reader {
         if self.opts.strict && e.uncompressed_size != e.size {
             return Err(Error::new(
                 ErrorKind::UsizeMismatch,
-                stage,
                 format!(
                     "raw sample of {} byte(s) says uncompressed_size {}",
                     e.size, e.uncompressed_size
                 ),
             )
+            .in_stage(stage)
             .at(e.offset));
         }
         self.src
             .bytes(e.offset, u64::from(e.size))
-            .map_err(|x| Error::from_core(x, stage))
+            .map_err(|x| Error::from(x).in_stage(stage))
     }
 
     /// Decodes sample `i` into `out` (resized to the sample's length; its
@@ -370,38 +370,30 @@ impl Reader {
         if e.uncompressed_size == 0 {
             return Err(Error::new(
                 ErrorKind::NoUsize,
-                stage,
                 "compressed sample with uncompressed_size 0",
             )
+            .in_stage(stage)
             .at(e.offset));
         }
         let most = codec::max_decoded_len(Codec::Lz4Block, u64::from(e.size)).unwrap_or(u64::MAX);
         if u64::from(e.uncompressed_size) > most {
-            return Err(Error::new(
-                ErrorKind::UsizeMismatch,
-                stage,
-                format!(
+            return Err(Error::new(ErrorKind::UsizeMismatch, format!(
                     "uncompressed_size {} is more than an LZ4 block of {} byte(s) can decode to ({most})",
                     e.uncompressed_size, e.size
-                ),
-            )
+                )).in_stage(stage)
             .at(e.offset));
         }
         let n = self
             .opts
             .limits
             .check_alloc("sample", u64::from(e.uncompressed_size))
-            .map_err(|x| Error::from_core(x, stage))?;
+            .map_err(|x| Error::from(x).in_stage(stage))?;
         let stored = self
             .src
             .bytes(e.offset, u64::from(e.size))
-            .map_err(|x| Error::from_core(x, stage))?;
+            .map_err(|x| Error::from(x).in_stage(stage))?;
         out.try_reserve(n).map_err(|_| {
-            Error::new(
-                ErrorKind::LimitExceeded,
-                stage,
-                "cannot allocate the sample",
-            )
+            Error::new(ErrorKind::LimitExceeded, "cannot allocate the sample").in_stage(stage)
         })?;
         let start = out.len();
         out.resize(start + n, 0);
@@ -412,7 +404,7 @@ impl Reader {
                     CodecError::SizeMismatch { .. } => ErrorKind::UsizeMismatch,
                     _ => ErrorKind::Lz4Error,
                 };
-                Error::new(kind, stage, x.to_string()).at(e.offset)
+                Error::new(kind, x.to_string()).in_stage(stage).at(e.offset)
             })
             .and_then(|_| self.check_crc(i, &e, dst));
         if decoded.is_err() {
@@ -435,8 +427,11 @@ impl Reader {
         if h.metadata_offset == 0 || h.metadata_size == 0 {
             return Ok(Vec::new());
         }
-        let oob =
-            |m: String, at: u64| Error::new(ErrorKind::MetadataOob, Stage::Metadata, m).at(at);
+        let oob = |m: String, at: u64| {
+            Error::new(ErrorKind::MetadataOob, m)
+                .in_stage(Stage::Metadata)
+                .at(at)
+        };
         let end = match h.metadata_offset.checked_add(h.metadata_size) {
             Some(e) if e <= len || !self.opts.strict => e.min(len),
             _ => {
@@ -464,9 +459,9 @@ impl Reader {
             let mut b = [0u8; 16];
             self.src
                 .read_at(pos, &mut b)
-                .map_err(|x| Error::from_core(x, Stage::Metadata))?;
+                .map_err(|x| Error::from(x).in_stage(Stage::Metadata))?;
             let (sample_index, size, kind) = parse::run(&b, pos, crate::parse::block_header)
-                .map_err(|x| Error::from_core(x, Stage::Metadata))?;
+                .map_err(|x| Error::from(x).in_stage(Stage::Metadata))?;
             let data_at = pos + BLOCK_HEADER_SIZE;
             let limit = if self.opts.strict { end } else { len };
             if check_range(data_at, u64::from(size), limit).is_err() {
@@ -490,11 +485,8 @@ impl Reader {
     /// HAS_METADATA bit is set, the first block in file order naming it.
     pub fn read_metadata(&self, i: usize) -> Result<Option<(MetadataType, Cow<'_, [u8]>)>> {
         let e = *self.index.get(i).ok_or_else(|| {
-            Error::new(
-                ErrorKind::IndexRange,
-                Stage::Metadata,
-                format!("sample {i} does not exist"),
-            )
+            Error::new(ErrorKind::IndexRange, format!("sample {i} does not exist"))
+                .in_stage(Stage::Metadata)
         })?;
         let blocks = self.metadata_blocks()?;
         if !e.has_metadata() {
@@ -506,7 +498,7 @@ impl Reader {
                 let data = self
                     .src
                     .bytes(b.offset, u64::from(b.size))
-                    .map_err(|x| Error::from_core(x, Stage::Metadata))?;
+                    .map_err(|x| Error::from(x).in_stage(Stage::Metadata))?;
                 Ok(Some((b.kind, data)))
             }
         }
@@ -516,7 +508,7 @@ impl Reader {
     pub fn block_data(&self, b: &MetadataBlock) -> Result<Cow<'_, [u8]>> {
         self.src
             .bytes(b.offset, u64::from(b.size))
-            .map_err(|x| Error::from_core(x, Stage::Metadata))
+            .map_err(|x| Error::from(x).in_stage(Stage::Metadata))
     }
 
     /// Checks the whole file in the conformance order: every sample (bounds,

@@ -10,7 +10,7 @@ use crate::dims;
 use crate::error::{Error, ErrorKind, Result, Stage};
 use crate::format::SampleFormat;
 use crate::read::Reader;
-use crate::write::{Compression, SampleInfo, Writer, encode_sample};
+use crate::write::{Compression, SampleInfo, Writer, encode_sample, wfail};
 
 /// One member's header, as the converter reads it.
 struct MemberHeader {
@@ -26,7 +26,7 @@ struct MemberHeader {
 /// read).
 fn next_header(tar: &mut impl Read) -> Result<Option<MemberHeader>> {
     let mut header = [0u8; 512];
-    let n = read_full(tar, &mut header)?;
+    let n = read_full(tar, &mut header).map_err(wfail)?;
     if n < 512 || header[0] == 0 {
         return Ok(None);
     }
@@ -74,7 +74,7 @@ pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
         scan.members += 1;
         match format.filter(|_| size > 0) {
             Some(f) => {
-                let got = io::copy(&mut tar.by_ref().take(size), &mut io::sink())?;
+                let got = io::copy(&mut tar.by_ref().take(size), &mut io::sink()).map_err(wfail)?;
                 if got < size {
                     scan.truncated_member = Some(name);
                     break;
@@ -207,9 +207,9 @@ pub fn tar_to_tbl(
                             h.join().unwrap_or_else(|_| {
                                 vec![Err(Error::new(
                                     ErrorKind::InvalidArgument,
-                                    Stage::Write,
                                     "a worker panicked",
-                                ))]
+                                )
+                                .in_stage(Stage::Write))]
                             })
                         })
                         .collect()
@@ -237,11 +237,14 @@ pub fn tar_to_tbl(
             continue;
         };
         let len = usize::try_from(size)
-            .map_err(|_| Error::new(ErrorKind::Tar, Stage::Write, "member too large"))?;
+            .map_err(|_| Error::new(ErrorKind::Tar, "member too large").in_stage(Stage::Write))?;
         // Grown as the bytes arrive: a header claiming more than the tar
         // holds costs no more memory than the bytes that are there.
         let mut data = Vec::new();
-        tar.by_ref().take(size).read_to_end(&mut data)?;
+        tar.by_ref()
+            .take(size)
+            .read_to_end(&mut data)
+            .map_err(wfail)?;
         if data.len() < len {
             report.truncated_member = Some(name);
             break;
@@ -281,7 +284,7 @@ pub fn convert_tar_file(
     workers: usize,
     progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
-    let f = std::fs::File::open(input)?;
+    let f = std::fs::File::open(input).map_err(wfail)?;
     let mut r = io::BufReader::with_capacity(1 << 20, f);
     tar_to_tbl(&mut r, output, compression, workers, progress)
 }
@@ -304,7 +307,7 @@ pub fn tbl_to_tar(
     output: impl AsRef<Path>,
     mut progress: impl FnMut(u64),
 ) -> Result<u64> {
-    let mut out = io::BufWriter::with_capacity(1 << 20, AtomicFile::create(output)?);
+    let mut out = io::BufWriter::with_capacity(1 << 20, AtomicFile::create(output).map_err(wfail)?);
     let mut buf = Vec::new();
     for i in 0..reader.len() {
         reader.read_sample_into(i, &mut buf)?;
@@ -326,15 +329,15 @@ pub fn tbl_to_tar(
         let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
         let s = format!("{sum:06o}\0 ");
         h[148..156].copy_from_slice(s.as_bytes());
-        out.write_all(&h)?;
-        out.write_all(&buf)?;
+        out.write_all(&h).map_err(wfail)?;
+        out.write_all(&buf).map_err(wfail)?;
         let pad = (512 - buf.len() % 512) % 512;
-        out.write_all(&vec![0u8; pad])?;
+        out.write_all(&vec![0u8; pad]).map_err(wfail)?;
         progress(buf.len() as u64);
     }
-    out.write_all(&[0u8; 1024])?;
-    let f = out.into_inner().map_err(|e| Error::from(e.into_error()))?;
-    f.finish()?;
+    out.write_all(&[0u8; 1024]).map_err(wfail)?;
+    let f = out.into_inner().map_err(|e| wfail(e.into_error()))?;
+    f.finish().map_err(wfail)?;
     Ok(reader.len() as u64)
 }
 

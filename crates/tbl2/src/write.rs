@@ -17,7 +17,12 @@ use crate::format::{
 };
 
 fn werr(kind: ErrorKind, m: impl Into<std::borrow::Cow<'static, str>>) -> Error {
-    Error::new(kind, Stage::Write, m)
+    Error::new(kind, m).in_stage(Stage::Write)
+}
+
+/// An I/O or core error of the writer, in the write stage.
+pub(crate) fn wfail(e: impl Into<Error>) -> Error {
+    e.into().in_stage(Stage::Write)
 }
 
 /// A spool file beside the target, removed on drop.
@@ -171,8 +176,8 @@ impl Writer {
     pub fn create(path: impl AsRef<Path>, compression: Compression) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
         Ok(Writer {
-            data: Spool::create(&target, "data")?,
-            meta: Spool::create(&target, "meta")?,
+            data: Spool::create(&target, "data").map_err(wfail)?,
+            meta: Spool::create(&target, "meta").map_err(wfail)?,
             target,
             compression,
             entries: Vec::new(),
@@ -200,7 +205,7 @@ impl Writer {
     /// on other threads while the order of samples stays fixed).
     pub fn add_encoded(&mut self, stored: &[u8], entry: &mut IndexEntry) -> Result<u64> {
         entry.offset = self.data.len;
-        self.data.write(stored)?;
+        self.data.write(stored).map_err(wfail)?;
         self.entries.push(*entry);
         Ok(self.entries.len() as u64 - 1)
     }
@@ -224,8 +229,8 @@ impl Writer {
         h[..8].copy_from_slice(&i.to_le_bytes());
         h[8..12].copy_from_slice(&size.to_le_bytes());
         h[12..14].copy_from_slice(&kind.0.to_le_bytes());
-        self.meta.write(&h)?;
-        self.meta.write(payload)?;
+        self.meta.write(&h).map_err(wfail)?;
+        self.meta.write(payload).map_err(wfail)?;
         self.has_metadata = true;
         Ok(())
     }
@@ -258,17 +263,18 @@ impl Writer {
             reserved: [0; 16],
         };
         header.checksum = header.compute_checksum();
-        let mut out = BufWriter::with_capacity(1 << 20, AtomicFile::create(&self.target)?);
-        out.write_all(&header.to_bytes())?;
+        let mut out =
+            BufWriter::with_capacity(1 << 20, AtomicFile::create(&self.target).map_err(wfail)?);
+        out.write_all(&header.to_bytes()).map_err(wfail)?;
         for e in &self.entries {
             let mut e = *e;
             e.offset += data_start;
-            out.write_all(&e.to_bytes())?;
+            out.write_all(&e.to_bytes()).map_err(wfail)?;
         }
-        self.data.copy_into(&mut out)?;
-        self.meta.copy_into(&mut out)?;
-        let f = out.into_inner().map_err(|e| Error::from(e.into_error()))?;
-        f.finish()?;
+        self.data.copy_into(&mut out).map_err(wfail)?;
+        self.meta.copy_into(&mut out).map_err(wfail)?;
+        let f = out.into_inner().map_err(|e| wfail(e.into_error()))?;
+        f.finish().map_err(wfail)?;
         Ok(header)
     }
 }

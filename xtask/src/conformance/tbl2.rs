@@ -40,13 +40,17 @@ impl Checker for Tbl2 {
                 Ok(_) => Outcome::Fail(format!(
                     "accepted, but it must be rejected as {want_kind} at {want_stage}"
                 )),
-                Err(e) if e.kind().as_str() == want_kind && e.stage().to_string() == want_stage => {
+                Err(e)
+                    if e.kind().as_str() == want_kind
+                        && e.stage().map(|s| s.to_string()).as_deref() == Some(want_stage) =>
+                {
                     Outcome::Pass
                 }
                 Err(e) => Outcome::Fail(format!(
                     "rejected as {} at {} ({e}), sidecar expects {want_kind} at {want_stage}",
                     e.kind().as_str(),
                     e.stage()
+                        .map_or_else(|| "no stage".to_string(), |s| s.to_string())
                 )),
             };
         }

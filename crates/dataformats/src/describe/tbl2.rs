@@ -192,11 +192,13 @@ pub(super) fn tar(path: &Path, validated: bool) -> Result<Description, Error> {
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);
     let scan = crate::tbl2::tar::scan_tar(&mut r).map_err(Error::Tbl2)?;
     if let (true, Some(name)) = (validated, &scan.truncated_member) {
-        return Err(Error::Tbl2(crate::tbl2::Error::new(
-            ErrorKind::Tar,
-            Stage::Open,
-            format!("the tar ends inside member {name:?}"),
-        )));
+        return Err(Error::Tbl2(
+            crate::tbl2::Error::new(
+                ErrorKind::Tar,
+                format!("the tar ends inside member {name:?}"),
+            )
+            .in_stage(Stage::Open),
+        ));
     }
     let samples: u64 = scan.samples.values().sum();
     let json = json!({"format": "tar", "valid": scan.truncated_member.is_none(), "members": scan.members,
