@@ -75,29 +75,26 @@ mod imp {
     use std::sync::Arc;
 
     use arrow_array::RecordBatch;
+    use dataformats::BatchStream;
     use dataformats::convert::{ConvertOptions, Report, Target};
     use dataformats::export::ExportFormat;
-    use dataformats::{BatchStream, DatasetError};
     use dataformats_datafusion::datafusion::error::DataFusionError;
-    use dataformats_datafusion::datafusion::execution::SendableRecordBatchStream;
     use dataformats_datafusion::datafusion::prelude::SessionContext;
-    use futures::StreamExt;
+    use dataformats_datafusion::query::{QueryResults, dataset_error};
 
     use super::{SqlArgs, SqlFormat};
     use crate::output::say;
     use crate::{fail, stdout_result};
     use dataformats_cli::Failure;
 
-    /// A query's error: the message DataFusion gives, which carries a
-    /// facade error (and its file) when one caused it.
+    /// A query's error: the facade error (and its file) when one caused it,
+    /// else DataFusion's message (exit status 2 for a query that cannot be
+    /// planned).
     fn query_failure(e: &DataFusionError) -> Failure {
+        if let Some(d) = dataset_error(e) {
+            return Failure::new(1, d.kind(), None, d.to_string());
+        }
         match e.find_root() {
-            DataFusionError::External(x) => {
-                if let Some(d) = x.downcast_ref::<DatasetError>() {
-                    return Failure::new(1, d.kind(), None, d.to_string());
-                }
-                Failure::new(1, "sql", None, e.to_string())
-            }
             DataFusionError::Plan(_)
             | DataFusionError::SQL(..)
             | DataFusionError::SchemaError(..)
@@ -106,64 +103,19 @@ mod imp {
         }
     }
 
-    /// The result's batches, one at a time, as the facade's writers take
-    /// them; the query runs on `rt`.
-    struct Results<'a> {
-        rt: &'a tokio::runtime::Runtime,
-        stream: SendableRecordBatchStream,
-        /// The first error, kept so the caller can report DataFusion's words.
-        failed: Option<DataFusionError>,
-    }
-
-    impl BatchStream for Results<'_> {
-        fn schema(&self) -> arrow_schema::SchemaRef {
-            self.stream.schema()
-        }
-        fn next_batch(&mut self) -> Option<Result<RecordBatch, DatasetError>> {
-            if self.failed.is_some() {
-                return None;
-            }
-            match self.rt.block_on(self.stream.next())? {
-                Ok(b) => Some(Ok(b)),
-                Err(e) => {
-                    let message = e.to_string();
-                    self.failed = Some(e);
-                    Some(Err(DatasetError::Data {
-                        format: None,
-                        message,
-                    }))
-                }
-            }
-        }
-    }
-
     pub(super) fn run(args: SqlArgs, json: bool) -> Result<(), Failure> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Failure::new(1, "io", None, format!("starting the query runtime: {e}")))?;
         let ctx = SessionContext::new();
         for (name, path) in &args.tables {
             let t = table(path, args.row_number.as_deref())?;
             ctx.register_table(name.as_str(), t)
                 .map_err(|e| query_failure(&e))?;
         }
-        let stream = rt
-            .block_on(async {
-                let df = ctx.sql(&args.query).await?;
-                df.execute_stream().await
-            })
-            .map_err(|e| query_failure(&e))?;
-        let mut results = Results {
-            rt: &rt,
-            stream,
-            failed: None,
-        };
+        let mut results = QueryResults::run(&ctx, &args.query).map_err(|e| query_failure(&e))?;
         let r = match &args.out {
             Some(out) => write_file(&mut results, out, json),
             None => print(&mut results, args.format),
         };
-        match (r, results.failed.take()) {
+        match (r, results.take_error()) {
             (Err(_), Some(e)) => Err(query_failure(&e)),
             (r, _) => r,
         }
@@ -174,16 +126,18 @@ mod imp {
         path: &Path,
         row_number: Option<&str>,
     ) -> Result<Arc<dyn dataformats_datafusion::datafusion::catalog::TableProvider>, Failure> {
-        dataformats_datafusion::table_with_row_number(path, row_number).map_err(|e| match &e {
-            DataFusionError::External(x) => match x.downcast_ref::<DatasetError>() {
-                Some(d) => fail(path, d),
-                None => Failure::new(1, "io", Some(path), e.to_string()),
-            },
-            _ => Failure::new(2, "usage", Some(path), e.to_string()),
+        dataformats_datafusion::table_with_row_number(path, row_number).map_err(|e| {
+            match (dataset_error(&e), &e) {
+                (Some(d), _) => fail(path, d),
+                (None, DataFusionError::External(_)) => {
+                    Failure::new(1, "io", Some(path), e.to_string())
+                }
+                _ => Failure::new(2, "usage", Some(path), e.to_string()),
+            }
         })
     }
 
-    fn print(results: &mut Results<'_>, format: SqlFormat) -> Result<(), Failure> {
+    fn print(results: &mut QueryResults, format: SqlFormat) -> Result<(), Failure> {
         let stdout = std::io::stdout();
         let here = Path::new("the query result");
         match format {
@@ -216,7 +170,7 @@ mod imp {
         }
     }
 
-    fn write_file(results: &mut Results<'_>, out: &Path, json: bool) -> Result<(), Failure> {
+    fn write_file(results: &mut QueryResults, out: &Path, json: bool) -> Result<(), Failure> {
         if dataformats::remote::is_url(out) {
             return Err(Failure::new(
                 2,

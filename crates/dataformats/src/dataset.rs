@@ -704,6 +704,62 @@ pub trait BatchStream {
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
 }
 
+/// Batches a program already has, or makes as it goes, as a
+/// [`BatchStream`]: how its own Arrow data reaches the writers of
+/// [`crate::convert`] and [`crate::export`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{Int32Array, RecordBatch};
+/// use arrow_schema::{DataType, Field, Schema};
+/// use dataformats::{BatchIter, BatchStream};
+///
+/// let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int32Array::from(vec![1, 2]))])?;
+/// let mut stream = BatchIter::from_batches(schema, vec![batch.clone(), batch]);
+/// assert_eq!(stream.next_batch().unwrap()?.num_rows(), 2);
+/// assert!(stream.next_batch().is_some());
+/// assert!(stream.next_batch().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct BatchIter<I> {
+    schema: arrow_schema::SchemaRef,
+    batches: I,
+}
+
+impl<I: Iterator<Item = Result<RecordBatch, Error>>> BatchIter<I> {
+    /// The batches `batches` gives, each of `schema`; the stream ends at the
+    /// iterator's end or after its first error.
+    pub fn new(schema: arrow_schema::SchemaRef, batches: I) -> Self {
+        BatchIter { schema, batches }
+    }
+}
+
+impl
+    BatchIter<
+        std::iter::Map<
+            std::vec::IntoIter<RecordBatch>,
+            fn(RecordBatch) -> Result<RecordBatch, Error>,
+        >,
+    >
+{
+    /// `batches`, each of `schema`, in order.
+    pub fn from_batches(schema: arrow_schema::SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        let ok: fn(RecordBatch) -> Result<RecordBatch, Error> = Ok;
+        BatchIter::new(schema, batches.into_iter().map(ok))
+    }
+}
+
+impl<I: Iterator<Item = Result<RecordBatch, Error>>> BatchStream for BatchIter<I> {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        self.batches.next()
+    }
+}
+
 impl BatchStream for BatchReader<'_> {
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.schema.clone()

@@ -369,18 +369,6 @@ pub use crate::typed::{json_value, json_value_exact};
 mod tests {
     use super::*;
     use arrow_array::{Float32Array, Int64Array, ListArray, types::Float64Type};
-    use arrow_schema::SchemaRef;
-
-    struct Batches(SchemaRef, std::vec::IntoIter<Result<RecordBatch, Error>>);
-
-    impl BatchStream for Batches {
-        fn schema(&self) -> SchemaRef {
-            self.0.clone()
-        }
-        fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-            self.1.next()
-        }
-    }
 
     /// Batch `k` of `n` rows: an int, a float and a list column (CSV
     /// holds the list as JSON text).
@@ -413,7 +401,7 @@ mod tests {
             let mut got = Vec::new();
             let mut seen = Vec::new();
             let items: Vec<_> = batches.iter().cloned().map(Ok).collect();
-            let mut s = Batches(schema.clone(), items.into_iter());
+            let mut s = crate::BatchIter::new(schema.clone(), items.into_iter());
             let rows = write(&mut s, format, &mut got, &mut |r| seen.push(r)).unwrap();
             assert_eq!(rows, all.num_rows() as u64);
             assert_eq!(
@@ -434,7 +422,7 @@ mod tests {
 
             let mut items: Vec<_> = batches.iter().cloned().map(Ok).collect();
             items[5] = Err(Error::invalid("batch 5 is broken"));
-            let mut s = Batches(schema.clone(), items.into_iter());
+            let mut s = crate::BatchIter::new(schema.clone(), items.into_iter());
             let mut got = Vec::new();
             let e = write(&mut s, format, &mut got, &mut |_| {}).unwrap_err();
             assert!(e.to_string().contains("batch 5 is broken"), "{e}");

@@ -66,7 +66,6 @@ pub fn open_bytes(data: &[u8]) {
 ))]
 pub fn convert_bytes(data: &[u8]) {
     use crate::convert::{ConvertOptions, Report, Target};
-    use crate::dataset::BatchStream;
     let opts = crate::OpenOptions::with_limits(crate::core::Limits::fuzzing());
     let Ok(d) = crate::open_bytes_with(data.to_vec(), &opts) else {
         return;
@@ -76,16 +75,6 @@ pub fn convert_bytes(data: &[u8]) {
     let Ok(batch) = d.read_batch(None, 0..n) else {
         return;
     };
-    /// One batch, given once.
-    struct One(arrow_schema::SchemaRef, Option<arrow_array::RecordBatch>);
-    impl BatchStream for One {
-        fn schema(&self) -> arrow_schema::SchemaRef {
-            self.0.clone()
-        }
-        fn next_batch(&mut self) -> Option<Result<arrow_array::RecordBatch, crate::DatasetError>> {
-            self.1.take().map(Ok)
-        }
-    }
     let dir = std::env::temp_dir().join(format!("df-fuzz-convert-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let copts = ConvertOptions {
@@ -110,7 +99,7 @@ pub fn convert_bytes(data: &[u8]) {
         } else {
             let _ = std::fs::remove_file(&out);
         }
-        let mut stream = One(schema.clone(), Some(batch.clone()));
+        let mut stream = crate::BatchIter::from_batches(schema.clone(), vec![batch.clone()]);
         let mut report = Report::default();
         if crate::convert::write(t, &mut stream, &out, &copts, &mut report, &mut |_| {}).is_err() {
             continue;

@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod adapters;
+pub mod compare;
 pub mod convert;
 pub mod dataset;
 pub mod describe;
@@ -57,9 +58,9 @@ pub mod typed;
 
 pub use dataformats_core as core;
 pub use dataset::{
-    BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, TextRepair, open, open_as,
-    open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with, open_source,
-    open_source_as, open_with,
+    BatchIter, BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, TextRepair, open,
+    open_as, open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with,
+    open_source, open_source_as, open_with,
 };
 pub use error::Error as DatasetError;
 

@@ -23,6 +23,11 @@
 //! # }
 //! ```
 //!
+//! [`query::QueryResults`] runs a query without async code and gives its
+//! result as a facade [`BatchStream`](dataformats::BatchStream), which
+//! every writer of [`dataformats::convert`] and [`dataformats::export`]
+//! takes.
+//!
 //! The crate is separate from the facade so that only programs that want
 //! SQL build DataFusion; its arrow-rs version is the workspace's.
 
@@ -47,6 +52,8 @@ use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use datafusion::prelude::SessionContext;
 
 pub use datafusion;
+
+pub mod query;
 
 /// A facade error as a DataFusion error (the facade error is its source).
 fn external(e: DatasetError) -> DataFusionError {
