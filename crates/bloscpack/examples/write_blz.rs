@@ -75,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &json!({"title": "demo"}),
             &ArrayOptions::new(layout).chunklen(300),
         )?;
-        println!("{dir}: {} rows, columns {:?}", t.nrows(), t.names());
+        println!("{dir}: {} rows, columns {:?}", t.len(), t.names());
     }
     Ok(())
 }

@@ -828,9 +828,14 @@ impl CTable {
             .and_then(|i| self.columns.get(i))
     }
 
-    /// Number of rows.
-    pub fn nrows(&self) -> u64 {
+    /// The number of rows (records).
+    pub fn len(&self) -> u64 {
         self.columns.first().map_or(0, CArray::len)
+    }
+
+    /// True when the table has no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The packed row type: one field per column, a column of shape
@@ -878,8 +883,8 @@ impl CTable {
     /// Decodes every row as packed records.
     pub fn read_all(&self) -> Result<Vec<u8>> {
         let row = self.columns.iter().map(CArray::atomsize).sum::<u64>();
-        let mut v = Limits::default().alloc_zeroed("table", self.nrows().saturating_mul(row))?;
-        self.read_rows_into(0, self.nrows(), &mut v)?;
+        let mut v = Limits::default().alloc_zeroed("table", self.len().saturating_mul(row))?;
+        self.read_rows_into(0, self.len(), &mut v)?;
         Ok(v)
     }
 }

@@ -296,7 +296,7 @@ fn tables_in_both_layouts() {
             &ArrayOptions::new(layout).chunklen(256),
         )
         .unwrap();
-        assert_eq!((t.layout(), t.nrows()), (layout, 700));
+        assert_eq!((t.layout(), t.len()), (layout, 700));
         let rootdirs = std::fs::read_to_string(root.join("__rootdirs__")).unwrap();
         match layout {
             Layout::Bcolz => assert_eq!(rootdirs, "{\"names\": [\"id\", \"name\", \"flag\"]}\n"),
@@ -313,7 +313,7 @@ fn tables_in_both_layouts() {
         );
         t.append(&[&5000i64.to_le_bytes(), b"extra!", &[1]])
             .unwrap();
-        assert_eq!(t.nrows(), 701);
+        assert_eq!(t.len(), 701);
         assert_eq!(
             t.column("name").unwrap().read_all().unwrap()[700 * 6..],
             *b"extra!"

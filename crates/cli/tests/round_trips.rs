@@ -177,7 +177,7 @@ fn plain_mldf_to_cntk_needs_lossy_for_scalars() {
     let m = dataformats::mldf::Reader::open(&src).unwrap();
     let r = dataformats::cntk::Reader::open(&bin).unwrap();
     let seqs: u64 = r.chunks().iter().map(|c| u64::from(c.num_sequences)).sum();
-    assert_eq!(seqs, m.num_samples(), "one sequence per row");
+    assert_eq!(seqs, m.len(), "one sequence per row");
     let (_, recs) = cntk_sequences(&bin);
     for (i, rec) in recs.iter().enumerate() {
         if let Ok(dataformats::mldf::Value::Int(x)) = m.value(i as u64, 0) {

@@ -114,7 +114,7 @@ impl fmt::Display for Stage {
 /// It dereferences to the original error, so `source()` hands out the
 /// original itself (downcastable to its own type), not this wrapper.
 #[derive(Debug, Clone)]
-pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+struct Cause(Arc<dyn std::error::Error + Send + Sync>);
 
 impl std::ops::Deref for Cause {
     type Target = dyn std::error::Error + Send + Sync;

@@ -58,7 +58,6 @@ fn write_mldf(path: &std::path::Path, samples: usize, dim: usize) {
             dtype: Dtype::F32,
             shape: vec![dim as u64],
         },
-        false,
     );
     let mut w = Writer::create(path, vec![f], WriterOptions::default()).unwrap();
     let mut v = vec![0u8; dim * 4];

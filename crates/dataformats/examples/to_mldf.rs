@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Value::Text(_) => FieldType::TextRaw,
                 _ => return None,
             };
-            Some((k, Field::new(c.name, ty, true)))
+            Some((k, Field::new(c.name, ty).with_nullable(true)))
         })
         .collect();
     let mut w = Writer::create(

@@ -529,7 +529,7 @@ fn mldf_images_and_text_metadata_become_tbl2_samples() {
             .find(|&j| m.fields()[j].ty.name().starts_with("IMAGE"))
             .unwrap();
         let t = dataformats::tbl2::Reader::open(&tbl).unwrap();
-        assert_eq!(t.len() as u64, m.num_samples(), "{name}");
+        assert_eq!(t.len() as u64, m.len(), "{name}");
         for i in 0..t.len() {
             let e = t.entry(i).unwrap();
             assert_eq!(e.format.name(), format, "{name} {i}");

@@ -58,7 +58,7 @@ fn mldf_fields_keep_their_values() {
     let ints = b.column(0).as_primitive::<Int64Type>();
     let floats = b.column(3).as_primitive::<Float64Type>();
     let r = dataformats::mldf::Reader::open(dir.join("nullable_missing.mldf")).unwrap();
-    for i in 0..r.num_samples() {
+    for i in 0..r.len() {
         match r.value(i, 0).unwrap() {
             dataformats::mldf::Value::Int(x) => assert_eq!(ints.value(i as usize), x),
             _ => assert!(ints.is_null(i as usize)),
@@ -110,9 +110,9 @@ fn idv_columns_keep_their_types() {
         let r = dataformats::idv::Reader::open(&p).unwrap();
         let d = dataformats::open(&p).unwrap();
         let b = d
-            .read_batch(None, 0..r.row_count())
+            .read_batch(None, 0..r.len())
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        assert_eq!(b.num_rows() as u64, r.row_count());
+        assert_eq!(b.num_rows() as u64, r.len());
         for f in b.schema().fields() {
             if r.columns().iter().filter(|c| c.name == *f.name()).count() > 1 {
                 continue; // duplicate names: the reader's lookup finds another
@@ -135,7 +135,7 @@ fn idv_columns_keep_their_types() {
             }
         }
         // A part of the rows reads only what it needs and gives that part.
-        if r.row_count() > 3 {
+        if r.len() > 3 {
             let part = d.read_batch(None, 1..3).unwrap();
             assert_eq!(part.num_rows(), 2);
             assert_eq!(part.schema(), b.schema());

@@ -122,15 +122,15 @@ fn records_carry_the_values() {
     let mut w = Writer::create(
         &p,
         vec![
-            Field::new("id", FieldType::Int, false),
+            Field::new("id", FieldType::Int),
             Field::new(
                 "v",
                 FieldType::NdArray {
                     dtype: Dtype::F32,
                     shape: vec![2],
                 },
-                true,
-            ),
+            )
+            .with_nullable(true),
         ],
         WriterOptions::default(),
     )

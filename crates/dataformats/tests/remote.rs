@@ -415,7 +415,7 @@ fn mldf_reads_announce_the_metadata_rows_they_then_read() {
     let bytes = std::fs::read(&path).unwrap();
     let r = dataformats::mldf::Reader::from_bytes(bytes.clone()).unwrap();
     let (base, row) = (r.header().metadata_ptr, r.row_size());
-    let meta = base..base + r.num_samples() * row;
+    let meta = base..base + r.len() * row;
     let local = dataformats::open(&path).unwrap();
     let remote = Arc::new(Remote::new(bytes));
     let d = dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())

@@ -73,7 +73,6 @@ fn mldf_ndarray_and_idv_columns_borrow_the_map() {
                 dtype: Dtype::F32,
                 shape: vec![dim as u64],
             },
-            false,
         );
         let mut w = Writer::create(&path, vec![f], WriterOptions::default()).unwrap();
         for i in 0..n {

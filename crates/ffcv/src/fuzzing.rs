@@ -16,7 +16,7 @@ pub fn ffcv(data: &[u8]) {
             Source::from_vec(bytes),
             dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
         ) {
-            for i in 0..r.num_samples().min(64) {
+            for i in 0..r.len().min(64) {
                 for j in 0..r.fields().len() {
                     let _ = r.value(i, j);
                 }

@@ -680,9 +680,14 @@ impl Reader {
         self.fields.iter().position(|f| f.name == name)
     }
 
-    /// Number of samples.
-    pub fn num_samples(&self) -> u64 {
+    /// The number of samples (records).
+    pub fn len(&self) -> u64 {
         self.layout.num_samples
+    }
+
+    /// True when the file holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The metadata row of sample `i`.

@@ -379,7 +379,7 @@ fn flipped_bytes_never_panic() {
             let mut f = b.bytes.clone();
             f[at] ^= x;
             if let Ok(r) = Reader::from_bytes(f) {
-                for i in 0..r.num_samples() {
+                for i in 0..r.len() {
                     for j in 0..r.fields().len() {
                         let _ = r.value(i, j);
                     }
@@ -406,10 +406,7 @@ fn real_ffcv_files() {
                 .unwrap();
         let r = Reader::open(&p).unwrap();
         r.validate().unwrap();
-        assert_eq!(
-            r.num_samples(),
-            side["summary"]["num_samples"].as_u64().unwrap()
-        );
+        assert_eq!(r.len(), side["summary"]["num_samples"].as_u64().unwrap());
         assert_eq!(
             r.layout().row_size,
             side["summary"]["layout"]["row_size"].as_u64().unwrap()
@@ -427,7 +424,7 @@ fn real_ffcv_files() {
         // Every proper prefix that ends inside the header, descriptors or
         // metadata is refused.
         let bytes = std::fs::read(&p).unwrap();
-        let meta_end = r.layout().metadata_ptr + r.num_samples() * r.layout().row_size;
+        let meta_end = r.layout().metadata_ptr + r.len() * r.layout().row_size;
         for cut in (0..meta_end as usize).step_by(97) {
             assert!(
                 Reader::from_bytes(bytes[..cut].to_vec()).is_err(),

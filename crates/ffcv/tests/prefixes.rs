@@ -39,7 +39,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
                 let a = assert_prefixes_truncated(raw.arguments, at + 17, parse::array_args, &name);
                 assert!(a.descr_len > 0, "{name}: field {k}");
             }
-            if r.num_samples() > 0 {
+            if !r.is_empty() {
                 let row = r.row(0).unwrap();
                 let col_at = l.metadata_ptr + f.column_offset;
                 let o = f.column_offset as usize;

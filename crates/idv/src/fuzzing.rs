@@ -17,7 +17,7 @@ pub fn file(data: &[u8]) {
             if r.columns().get(i).is_some_and(|c| !c.is_dead())
                 && let Ok(v) = r.read_column(i)
             {
-                assert_eq!(v.len() as u64, r.row_count(), "one value per row");
+                assert_eq!(v.len() as u64, r.len(), "one value per row");
             }
         }
     }

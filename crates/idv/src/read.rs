@@ -234,9 +234,14 @@ impl Reader {
         &self.header
     }
 
-    /// Rows.
-    pub fn row_count(&self) -> u64 {
+    /// The number of rows (records).
+    pub fn len(&self) -> u64 {
         self.header.row_count
+    }
+
+    /// True when the file holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Every column of the table of contents, dead ones included.

@@ -140,7 +140,7 @@ proptest! {
         w.finish().unwrap();
         let r = Reader::open(&path).unwrap();
         r.validate().unwrap();
-        prop_assert_eq!(r.row_count(), rows as u64);
+        prop_assert_eq!(r.len(), rows as u64);
         prop_assert_eq!(r.columns()[0].ty(), Some(&ty));
         let back = r.read_column(0).unwrap();
         prop_assert_eq!(common::hash(&ty, &back), common::hash(&ty, &data));

@@ -50,14 +50,14 @@ fn every_valid_vector_survives_our_writer() {
             )
             .unwrap();
             if live.is_empty() {
-                w.add_empty_rows(r.row_count()).unwrap();
+                w.add_empty_rows(r.len()).unwrap();
             } else {
                 w.write_batch(&data).unwrap();
             }
             w.finish().unwrap();
             let back = Reader::open(&out).unwrap();
             back.validate().unwrap();
-            assert_eq!(back.row_count(), r.row_count(), "{}", p.display());
+            assert_eq!(back.len(), r.len(), "{}", p.display());
             assert_eq!(back.columns().len(), live.len());
             for (k, &i) in live.iter().enumerate() {
                 let (a, b) = (&r.columns()[i], &back.columns()[k]);

@@ -11,14 +11,13 @@ fn bench(c: &mut Criterion) {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("b.mldf");
     let fields = vec![
-        Field::new("label", FieldType::Int, false),
+        Field::new("label", FieldType::Int),
         Field::new(
             "x",
             FieldType::NdArray {
                 dtype: Dtype::F32,
                 shape: vec![64],
             },
-            false,
         ),
     ];
     let arr: Vec<u8> = (0..64).flat_map(|k| (k as f32).to_le_bytes()).collect();

@@ -15,14 +15,13 @@ use dataformats_core::testing::peak_rss_mib;
 
 fn fields() -> Vec<Field> {
     vec![
-        Field::new("label", FieldType::Int, false),
+        Field::new("label", FieldType::Int),
         Field::new(
             "x",
             FieldType::NdArray {
                 dtype: Dtype::F32,
                 shape: vec![64],
             },
-            false,
         ),
     ]
 }
@@ -57,8 +56,8 @@ fn main() {
         let blob = vec![7u8; 1 << 20];
         let before = peak_rss_mib();
         let fields = vec![
-            Field::new("blob", FieldType::Bytes, false),
-            Field::new("i", FieldType::Int, false),
+            Field::new("blob", FieldType::Bytes),
+            Field::new("i", FieldType::Int),
         ];
         let t = Instant::now();
         let mut w = Writer::create(&big, fields, WriterOptions::default()).unwrap();

@@ -468,15 +468,31 @@ pub struct Field {
 }
 
 impl Field {
-    /// A field of `ty` with the metadata size it needs.
-    pub fn new(name: impl Into<String>, ty: FieldType, nullable: bool) -> Field {
-        let metadata_size = ty.record_size().unwrap_or(8) + if nullable { 8 } else { 0 };
+    /// A field of `ty` that holds a value in every sample, with the
+    /// metadata size it needs.
+    pub fn new(name: impl Into<String>, ty: FieldType) -> Field {
+        let metadata_size = ty.record_size().unwrap_or(8);
         Field {
             name: name.into(),
             ty,
-            nullable,
+            nullable: false,
             metadata_size,
         }
+    }
+
+    /// This field, able to hold missing values when `nullable` (its
+    /// metadata rows then carry the 8-byte NULL trailer).
+    #[must_use]
+    pub fn with_nullable(mut self, nullable: bool) -> Field {
+        if nullable != self.nullable {
+            self.metadata_size = if nullable {
+                self.metadata_size + 8
+            } else {
+                self.metadata_size - 8
+            };
+            self.nullable = nullable;
+        }
+        self
     }
 
     /// NDARRAY bytes per value.
@@ -765,4 +781,26 @@ pub(crate) fn check_header(bytes: &[u8], n: u64) -> Result<(Header, Vec<String>)
         .at(h.alloc_table_ptr));
     }
     Ok((h, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A nullable field's metadata rows carry the 8-byte NULL trailer, and
+    /// only while it is nullable.
+    #[test]
+    fn nullability_sizes_the_metadata_row() {
+        let f = Field::new("x", FieldType::Int);
+        assert_eq!((f.nullable, f.metadata_size), (false, 8));
+        let n = f.clone().with_nullable(true);
+        assert_eq!((n.nullable, n.metadata_size), (true, 16));
+        assert_eq!(n.clone().with_nullable(true), n);
+        assert_eq!(n.with_nullable(false), f);
+        let t = Field::new("t", FieldType::Json).with_nullable(true);
+        assert_eq!(
+            t.metadata_size,
+            FieldType::Json.record_size().unwrap_or(0) + 8
+        );
+    }
 }

@@ -12,7 +12,7 @@ pub fn file(data: &[u8]) {
         Source::from_vec(data.to_vec()),
         dataformats_core::ReadOptions::default().limits(Limits::fuzzing()),
     ) {
-        let n = r.num_samples().min(4096);
+        let n = r.len().min(4096);
         for i in 0..n {
             for j in 0..r.fields().len() {
                 let _ = r.value(i, j);
@@ -72,9 +72,9 @@ pub fn tables(data: &[u8]) {
         _ => return,
     };
     let fields = [
-        Field::new("i", FieldType::Int, false),
-        Field::new("b", FieldType::Bytes, true),
-        Field::new("t", FieldType::TextTokenized { vocab_size: 0 }, false),
+        Field::new("i", FieldType::Int),
+        Field::new("b", FieldType::Bytes).with_nullable(true),
+        Field::new("t", FieldType::TextTokenized { vocab_size: 0 }),
     ];
     let row = 8 + 24 + 16;
     let mut f = Vec::new();

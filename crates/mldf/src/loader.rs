@@ -59,8 +59,8 @@ impl Default for LoaderOptions {
 fn sample_pages(r: &Reader) -> Result<Vec<u64>> {
     let page = u64::from(r.header().page_size);
     let data_ptr = r.header().data_ptr;
-    let mut out = Vec::with_capacity(usize::try_from(r.num_samples()).unwrap_or(0).min(1 << 24));
-    for i in 0..r.num_samples() {
+    let mut out = Vec::with_capacity(usize::try_from(r.len()).unwrap_or(0).min(1 << 24));
+    for i in 0..r.len() {
         let mut p = u64::MAX;
         for (j, f) in r.fields().iter().enumerate() {
             let Some(layout) = crate::parse::record(&f.ty) else {
@@ -90,7 +90,7 @@ pub fn epoch_order(r: &Reader, opts: &LoaderOptions, epoch: u64) -> Result<Vec<u
             format!("rank {rank} of {world}"),
         ));
     }
-    let n = r.num_samples();
+    let n = r.len();
     let mut rng = dataformats_core::rng::SplitMix64::new(opts.seed.wrapping_add(epoch));
     let mut order: Vec<u64> = (0..n).collect();
     match opts.order {

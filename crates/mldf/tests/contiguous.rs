@@ -25,15 +25,15 @@ fn file(missing: &[u64], opts: WriterOptions) -> Vec<u8> {
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let p = dir.join(format!("c-{call}.mldf"));
     let fields = vec![
-        Field::new("id", FieldType::Int, false),
+        Field::new("id", FieldType::Int),
         Field::new(
             "x",
             FieldType::NdArray {
                 dtype: Dtype::F32,
                 shape: vec![2, 3],
             },
-            true,
-        ),
+        )
+        .with_nullable(true),
     ];
     let mut w = Writer::create(&p, fields, opts).unwrap();
     for i in 0..N {

@@ -13,8 +13,8 @@ use dataformats_mldf::{
 
 fn write(path: &std::path::Path, n: u64, opts: WriterOptions, tweak: Option<u64>) {
     let fields = vec![
-        Field::new("id", FieldType::Int, false),
-        Field::new("blob", FieldType::Bytes, false),
+        Field::new("id", FieldType::Int),
+        Field::new("blob", FieldType::Bytes),
     ];
     let mut w = Writer::create(path, fields, opts).unwrap();
     for i in 0..n {

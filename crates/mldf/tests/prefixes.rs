@@ -29,7 +29,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
             let raw = assert_prefixes_truncated(d, at, parse::descriptor, &name);
             assert_eq!(raw.type_id, f.ty.type_id(), "{name}: field {k}");
             assert_eq!(raw.metadata_size, f.metadata_size, "{name}: field {k}");
-            if r.num_samples() == 0 {
+            if r.is_empty() {
                 continue;
             }
             let Some(layout) = parse::record(&f.ty) else {

@@ -30,8 +30,8 @@ fn jpeg(h: u16, w: u16, extra: usize) -> Vec<u8> {
 }
 
 fn fields() -> Vec<Field> {
-    let t = |n: &str, ty: FieldType| Field::new(n, ty.clone(), false);
-    let nt = |n: &str, ty: FieldType| Field::new(n, ty, true);
+    let t = |n: &str, ty: FieldType| Field::new(n, ty.clone());
+    let nt = |n: &str, ty: FieldType| Field::new(n, ty).with_nullable(true);
     vec![
         t("int", FieldType::Int),
         nt("float", FieldType::Float),
@@ -229,7 +229,7 @@ proptest! {
         w.finish().unwrap();
         let r = Reader::open(&path).unwrap();
         r.validate().unwrap();
-        prop_assert_eq!(r.num_samples(), samples);
+        prop_assert_eq!(r.len(), samples);
         prop_assert_eq!(r.fields(), &fields()[..]);
         for (i, o) in data.iter().enumerate() {
             for (j, want) in values(o).iter().enumerate() {
@@ -267,7 +267,7 @@ fn refusals_write_nothing() {
     assert!(
         Writer::create(
             dir.join("y.mldf"),
-            vec![Field::new("a".repeat(64), FieldType::Int, false)],
+            vec![Field::new("a".repeat(64), FieldType::Int)],
             WriterOptions::default()
         )
         .is_err()

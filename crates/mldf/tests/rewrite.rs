@@ -93,7 +93,7 @@ fn valid_vectors_are_rewritten_byte_for_byte() {
         };
         let ours = out_dir.join(p.file_name().unwrap());
         let mut w = Writer::create(&ours, r.fields().to_vec(), opts).unwrap();
-        for i in 0..r.num_samples() {
+        for i in 0..r.len() {
             let vals: Vec<Value<'_>> = (0..r.fields().len())
                 .map(|j| r.value(i, j).unwrap())
                 .collect();

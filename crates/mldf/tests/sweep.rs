@@ -13,7 +13,7 @@ fn exercise(b: Vec<u8>) -> bool {
     ) else {
         return false;
     };
-    for i in 0..r.num_samples().min(512) {
+    for i in 0..r.len().min(512) {
         for j in 0..r.fields().len() {
             let _ = r.value(i, j);
         }

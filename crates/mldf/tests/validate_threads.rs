@@ -16,7 +16,7 @@ fn file(dir: &std::path::Path) -> Vec<u8> {
     let p = dir.join("v.mldf");
     let mut w = Writer::create(
         &p,
-        vec![Field::new("b", FieldType::Bytes, false)],
+        vec![Field::new("b", FieldType::Bytes)],
         WriterOptions::default(),
     )
     .unwrap();

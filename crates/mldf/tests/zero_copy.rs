@@ -37,14 +37,13 @@ fn ndarray_partial_reads_are_zero_copy() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("z.mldf");
     let fields = vec![
-        Field::new("label", FieldType::Int, false),
+        Field::new("label", FieldType::Int),
         Field::new(
             "x",
             FieldType::NdArray {
                 dtype: Dtype::F32,
                 shape: vec![4, 4],
             },
-            false,
         ),
     ];
     let mut w = Writer::create(

@@ -49,9 +49,9 @@ impl Checker for Blz {
                 let row = t.row_dtype();
                 let s = json!({
                     "kind": d.kind(), "layout": t.layout().name(), "rootdirs": t.rootdirs(),
-                    "attrs": t.attrs(), "nrows": t.nrows(), "row_dtype": row.descr_json(),
+                    "attrs": t.attrs(), "nrows": t.len(), "row_dtype": row.descr_json(),
                 });
-                (s, content(t.read_all(), Some(&row), &[t.nrows()]))
+                (s, content(t.read_all(), Some(&row), &[t.len()]))
             }
         };
         if let Some(want) = v.sidecar.get("summary") {

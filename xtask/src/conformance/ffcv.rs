@@ -99,7 +99,7 @@ impl Checker for Ffcv {
             },
         });
         let mut samples = Vec::new();
-        for i in 0..r.num_samples() {
+        for i in 0..r.len() {
             let mut m = Map::new();
             for (j, f) in r.fields().iter().enumerate() {
                 let val = match r.value(i, j) {

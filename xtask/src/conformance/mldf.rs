@@ -93,7 +93,7 @@ impl Checker for Mldf {
             },
         });
         let mut samples = Vec::new();
-        for i in 0..r.num_samples() {
+        for i in 0..r.len() {
             let mut m = Map::new();
             for (j, f) in r.fields().iter().enumerate() {
                 match r.value(i, j) {

@@ -110,7 +110,7 @@ impl Dataset for Ffcv {
         self.0.layout().version.to_string()
     }
     fn len(&self) -> u64 {
-        self.0.num_samples()
+        self.0.len()
     }
     fn schema(&self) -> arrow_schema::SchemaRef {
         self.1.clone()

@@ -190,7 +190,7 @@ impl Dataset for Idv {
         crate::idv::version_string(self.r.header().version)
     }
     fn len(&self) -> u64 {
-        self.r.row_count()
+        self.r.len()
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.r.validate_with(progress).map_err(fe(Format::Idv))
@@ -204,7 +204,7 @@ impl Dataset for Idv {
         crate::dataset::split_at_starts(self.len(), &[], u64::from(rpb), parts)
     }
     fn prefetch(&self, columns: &[usize], rows: std::ops::Range<u64>) {
-        let end = rows.end.min(self.r.row_count());
+        let end = rows.end.min(self.r.len());
         self.announce(columns, rows.start.min(end), end);
     }
 
@@ -213,7 +213,7 @@ impl Dataset for Idv {
         columns: &[usize],
         rows: std::ops::Range<u64>,
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
-        let end = rows.end.min(self.r.row_count());
+        let end = rows.end.min(self.r.len());
         let start = rows.start.min(end);
         self.announce(columns, start, end);
         let mut out = Vec::with_capacity(columns.len());

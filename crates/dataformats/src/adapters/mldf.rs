@@ -156,7 +156,7 @@ pub(crate) fn arrow_field(f: &crate::mldf::Field) -> Result<arrow_schema::Field,
 /// otherwise. The values themselves come by read-ahead as they are read.
 fn announce_metadata(r: &crate::mldf::Reader, rows: std::ops::Range<u64>) {
     let src = r.source();
-    let end = rows.end.min(r.num_samples());
+    let end = rows.end.min(r.len());
     if !src.is_remote() || rows.start >= end {
         return;
     }
@@ -179,7 +179,7 @@ impl Dataset for Mldf {
         format!("{}.{}", h.version_major, h.version_minor)
     }
     fn len(&self) -> u64 {
-        self.0.num_samples()
+        self.0.len()
     }
     fn validate_with(&self, progress: &mut dyn crate::core::Progress) -> Result<(), Error> {
         self.0.validate_with(progress).map_err(fe(Format::Mldf))
@@ -195,7 +195,7 @@ impl Dataset for Mldf {
         columns: &[usize],
         rows: std::ops::Range<u64>,
     ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
-        let end = rows.end.min(self.0.num_samples());
+        let end = rows.end.min(self.0.len());
         let start = rows.start.min(end);
         announce_metadata(&self.0, start..end);
         let mut out = Vec::with_capacity(columns.len());
@@ -264,7 +264,7 @@ fn column(
             // Once a read of every record found them back to back, any
             // run of them is a slice of that range: no pointer is checked
             // again. Reads of fewer records check their own.
-            let all = r.num_samples();
+            let all = r.len();
             let known = match spans {
                 Some(s) if rows.start == 0 && rows.end == all => {
                     Some(s.get_or_init(|| r.contiguous_values(j, 0..all).ok().flatten()))

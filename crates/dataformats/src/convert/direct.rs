@@ -344,7 +344,7 @@ fn blz_to_npy(
         BlzDir::Table(t) => (
             NumpyMeta {
                 dtype: t.row_dtype(),
-                shape: vec![t.nrows()],
+                shape: vec![t.len()],
                 order: Order::C,
             },
             1,

@@ -303,7 +303,7 @@ pub(crate) fn write(
             )));
         }
         let enc = plan(f);
-        let mf = MField::new(f.name().clone(), enc.field_type(), f.is_nullable());
+        let mf = MField::new(f.name().clone(), enc.field_type()).with_nullable(f.is_nullable());
         // Does the MLDF view of this field give the source field back?
         same &= crate::adapters::mldf::arrow_field(&mf)
             .map(|back| back == **f)
@@ -314,7 +314,7 @@ pub(crate) fn write(
     // Records without fields: the carrier is the one field that holds them.
     let carry = opts.carry_schema && (!same || schema.fields().is_empty());
     if carry {
-        fields.push(MField::new(SCHEMA_FIELD, T::Json, true));
+        fields.push(MField::new(SCHEMA_FIELD, T::Json).with_nullable(true));
     }
     let mut w = Writer::create(output, fields, opts.writer).map_err(Error::Mldf)?;
     let mut written = 0u64;
@@ -612,13 +612,10 @@ impl Restorer {
         let Some(last) = own.fields().last() else {
             return Ok(None);
         };
-        if last.name() != SCHEMA_FIELD
-            || last.data_type() != &DataType::Utf8
-            || r.num_samples() == 0
-        {
+        if last.name() != SCHEMA_FIELD || last.data_type() != &DataType::Utf8 || r.is_empty() {
             return Ok(None);
         }
-        let last = r.num_samples() - 1;
+        let last = r.len() - 1;
         let mut found = None;
         for at in [last, 0] {
             match r.value(at, n - 1).map_err(Error::Mldf)? {
@@ -671,11 +668,9 @@ impl Restorer {
                 )));
             }
             let enc = plan(f);
-            let expect = crate::adapters::mldf::arrow_field(&MField::new(
-                f.name().clone(),
-                enc.field_type(),
-                f.is_nullable(),
-            ))?;
+            let expect = crate::adapters::mldf::arrow_field(
+                &MField::new(f.name().clone(), enc.field_type()).with_nullable(f.is_nullable()),
+            )?;
             if f.name() != m.name()
                 || expect.data_type() != m.data_type()
                 || expect.is_nullable() != m.is_nullable()

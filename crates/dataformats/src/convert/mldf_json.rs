@@ -92,7 +92,7 @@ fn parse_field(f: &Value) -> Result<Field, String> {
         },
         other => return Err(format!("type {other:?} is not one MLDF 1.0 writes")),
     };
-    Ok(Field::new(name, ty, nullable))
+    Ok(Field::new(name, ty).with_nullable(nullable))
 }
 
 fn writer_options(schema: &Value) -> Result<WriterOptions, String> {

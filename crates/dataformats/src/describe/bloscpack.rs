@@ -241,7 +241,7 @@ pub(super) fn inspect_blz(path: &Path) -> Result<Description, Error> {
             json!({"format": "blz", "kind": d.kind(), "layout": a.layout().name(), "array": array_json(a)})
         }
         BlzDir::Table(t) => json!({
-            "format": "blz", "kind": d.kind(), "layout": t.layout().name(), "nrows": t.nrows(), "attrs": t.attrs(),
+            "format": "blz", "kind": d.kind(), "layout": t.layout().name(), "nrows": t.len(), "attrs": t.attrs(),
             "columns": t.names().iter().zip(t.columns()).map(|(n, c)| json!({"name": n, "array": array_json(c)})).collect::<Vec<_>>(),
         }),
     };
@@ -257,7 +257,7 @@ pub(super) fn inspect_blz(path: &Path) -> Result<Description, Error> {
     match &d {
         BlzDir::Array(a) => show_array(&mut t, "array", a),
         BlzDir::Table(table) => {
-            put!(t, "{} row(s), attrs {}", table.nrows(), table.attrs());
+            put!(t, "{} row(s), attrs {}", table.len(), table.attrs());
             for (n, c) in table.names().iter().zip(table.columns()) {
                 show_array(&mut t, n, c);
             }
@@ -315,7 +315,7 @@ pub(super) fn dump_blz(
     let d = crate::remote::open_blz(path, Limits::default(), false)?;
     let (rows, row_dtype) = match &d {
         BlzDir::Array(a) => (a.len(), a.dtype().clone()),
-        BlzDir::Table(t) => (t.nrows(), t.row_dtype()),
+        BlzDir::Table(t) => (t.len(), t.row_dtype()),
     };
     let range = opts.clamp(rows);
     let atom = match &d {

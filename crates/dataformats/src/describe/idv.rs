@@ -115,13 +115,13 @@ pub(super) fn validate(path: &Path, progress: &mut dyn Progress) -> Result<Descr
     let live = live(&r).len();
     r.validate_with(progress).map_err(Error::Idv)?;
     let dead = r.columns().len() - live;
-    let json = json!({"valid": true, "format": "idv", "rows": r.row_count(), "columns": live, "dead_columns": dead});
+    let json = json!({"valid": true, "format": "idv", "rows": r.len(), "columns": live, "dead_columns": dead});
     let mut t = String::new();
     put!(
         t,
         "{}: ok: {} rows, {live} column(s) decoded{}",
         path.display(),
-        r.row_count(),
+        r.len(),
         match dead {
             0 => String::new(),
             n => format!(", {n} unreadable column(s) skipped as ML.NET does"),
@@ -141,7 +141,7 @@ pub(super) fn dump(
 ) -> Result<(), Error> {
     let r = open(path)?;
     let live = live(&r);
-    let range = opts.clamp(r.row_count());
+    let range = opts.clamp(r.len());
     let names: Vec<&str> = live
         .iter()
         .filter_map(|&i| r.columns().get(i).map(|c| c.name.as_str()))

@@ -97,13 +97,13 @@ pub(super) fn inspect(path: &Path) -> Result<Description, Error> {
 pub(super) fn validate(path: &Path, progress: &mut dyn Progress) -> Result<Description, Error> {
     let r = open(path)?;
     r.validate_with(progress).map_err(Error::Mldf)?;
-    let json = json!({"valid": true, "format": "mldf", "samples": r.num_samples(), "allocations": r.num_allocations(), "warnings": r.warnings()});
+    let json = json!({"valid": true, "format": "mldf", "samples": r.len(), "allocations": r.num_allocations(), "warnings": r.warnings()});
     let mut t = String::new();
     put!(
         t,
         "{}: ok: {} sample(s), {} allocation(s), every value{} checked",
         path.display(),
-        r.num_samples(),
+        r.len(),
         r.num_allocations(),
         if r.header().flags & FLAG_CHECKSUMMED != 0 {
             " and the CRC-32"
@@ -118,7 +118,7 @@ pub(super) fn validate(path: &Path, progress: &mut dyn Progress) -> Result<Descr
 /// (`{"values": ...}` for arrays, `{"hex": ...}` for bytes, ...).
 pub(super) fn dump(path: &Path, opts: &DumpOptions, out: &mut dyn Write) -> Result<(), Error> {
     let r = open(path)?;
-    let range = opts.clamp(r.num_samples());
+    let range = opts.clamp(r.len());
     let mut out = std::io::BufWriter::new(out);
     let mut line = String::new();
     for i in range {
