@@ -4,8 +4,8 @@
 use dataformats_core::{Limits, Source};
 
 use crate::cursor::Cursor;
+use crate::parse::read_codec;
 use crate::read::{Reader, SIGNATURE, TAIL_SIGNATURE, VERSION_1_1_1_6};
-use crate::types::read_codec;
 
 /// Arbitrary bytes as an IDV file: open, then decode every live column.
 pub fn file(data: &[u8]) {

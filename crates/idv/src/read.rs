@@ -13,7 +13,7 @@ use crate::decode::decode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{BLOCK_ENTRY_SIZE, HEADER_FIELDS_SIZE, RawBlockEntry};
 use crate::parse;
-use crate::types::{Codec, ColumnType, read_codec};
+use crate::types::{Codec, ColumnType};
 use crate::values::{Scalar, Values};
 
 /// `CML\0DVB\0`.
@@ -67,7 +67,7 @@ pub enum Compression {
 }
 
 impl Compression {
-    fn from_byte(b: u8) -> Self {
+    pub(crate) fn from_byte(b: u8) -> Self {
         match b {
             0 => Compression::None,
             1 => Compression::Deflate,
@@ -622,7 +622,7 @@ impl Reader {
     }
 }
 
-fn block_count(rows: u64, rpb: u32) -> u64 {
+pub(crate) fn block_count(rows: u64, rpb: u32) -> u64 {
     if rows == 0 || rpb == 0 {
         0
     } else {
@@ -630,7 +630,7 @@ fn block_count(rows: u64, rpb: u32) -> u64 {
     }
 }
 
-fn bad(kind: ErrorKind, m: String, at: u64) -> Error {
+pub(crate) fn bad(kind: ErrorKind, m: String, at: u64) -> Error {
     Error::new(kind, m).at(at)
 }
 
@@ -734,162 +734,18 @@ fn read_toc(src: &Source, h: &Header, limits: &Limits) -> Result<Vec<Column>> {
         return Ok(Vec::new());
     }
     let start = h.toc_offset;
-    let mut cols = windowed(src, start, |bytes| parse_toc(bytes, start, h))?;
+    let mut cols = windowed(src, start, |bytes| parse::toc(bytes, start, h))?;
     for col in &mut cols {
         if col.is_dead() || col.annotation_offset == 0 {
             continue;
         }
         let at = col.annotation_offset;
-        let entries = windowed(src, at, |bytes| parse_annotation_toc(bytes, at, h))
+        let entries = windowed(src, at, |bytes| parse::annotation_toc(bytes, at, h))
             .map_err(|e| e.in_column(&col.name))?;
         col.annotations =
             read_annotation_values(src, entries, limits).map_err(|e| e.in_column(&col.name))?;
     }
     Ok(cols)
-}
-
-fn parse_toc(bytes: &[u8], start: u64, h: &Header) -> Result<Vec<Column>> {
-    let mut c = Cursor::new(bytes, start);
-    let mut cols: Vec<Column> = Vec::new();
-    let mut rpb0: Option<u32> = None;
-    for _ in 0..h.column_count {
-        let name_at = c.offset();
-        let name = c.string("column name").map_err(|e| e.at(name_at))?;
-        let loc = |e: Error| e.in_column(&name);
-        let codec = read_codec(&mut c, true).map_err(loc)?;
-        let compression = Compression::from_byte(c.u8("compression kind").map_err(loc)?);
-        let rpb_at = c.offset();
-        let rpb_raw = c.leb128("rows per block").map_err(loc)?;
-        let rpb = rpb_raw as u32 as i32;
-        if rpb < 0 || (rpb == 0 && h.row_count > 0) {
-            return Err(loc(bad(
-                ErrorKind::RowsPerBlock,
-                format!("rows per block {rpb}"),
-                rpb_at,
-            )));
-        }
-        let rpb = rpb as u32;
-        match rpb0 {
-            None => rpb0 = Some(rpb),
-            Some(r0) if r0 != rpb => {
-                return Err(loc(bad(
-                    ErrorKind::RowsPerBlock,
-                    format!("rows per block {rpb}, column 0 has {r0} (differing is not supported)"),
-                    rpb_at,
-                )));
-            }
-            _ => {}
-        }
-        let nblocks = block_count(h.row_count, rpb);
-        if nblocks > i32::MAX as u64 {
-            return Err(loc(bad(
-                ErrorKind::RowsPerBlock,
-                format!("{nblocks} blocks per column"),
-                rpb_at,
-            )));
-        }
-        let lk_at = c.offset();
-        let lookup = c.i64("lookup table offset").map_err(loc)?;
-        if h.row_count > 0 {
-            let hi = h.tail_offset as i128 - 16 * nblocks as i128;
-            if (lookup as i128) < HEADER_SIZE as i128 || lookup as i128 > hi {
-                return Err(loc(bad(
-                    ErrorKind::OffsetOutOfRange,
-                    format!("lookup table offset {lookup} outside 256..={hi}"),
-                    lk_at,
-                )));
-            }
-        }
-        let an_at = c.offset();
-        let ann = c.i64("annotation table offset").map_err(loc)?;
-        if ann != 0 && (ann < HEADER_SIZE as i64 || ann as u64 > h.tail_offset) {
-            return Err(loc(bad(
-                ErrorKind::OffsetOutOfRange,
-                format!(
-                    "annotation table offset {ann} outside 256..={}",
-                    h.tail_offset
-                ),
-                an_at,
-            )));
-        }
-        cols.push(Column {
-            name,
-            codec,
-            compression,
-            rows_per_block: rpb,
-            lookup_offset: lookup.max(0) as u64,
-            annotation_offset: ann as u64,
-            annotations: Vec::new(),
-        });
-    }
-    Ok(cols)
-}
-
-fn parse_annotation_toc(bytes: &[u8], offset: u64, h: &Header) -> Result<Vec<Annotation>> {
-    let mut c = Cursor::new(bytes, offset);
-    let count = c.leb128("annotation count")?;
-    if count == 0 || count >= i32::MAX as u64 {
-        return Err(bad(
-            ErrorKind::BadAnnotation,
-            format!("{count} annotation entries"),
-            offset,
-        ));
-    }
-    let mut out: Vec<Annotation> = Vec::new();
-    for _ in 0..count {
-        let k_at = c.offset();
-        let kind = c.string("annotation kind")?;
-        if kind.is_empty() {
-            return Err(bad(
-                ErrorKind::BadAnnotation,
-                "empty annotation kind".into(),
-                k_at,
-            ));
-        }
-        if out.iter().any(|a| a.kind == kind) {
-            return Err(bad(
-                ErrorKind::BadAnnotation,
-                format!("annotation kind {kind:?} twice"),
-                k_at,
-            ));
-        }
-        let loc = |e: Error| e.in_annotation(&kind);
-        let codec = read_codec(&mut c, true).map_err(loc)?;
-        let compression = Compression::from_byte(c.u8("annotation compression").map_err(loc)?);
-        let o_at = c.offset();
-        let boff = c.i64("annotation block offset").map_err(loc)?;
-        if boff < HEADER_SIZE as i64 || boff as u64 > h.tail_offset {
-            return Err(loc(bad(
-                ErrorKind::OffsetOutOfRange,
-                format!(
-                    "annotation block offset {boff} outside 256..={}",
-                    h.tail_offset
-                ),
-                o_at,
-            )));
-        }
-        let s_at = c.offset();
-        let size = c.leb128("annotation block size").map_err(loc)?;
-        if size == 0 || size > i64::MAX as u64 || size > h.tail_offset - boff as u64 {
-            return Err(loc(bad(
-                ErrorKind::BadAnnotation,
-                format!(
-                    "annotation block size {size} (block at {boff}, tail at {})",
-                    h.tail_offset
-                ),
-                s_at,
-            )));
-        }
-        out.push(Annotation {
-            kind,
-            codec,
-            compression,
-            offset: boff as u64,
-            size,
-            value: None,
-        });
-    }
-    Ok(out)
 }
 
 fn read_annotation_values(

@@ -2,7 +2,6 @@
 
 use std::fmt;
 
-use crate::cursor::Cursor;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The unsigned integer a key is stored in.
@@ -262,17 +261,13 @@ pub struct Codec {
 
 /// How the item of a description decodes (type plus legacy layout).
 #[derive(Debug, Clone, Copy)]
-struct Item {
-    ty: ItemType,
-    dvbool: bool,
-}
-
-fn params_err(msg: impl Into<std::borrow::Cow<'static, str>>, at: u64) -> Error {
-    Error::new(ErrorKind::BadCodecParams, msg).at(at)
+pub(crate) struct Item {
+    pub(crate) ty: ItemType,
+    pub(crate) dvbool: bool,
 }
 
 /// The item codecs known by name (no parameters).
-fn simple(name: &str) -> Option<Item> {
+pub(crate) fn simple(name: &str) -> Option<Item> {
     let (ty, dvbool) = match name {
         "SByte" => (ItemType::I8, false),
         "Byte" => (ItemType::U8, false),
@@ -294,165 +289,6 @@ fn simple(name: &str) -> Option<Item> {
         _ => return None,
     };
     Some(Item { ty, dvbool })
-}
-
-/// Reads a codec description at the cursor (§7.1). `top` allows unknown
-/// names (the owner becomes dead); nested descriptions must be known.
-pub(crate) fn read_codec(c: &mut Cursor<'_>, top: bool) -> Result<Codec> {
-    let at = c.offset();
-    let name = c.string("codec name")?;
-    if name.is_empty() {
-        return Err(params_err("empty codec load name", at));
-    }
-    let len_at = c.offset();
-    let len = c.leb128("codec parameter length")?;
-    if len > i64::MAX as u64 {
-        return Err(params_err(
-            format!("codec {name:?}: parameter length {len} above 2^63-1"),
-            len_at,
-        ));
-    }
-    let params_at = c.offset();
-    let params = c.bytes(len, "codec parameters")?;
-    let mut p = Cursor::new(params, params_at).short_is(ErrorKind::BadCodecParams);
-    let parsed = parse_params(&name, &mut p)?;
-    let Some((ty, dvbool)) = parsed else {
-        if top {
-            return Ok(Codec {
-                name,
-                ty: None,
-                dvbool: false,
-            });
-        }
-        return Err(params_err(format!("unknown nested codec {name:?}"), at));
-    };
-    if p.consumed() as u64 != len {
-        return Err(params_err(
-            format!(
-                "codec {name:?} declares {len} parameter byte(s), its parameters use {}",
-                p.consumed()
-            ),
-            params_at,
-        ));
-    }
-    Ok(Codec {
-        name,
-        ty: Some(ty),
-        dvbool,
-    })
-}
-
-/// Parses the parameters of a known codec; `None` for an unknown name.
-fn parse_params(name: &str, p: &mut Cursor<'_>) -> Result<Option<(ColumnType, bool)>> {
-    if let Some(item) = simple(name) {
-        return Ok(Some((ColumnType::Scalar(item.ty), item.dvbool)));
-    }
-    match name {
-        "Key2" => {
-            let at = p.offset();
-            let width = key_width(p)?;
-            let count = p.u64("key count")?;
-            if count == 0 || count > width.max() {
-                return Err(params_err(
-                    format!("key count {count} not in 1..={}", width.max()),
-                    at,
-                ));
-            }
-            Ok(Some((
-                ColumnType::Scalar(ItemType::Key { width, count }),
-                false,
-            )))
-        }
-        "Key" => {
-            let at = p.offset();
-            let width = key_width(p)?;
-            let contiguous = p.u8("key contiguous flag")?;
-            let min = p.u64("key min")?;
-            let count = p.i32("key count")?;
-            if contiguous != 1 {
-                return Err(params_err(
-                    format!("legacy key: contiguous flag {contiguous} (only 1 is readable)"),
-                    at,
-                ));
-            }
-            if min != 0 {
-                return Err(params_err(
-                    format!("legacy key: min {min} (only 0 is readable)"),
-                    at,
-                ));
-            }
-            let count = u64::try_from(count)
-                .ok()
-                .filter(|&c| c <= width.max())
-                .ok_or_else(|| {
-                    params_err(
-                        format!("legacy key count {count} not in 0..={}", width.max()),
-                        at,
-                    )
-                })?;
-            let count = if count == 0 { width.max() } else { count };
-            Ok(Some((
-                ColumnType::Scalar(ItemType::Key { width, count }),
-                false,
-            )))
-        }
-        "VBuffer" => {
-            let at = p.offset();
-            let inner = read_codec(p, false)?;
-            let (item, dvbool) = match inner.ty {
-                Some(ColumnType::Scalar(t)) => (t, inner.dvbool),
-                _ => {
-                    return Err(params_err(
-                        format!("vector item codec {:?} is not a primitive", inner.name),
-                        at,
-                    ));
-                }
-            };
-            let nd_at = p.offset();
-            let ndims = p.i32("vector dimension count")?;
-            let ndims = usize::try_from(ndims)
-                .map_err(|_| params_err(format!("{ndims} vector dimensions"), nd_at))?;
-            if ndims > p.remaining() / 4 {
-                return Err(params_err(
-                    format!("{ndims} vector dimensions do not fit in the parameters"),
-                    nd_at,
-                ));
-            }
-            let mut dims = Vec::with_capacity(ndims);
-            let mut size: u64 = 1;
-            for _ in 0..ndims {
-                let d_at = p.offset();
-                let d = p.i32("vector dimension")?;
-                let d = u32::try_from(d)
-                    .map_err(|_| params_err(format!("vector dimension {d}"), d_at))?;
-                size = size.saturating_mul(u64::from(d));
-                dims.push(d);
-            }
-            if dims.iter().all(|&d| d != 0) && size > i32::MAX as u64 {
-                return Err(params_err(
-                    format!("vector size {size} overflows Int32"),
-                    nd_at,
-                ));
-            }
-            Ok(Some((ColumnType::Vector { item, dims }, dvbool)))
-        }
-        _ => Ok(None),
-    }
-}
-
-fn key_width(p: &mut Cursor<'_>) -> Result<KeyWidth> {
-    let at = p.offset();
-    let inner = read_codec(p, false)?;
-    match inner.ty {
-        Some(ColumnType::Scalar(ItemType::U8)) => Ok(KeyWidth::U8),
-        Some(ColumnType::Scalar(ItemType::U16)) => Ok(KeyWidth::U16),
-        Some(ColumnType::Scalar(ItemType::U32)) => Ok(KeyWidth::U32),
-        Some(ColumnType::Scalar(ItemType::U64)) => Ok(KeyWidth::U64),
-        _ => Err(params_err(
-            format!("key item codec {:?} is not an unsigned integer", inner.name),
-            at,
-        )),
-    }
 }
 
 /// Appends a .NET string.
