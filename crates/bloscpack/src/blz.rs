@@ -889,6 +889,16 @@ impl CTable {
     }
 }
 
+/// What opening a BLZ/bcolz directory checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checks {
+    /// The structure: metadata, sizes and every chunk's header.
+    #[default]
+    Structure,
+    /// The structure, and every chunk decoded.
+    EveryChunk,
+}
+
 /// A BLZ/bcolz root directory: an array or a table.
 #[derive(Debug, Clone)]
 pub enum BlzDir {
@@ -905,15 +915,16 @@ impl BlzDir {
     }
 
     /// Opens the root directory at `root` of `files` (a directory that is
-    /// not on the local filesystem); `deep` checks it fully, as
-    /// [`open_validated`](BlzDir::open_validated) does.
+    /// not on the local filesystem), with the `checks` asked for
+    /// ([`Checks::EveryChunk`] as [`open_validated`](BlzDir::open_validated)
+    /// does).
     pub fn open_in(
         files: std::sync::Arc<dyn Files>,
         root: &Path,
         limits: Limits,
-        deep: bool,
+        checks: Checks,
     ) -> Result<Self> {
-        Self::open_inner(&files, root, limits, deep)
+        Self::open_inner(&files, root, limits, checks == Checks::EveryChunk)
     }
 
     /// [`BlzDir::open`] with the caller's limits for every size read from

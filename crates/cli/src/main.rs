@@ -333,7 +333,11 @@ fn diff(a: &Path, b: &Path, content: bool, as_json: bool) -> Result<(), Failure>
             .map_err(|e| fail(p, &DatasetError::Mldf(e)))
     };
     let (ra, rb) = (open(a)?, open(b)?);
-    let d = dataformats::mldf::diff::diff(&ra, &rb, content, 50)
+    let opts = dataformats::mldf::diff::DiffOptions {
+        content,
+        ..Default::default()
+    };
+    let d = dataformats::mldf::diff::diff(&ra, &rb, opts)
         .map_err(|e| fail(a, &DatasetError::Mldf(e)))?;
     if as_json {
         let list: Vec<String> = d.iter().map(ToString::to_string).collect();

@@ -350,5 +350,10 @@ pub(crate) fn open_blz(
         )
     })?;
     let root = files.root().to_path_buf();
-    BlzDir::open_in(std::sync::Arc::new(files), &root, limits, deep).map_err(blz)
+    let checks = if deep {
+        crate::bloscpack::blz::Checks::EveryChunk
+    } else {
+        crate::bloscpack::blz::Checks::Structure
+    };
+    BlzDir::open_in(std::sync::Arc::new(files), &root, limits, checks).map_err(blz)
 }

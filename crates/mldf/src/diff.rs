@@ -46,16 +46,34 @@ fn describe(f: &Field, pos: usize) -> String {
     )
 }
 
+/// What [`diff`] compares beyond the header and schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// Compare every value of the fields both files have.
+    pub content: bool,
+    /// List at most this many differing values.
+    pub max_values: usize,
+}
+
+impl Default for DiffOptions {
+    /// Header and schema only; with `content` set, up to 50 values listed.
+    fn default() -> Self {
+        DiffOptions {
+            content: false,
+            max_values: 50,
+        }
+    }
+}
+
 /// Differences between `a` and `b`: the header (version, flags, samples,
-/// page size, layout), the schema, and with `content` every value of the
-/// fields both have (listing at most `max_values`). Values compare by their
-/// logical bytes: compression and layout do not count as content.
-pub fn diff(
-    a: &Reader,
-    b: &Reader,
-    content: bool,
-    max_values: usize,
-) -> crate::Result<Vec<Difference>> {
+/// page size, layout), the schema, and with `opts.content` every value of
+/// the fields both have (listing at most `opts.max_values`). Values compare
+/// by their logical bytes: compression and layout do not count as content.
+pub fn diff(a: &Reader, b: &Reader, opts: DiffOptions) -> crate::Result<Vec<Difference>> {
+    let DiffOptions {
+        content,
+        max_values,
+    } = opts;
     let (ha, hb) = (a.header(), b.header());
     let mut out = Vec::new();
     let mut h = |n: &'static str, x: String, y: String| {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use dataformats_mldf::diff::{Difference, diff};
+use dataformats_mldf::diff::{DiffOptions, Difference, diff};
 use dataformats_mldf::loader::epoch_order;
 use dataformats_mldf::{
     Field, FieldType, FieldValue, Layout, Loader, LoaderOptions, Order, Reader, Value, Writer,
@@ -168,20 +168,56 @@ fn diff_reports_header_schema_and_values() {
         Reader::open(&b).unwrap(),
         Reader::open(&c).unwrap(),
     );
-    assert!(diff(&ra, &ra, true, 10).unwrap().is_empty());
-    let d = diff(&ra, &rb, true, 10).unwrap();
+    assert!(
+        diff(
+            &ra,
+            &ra,
+            DiffOptions {
+                content: true,
+                max_values: 10
+            }
+        )
+        .unwrap()
+        .is_empty()
+    );
+    let d = diff(
+        &ra,
+        &rb,
+        DiffOptions {
+            content: true,
+            max_values: 10,
+        },
+    )
+    .unwrap();
     assert_eq!(d.len(), 2, "{d:?}");
     assert!(
         d.iter()
             .all(|x| matches!(x, Difference::Header("flags" | "layout", ..)))
     );
-    let d = diff(&ra, &rc, true, 10).unwrap();
+    let d = diff(
+        &ra,
+        &rc,
+        DiffOptions {
+            content: true,
+            max_values: 10,
+        },
+    )
+    .unwrap();
     assert_eq!(
         d,
         vec![Difference::Value(7, "id".into(), "7".into(), "-1".into())]
     );
     assert!(
-        diff(&ra, &rc, false, 10).unwrap().is_empty(),
+        diff(
+            &ra,
+            &rc,
+            DiffOptions {
+                content: false,
+                max_values: 10
+            }
+        )
+        .unwrap()
+        .is_empty(),
         "content only on request"
     );
     std::fs::remove_dir_all(&dir).unwrap();
