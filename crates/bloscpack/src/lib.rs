@@ -41,7 +41,7 @@ pub mod format;
 pub mod fuzzing;
 pub mod npy;
 pub mod numpy;
-mod parse;
+pub mod parse;
 mod read;
 pub mod values;
 mod write;
