@@ -1,14 +1,13 @@
 //! Reading CBF files strictly, in the check order of `cntk.md` §4.2.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use dataformats_core::{Limits, ReadOptions, Source, plain};
 
-use dataformats_core::parse::{Input, le_u8, le_u32, run};
+use dataformats_core::parse::{Input, le_u32, run};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{CHUNK_ENTRY_SIZE, FOOTER_SIZE, PREAMBLE_SIZE, RawChunkEntry};
@@ -136,81 +135,11 @@ impl Reader {
         let region = limits.check_alloc("CBF header and chunk table", footer_at - h - 8)?;
         let header = src.bytes(h + 8, region as u64)?;
         let mut c = Input::new(&header, h + 8);
-        let cut = |what: &'static str| {
-            move |e: dataformats_core::Error| match e {
-                dataformats_core::Error::Truncated { at, needed } => Error::new(
-                    ErrorKind::Truncated,
-                    format!("{what} ({needed} bytes) passes the footer at {footer_at}"),
-                )
-                .at(at),
-                other => other.into(),
-            }
-        };
+        let cut = |what: &'static str| parse::past_footer(what, footer_at);
         let (num_chunks, num_streams) = c
             .parse(parse::counts)
             .map_err(cut("chunk and stream counts"))?;
-        let mut streams = Vec::new();
-        let mut names = HashSet::new();
-        for i in 0..num_streams {
-            let at = c.offset();
-            let enc = c.parse(le_u8).map_err(cut("stream encoding"))?;
-            let kind = match enc {
-                0 => StreamKind::Dense,
-                1 => StreamKind::Sparse,
-                e => {
-                    return Err(Error::new(
-                        ErrorKind::BadEncoding,
-                        format!("stream {i} has encoding type {e}"),
-                    )
-                    .at(at));
-                }
-            };
-            let name_at = c.offset() + 4;
-            let name = c.parse(parse::stream_name).map_err(cut("stream name"))?;
-            let name = std::str::from_utf8(name)
-                .map_err(|_| {
-                    Error::new(
-                        ErrorKind::BadName,
-                        format!("stream {i}'s name is not UTF-8"),
-                    )
-                    .at(name_at)
-                })?
-                .to_string();
-            let et_at = c.offset();
-            let elem = match c.parse(le_u8).map_err(cut("element type"))? {
-                0 => ElemType::F32,
-                1 => ElemType::F64,
-                e => {
-                    return Err(Error::new(
-                        ErrorKind::BadElemType,
-                        format!("stream {name:?} has element type {e}"),
-                    )
-                    .at(et_at));
-                }
-            };
-            let dim_at = c.offset();
-            let dim = c.parse(le_u32).map_err(cut("sample dimension"))?;
-            if kind == StreamKind::Sparse && dim >= 1 << 31 {
-                return Err(Error::new(
-                    ErrorKind::BadSampleDim,
-                    format!("sparse stream {name:?} has dimension {dim}"),
-                )
-                .at(dim_at));
-            }
-            if !names.insert(name.clone()) {
-                return Err(Error::new(
-                    ErrorKind::DuplicateStream,
-                    format!("stream name {name:?} appears twice"),
-                )
-                .at(at));
-            }
-            streams.push(StreamDesc {
-                name,
-                kind,
-                elem,
-                dim,
-            });
-        }
+        let streams = parse::stream_descriptors(&mut c, num_streams, footer_at)?;
         let table_at = c.offset();
         let mut table = Input::new(
             c.take(u64::from(num_chunks) * CHUNK_ENTRY_SIZE)
