@@ -3,39 +3,30 @@
 
 use crate::format::SampleFormat;
 
-fn be16(b: &[u8], i: usize) -> u32 {
-    match b.get(i..i + 2) {
-        Some(&[x, y]) => u32::from(u16::from_be_bytes([x, y])),
-        _ => 0,
-    }
+/// The `N` bytes at `i`, or `None` when the data ends first (a sniffer
+/// then reports no dimensions).
+fn bytes<const N: usize>(b: &[u8], i: usize) -> Option<[u8; N]> {
+    b.get(i..i.checked_add(N)?)?.try_into().ok()
 }
 
-fn le16(b: &[u8], i: usize) -> u32 {
-    match b.get(i..i + 2) {
-        Some(&[x, y]) => u32::from(u16::from_le_bytes([x, y])),
-        _ => 0,
-    }
+fn be16(b: &[u8], i: usize) -> Option<u32> {
+    bytes(b, i).map(|x| u32::from(u16::from_be_bytes(x)))
 }
 
-fn le24(b: &[u8], i: usize) -> u32 {
-    match b.get(i..i + 3) {
-        Some(&[x, y, z]) => u32::from_le_bytes([x, y, z, 0]),
-        _ => 0,
-    }
+fn le16(b: &[u8], i: usize) -> Option<u32> {
+    bytes(b, i).map(|x| u32::from(u16::from_le_bytes(x)))
 }
 
-fn be32(b: &[u8], i: usize) -> u32 {
-    match b.get(i..i + 4) {
-        Some(&[w, x, y, z]) => u32::from_be_bytes([w, x, y, z]),
-        _ => 0,
-    }
+fn le24(b: &[u8], i: usize) -> Option<u32> {
+    bytes::<3>(b, i).map(|[x, y, z]| u32::from_le_bytes([x, y, z, 0]))
 }
 
-fn le32(b: &[u8], i: usize) -> u32 {
-    match b.get(i..i + 4) {
-        Some(&[w, x, y, z]) => u32::from_le_bytes([w, x, y, z]),
-        _ => 0,
-    }
+fn be32(b: &[u8], i: usize) -> Option<u32> {
+    bytes(b, i).map(u32::from_be_bytes)
+}
+
+fn le32(b: &[u8], i: usize) -> Option<u32> {
+    bytes(b, i).map(u32::from_le_bytes)
 }
 
 fn clamp(v: u32) -> u16 {
@@ -49,30 +40,31 @@ pub fn sniff(format: SampleFormat, data: &[u8]) -> (u16, u16) {
     if data.len() < 16 {
         return (0, 0);
     }
-    let (w, h) = match format {
+    let found = match format {
         SampleFormat::JPEG => jpeg(data),
         SampleFormat::PNG => png(data),
         SampleFormat::WEBP => webp(data),
         SampleFormat::BMP => bmp(data),
         SampleFormat::TIFF => tiff(data),
-        _ => (0, 0),
+        _ => None,
     };
+    let (w, h) = found.unwrap_or((0, 0));
     (clamp(w), clamp(h))
 }
 
-fn png(b: &[u8]) -> (u32, u32) {
+fn png(b: &[u8]) -> Option<(u32, u32)> {
     if b.len() < 24
         || b.get(..4) != Some(&[0x89, b'P', b'N', b'G'][..])
         || b.get(12..16) != Some(&b"IHDR"[..])
     {
-        return (0, 0);
+        return None;
     }
-    (be32(b, 16), be32(b, 20))
+    Some((be32(b, 16)?, be32(b, 20)?))
 }
 
-fn jpeg(b: &[u8]) -> (u32, u32) {
+fn jpeg(b: &[u8]) -> Option<(u32, u32)> {
     if b.get(..2) != Some(&[0xFF, 0xD8][..]) {
-        return (0, 0);
+        return None;
     }
     let len = b.len();
     let mut p = 2usize;
@@ -81,77 +73,77 @@ fn jpeg(b: &[u8]) -> (u32, u32) {
             p += 1;
             continue;
         }
-        let mut code = b.get(p + 1).copied().unwrap_or(0);
+        let mut code = *b.get(p + 1)?;
         p += 2;
         while code == 0xFF && p < len {
-            code = b.get(p).copied().unwrap_or(0);
+            code = *b.get(p)?;
             p += 1;
         }
         let sof = matches!(code, 0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF);
         if sof {
             if p + 7 > len {
-                return (0, 0);
+                return None;
             }
-            return (be16(b, p + 5), be16(b, p + 3));
+            return Some((be16(b, p + 5)?, be16(b, p + 3)?));
         }
         if p + 2 > len {
-            return (0, 0);
+            return None;
         }
-        p += be16(b, p) as usize;
+        p += be16(b, p)? as usize;
     }
-    (0, 0)
+    None
 }
 
-fn webp(b: &[u8]) -> (u32, u32) {
+fn webp(b: &[u8]) -> Option<(u32, u32)> {
     if b.len() < 30 || b.get(..4) != Some(&b"RIFF"[..]) || b.get(8..12) != Some(&b"WEBP"[..]) {
-        return (0, 0);
+        return None;
     }
     match b.get(12..16) {
-        Some(b"VP8 ") => (le16(b, 26) & 0x3FFF, le16(b, 28) & 0x3FFF),
+        Some(b"VP8 ") => Some((le16(b, 26)? & 0x3FFF, le16(b, 28)? & 0x3FFF)),
         Some(b"VP8L") => {
-            let v = le32(b, 21);
-            ((v & 0x3FFF) + 1, ((v >> 14) & 0x3FFF) + 1)
+            let v = le32(b, 21)?;
+            Some(((v & 0x3FFF) + 1, ((v >> 14) & 0x3FFF) + 1))
         }
-        Some(b"VP8X") => (le24(b, 24) + 1, le24(b, 27) + 1),
-        _ => (0, 0),
+        Some(b"VP8X") => Some((le24(b, 24)? + 1, le24(b, 27)? + 1)),
+        _ => None,
     }
 }
 
-fn bmp(b: &[u8]) -> (u32, u32) {
+fn bmp(b: &[u8]) -> Option<(u32, u32)> {
     if b.len() < 26 || b.get(..2) != Some(&b"BM"[..]) {
-        return (0, 0);
+        return None;
     }
-    let w = le32(b, 18);
-    let h = le32(b, 22);
+    let w = le32(b, 18)?;
+    let h = le32(b, 22)?;
     let h = if h & 0x8000_0000 != 0 {
         h.wrapping_neg()
     } else {
         h
     };
-    (w, h)
+    Some((w, h))
 }
 
-fn tiff(b: &[u8]) -> (u32, u32) {
+fn tiff(b: &[u8]) -> Option<(u32, u32)> {
     let big = match b.get(..2) {
         Some(b"II") => false,
         Some(b"MM") => true,
-        _ => return (0, 0),
+        _ => return None,
     };
     let r16 = |i: usize| if big { be16(b, i) } else { le16(b, i) };
     let r32 = |i: usize| if big { be32(b, i) } else { le32(b, i) };
-    let ifd = r32(4) as usize;
+    let ifd = r32(4)? as usize;
     if ifd.checked_add(2).is_none_or(|e| e > b.len()) {
-        return (0, 0);
+        return None;
     }
-    let count = r16(ifd) as usize;
+    let count = r16(ifd)? as usize;
     let (mut w, mut h) = (0u32, 0u32);
     for k in 0..count {
         let at = ifd + 2 + 12 * k;
         if at + 12 > b.len() {
             break;
         }
-        let tag = r16(at);
-        let value = r32(at + 8);
+        let tag = r16(at)?;
+        let value = r32(at + 8)?;
         match tag {
             256 => w = value,
             257 => h = value,
@@ -161,7 +153,7 @@ fn tiff(b: &[u8]) -> (u32, u32) {
             break;
         }
     }
-    (w, h)
+    Some((w, h))
 }
 
 #[cfg(test)]
