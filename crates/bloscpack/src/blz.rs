@@ -7,7 +7,8 @@
 //! only the atoms that remain. A table directory holds `__rootdirs__` (the
 //! column names) and one array directory per column. See
 //! `bloscpack-blz.md` §3 for the layout and §6.3 for the checks, which
-//! [`BlzDir::open_validated`] applies in that order.
+//! [`BlzDir::with_options`] applies in that order (every chunk decoded with
+//! [`Checks::EveryChunk`]).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -591,9 +592,7 @@ fn check_chunk_file(
     decode: Option<&mut Vec<u8>>,
 ) -> Result<ChunkFile> {
     let (first_item, items) = (atoms.start, atoms.end - atoms.start);
-    check_chunk_bytes(bytes, path, i, items, atomsize, limits, decode)?;
-    let h = BloscHeader::parse(bytes.get(16..32).unwrap_or_default())
-        .map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
+    let h = check_chunk_bytes(bytes, path, i, items, atomsize, limits, decode)?;
     Ok(ChunkFile {
         name: chunk_name(i),
         path: path.to_path_buf(),
@@ -605,7 +604,7 @@ fn check_chunk_file(
 }
 
 /// Step 5 for one chunk file's bytes: header, sizes, Blosc rules, and (with
-/// `decode`) the decode itself.
+/// `decode`) the decode itself; returns the chunk's Blosc header.
 pub fn check_chunk_bytes(
     bytes: &[u8],
     path: &Path,
@@ -614,40 +613,10 @@ pub fn check_chunk_bytes(
     atomsize: u64,
     limits: &Limits,
     decode: Option<&mut Vec<u8>>,
-) -> Result<()> {
+) -> Result<BloscHeader> {
     let e = |k: ErrorKind, m: String, at: u64| Error::new(k, m).in_chunk(i).at(at).in_file(path);
     let size = bytes.len() as u64;
-    if size < 32 {
-        return Err(e(
-            ErrorKind::Truncated,
-            format!("chunk file of {size} byte(s) is shorter than 32"),
-            0,
-        ));
-    }
-    let b = |r: std::ops::Range<usize>| bytes.get(r).unwrap_or_default();
-    if b(0..4) != crate::format::MAGIC {
-        return Err(e(
-            ErrorKind::BadMagic,
-            "chunk file does not start with blpk".into(),
-            0,
-        ));
-    }
-    if b(4..5) != [1] {
-        return Err(e(
-            ErrorKind::BadVersion,
-            format!("chunk file version {:?} (must be 1)", b(4..5)),
-            4,
-        ));
-    }
-    if b(5..8) != [0, 0, 0] || b(8..16) != 1i64.to_le_bytes() {
-        return Err(e(
-            ErrorKind::BadHeaderField,
-            "chunk file reserved bytes must be 0 and nchunks 1".into(),
-            5,
-        ));
-    }
-    let h =
-        BloscHeader::parse(b(16..32)).map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
+    let h = crate::parse::blz_chunk_file(bytes, i).map_err(|x| x.in_file(path))?;
     if h.cbytes < 16 {
         return Err(e(
             ErrorKind::ChunkHeaderInvalid,
@@ -689,10 +658,11 @@ pub fn check_chunk_bytes(
     if let Some(scratch) = decode {
         let n = limits.check_alloc("chunk", u64::from(h.nbytes))?;
         scratch.resize(n, 0);
-        blosc::decompress_into(b(16..bytes.len()), scratch, 1)
+        let chunk = bytes.get(CHUNK_FILE_HEADER as usize..).unwrap_or_default();
+        blosc::decompress_into(chunk, scratch, 1)
             .map_err(|x| crate::error::codec(x, i, 16).in_file(path))?;
     }
-    Ok(())
+    Ok(h)
 }
 
 /// A BLZ/bcolz table directory.
@@ -899,6 +869,33 @@ pub enum Checks {
     EveryChunk,
 }
 
+/// How a BLZ/bcolz directory is opened (the shape of every reader's
+/// `ReadOptions`: the limits, then what this format adds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Caps on what the directory's files may make us allocate.
+    pub limits: Limits,
+    /// What opening checks.
+    pub checks: Checks,
+}
+
+impl ReadOptions {
+    /// These options with other limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// These options with other checks.
+    #[must_use]
+    pub fn checks(mut self, checks: Checks) -> Self {
+        self.checks = checks;
+        self
+    }
+}
+
 /// A BLZ/bcolz root directory: an array or a table.
 #[derive(Debug, Clone)]
 pub enum BlzDir {
@@ -909,37 +906,32 @@ pub enum BlzDir {
 }
 
 impl BlzDir {
-    /// Opens the root directory at `root` (a table when it has `__rootdirs__`).
+    /// Opens the root directory at `root` (a table when it has `__rootdirs__`)
+    /// with the default [`ReadOptions`]: default limits, the structure checked.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Self::open_inner(&local(), root.as_ref(), Limits::default(), false)
+        Self::with_options(root, ReadOptions::default())
     }
 
-    /// Opens the root directory at `root` of `files` (a directory that is
-    /// not on the local filesystem), with the `checks` asked for
-    /// ([`Checks::EveryChunk`] as [`open_validated`](BlzDir::open_validated)
-    /// does).
+    /// Opens the root directory at `root` with `opts`: its limits for every
+    /// size read from the directory's files, and its checks
+    /// ([`Checks::EveryChunk`] decodes every chunk and reports the first
+    /// failure in the order of `bloscpack-blz.md` §6.3).
+    pub fn with_options(root: impl AsRef<Path>, opts: ReadOptions) -> Result<Self> {
+        Self::open_inner(&local(), root.as_ref(), opts)
+    }
+
+    /// [`BlzDir::with_options`] for the root directory at `root` of `files`
+    /// (a directory that is not on the local filesystem).
     pub fn open_in(
         files: std::sync::Arc<dyn Files>,
         root: &Path,
-        limits: Limits,
-        checks: Checks,
+        opts: ReadOptions,
     ) -> Result<Self> {
-        Self::open_inner(&files, root, limits, checks == Checks::EveryChunk)
+        Self::open_inner(&files, root, opts)
     }
 
-    /// [`BlzDir::open`] with the caller's limits for every size read from
-    /// the directory's files.
-    pub fn open_with_limits(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {
-        Self::open_inner(&local(), root.as_ref(), limits, false)
-    }
-
-    /// Opens and fully checks `root` (every chunk decoded), reporting the
-    /// first failure in the order of `bloscpack-blz.md` §6.3.
-    pub fn open_validated(root: impl AsRef<Path>, limits: Limits) -> Result<Self> {
-        Self::open_inner(&local(), root.as_ref(), limits, true)
-    }
-
-    fn open_inner(files: &Shared, root: &Path, limits: Limits, deep: bool) -> Result<Self> {
+    fn open_inner(files: &Shared, root: &Path, opts: ReadOptions) -> Result<Self> {
+        let (limits, deep) = (opts.limits, opts.checks == Checks::EveryChunk);
         if !files.is_dir(root) {
             return Err(Error::new(ErrorKind::MissingFile, "not a directory").in_file(root));
         }

@@ -1,10 +1,14 @@
 //! nom parsers for the fixed-size Bloscpack records; no allocation.
 
+use dataformats_core::codec::blosc::BloscHeader;
 use dataformats_core::parse::{
-    self, PResult, array, le_i32, le_i64, le_u8, le_u16, le_u32, le_u32_len, tag,
+    self, PResult, array, le_i32, le_i64, le_u8, le_u16, le_u32, le_u32_len, tag, take,
 };
 
 use crate::error::{Error, ErrorKind, Result};
+
+/// Size of a Blosc chunk header.
+const BLOSC_HEADER: usize = 16;
 use crate::format::{FORMAT_VERSION, MAGIC, MAX_CHUNK_SIZE, OPTION_METADATA, OPTION_OFFSETS};
 use crate::format::{Header, MetaCodec, MetadataHeader, checksum_from_id};
 
@@ -218,6 +222,73 @@ pub fn metadata_header(bytes: &[u8], base: u64) -> Result<MetadataHeader> {
         meta_comp_size: r.comp_size,
         user_codec: r.user_codec,
     })
+}
+
+/// The raw fields of a BLZ/bcolz chunk file's own 16-byte header.
+struct RawChunkFile<'a> {
+    version: u8,
+    reserved: [u8; 3],
+    nchunks: i64,
+    blosc: &'a [u8],
+}
+
+fn raw_chunk_file(i: &[u8]) -> PResult<'_, RawChunkFile<'_>> {
+    let (i, _) = tag(MAGIC, "\"blpk\"")(i)?;
+    let (i, version) = le_u8(i)?;
+    let (i, reserved) = array::<3>(i)?;
+    let (i, nchunks) = le_i64(i)?;
+    let (i, blosc) = take(BLOSC_HEADER)(i)?;
+    Ok((
+        i,
+        RawChunkFile {
+            version,
+            reserved,
+            nchunks,
+            blosc,
+        },
+    ))
+}
+
+/// Parses and checks the start of BLZ/bcolz chunk file `chunk`: its 16-byte
+/// header (magic `blpk`, version 1, three zero bytes, nchunks 1), then the
+/// Blosc header of the one chunk it holds (bloscpack-blz.md, BLZ step 5).
+/// The caller checks the chunk's sizes against the file and its atoms.
+pub fn blz_chunk_file(bytes: &[u8], chunk: u64) -> Result<BloscHeader> {
+    let e = |k: ErrorKind, m: String, at: u64| Error::new(k, m).in_chunk(chunk).at(at);
+    let size = bytes.len();
+    if size < 16 + BLOSC_HEADER {
+        return Err(e(
+            ErrorKind::Truncated,
+            format!("chunk file of {size} byte(s) is shorter than 32"),
+            0,
+        ));
+    }
+    let r = parse::run(bytes, 0, raw_chunk_file).map_err(|x| {
+        let kind = match x.kind() {
+            dataformats_core::ErrorKind::BadMagic => ErrorKind::BadMagic,
+            _ => ErrorKind::Truncated,
+        };
+        let msg = match kind {
+            ErrorKind::BadMagic => "chunk file does not start with blpk".to_string(),
+            _ => x.to_string(),
+        };
+        e(kind, msg, x.offset().unwrap_or(0))
+    })?;
+    if r.version != 1 {
+        return Err(e(
+            ErrorKind::BadVersion,
+            format!("chunk file version [{}] (must be 1)", r.version),
+            4,
+        ));
+    }
+    if r.reserved != [0, 0, 0] || r.nchunks != 1 {
+        return Err(e(
+            ErrorKind::BadHeaderField,
+            "chunk file reserved bytes must be 0 and nchunks 1".into(),
+            5,
+        ));
+    }
+    BloscHeader::parse(r.blosc).map_err(|x| crate::error::codec(x, chunk, 16))
 }
 
 /// Parses little-endian i64 offsets (all whole ones in `bytes`).

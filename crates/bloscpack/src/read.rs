@@ -814,10 +814,16 @@ impl Reader {
             ));
         }
         let bytes = self.read_all()?;
-        Ok(bytes
-            .chunks_exact(std::mem::size_of::<T>())
-            .map(T::from_le)
-            .collect())
+        T::decode_all(&bytes).ok_or_else(|| {
+            Error::new(
+                ErrorKind::SizeMismatch,
+                format!(
+                    "the payload's {} bytes are not a whole number of {}",
+                    bytes.len(),
+                    T::TYPESTR
+                ),
+            )
+        })
     }
 }
 
@@ -825,8 +831,9 @@ impl Reader {
 pub trait Element: Copy + Sized {
     /// Its numpy type string, little-endian.
     const TYPESTR: &'static str;
-    /// Decodes one value from its little-endian bytes.
-    fn from_le(b: &[u8]) -> Self;
+    /// Decodes the little-endian values stored in `bytes`; `None` unless
+    /// `bytes` holds a whole number of them.
+    fn decode_all(bytes: &[u8]) -> Option<Vec<Self>>;
     /// Appends its little-endian bytes to `out`.
     fn write_le(&self, out: &mut Vec<u8>);
     /// True when `typestr` describes this type.
@@ -839,10 +846,8 @@ macro_rules! element {
     ($($t:ty => $s:expr),*) => {$(
         impl Element for $t {
             const TYPESTR: &'static str = $s;
-            fn from_le(b: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_le_bytes(a)
+            fn decode_all(bytes: &[u8]) -> Option<Vec<Self>> {
+                dataformats_core::plain::to_vec::<$t>(bytes).ok()
             }
             fn write_le(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
@@ -855,8 +860,8 @@ element!(u8 => "|u1", i8 => "|i1", u16 => "<u2", i16 => "<i2", u32 => "<u4", i32
 
 impl Element for bool {
     const TYPESTR: &'static str = "|b1";
-    fn from_le(b: &[u8]) -> Self {
-        b.first().is_some_and(|&x| x != 0)
+    fn decode_all(bytes: &[u8]) -> Option<Vec<Self>> {
+        Some(bytes.iter().map(|&x| x != 0).collect())
     }
     fn write_le(&self, out: &mut Vec<u8>) {
         out.push(u8::from(*self));

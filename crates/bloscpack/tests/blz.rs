@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use dataformats_bloscpack::ErrorKind;
 use dataformats_bloscpack::blz::{
-    ArrayOptions, BlzDir, CArray, CArrayWriter, CTable, ColumnData, Layout, create_array,
+    self, ArrayOptions, BlzDir, CArray, CArrayWriter, CTable, ColumnData, Layout, create_array,
     create_table,
 };
 use dataformats_bloscpack::dtype::Dtype;
@@ -56,7 +56,7 @@ fn arrays_in_both_layouts_round_trip() {
         );
         assert_eq!(a.dtype_storage_string(), "float64");
         assert_eq!(a.read_all().unwrap(), data);
-        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        BlzDir::with_options(&root, every_chunk()).unwrap();
         let storage = std::fs::read_to_string(root.join("meta/storage")).unwrap();
         let sizes = std::fs::read_to_string(root.join("meta/sizes")).unwrap();
         match layout {
@@ -228,7 +228,7 @@ fn append_trim_and_attrs() {
         a.append(&f8(200, 280)).unwrap();
         assert_eq!((a.len(), a.chunks().len()), (480, 5));
         assert_eq!(a.read_all().unwrap(), f8(480, 0));
-        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        BlzDir::with_options(&root, every_chunk()).unwrap();
         // Trim to an exact multiple, then to a partial chunk.
         a.trim(300).unwrap();
         assert_eq!((a.len(), a.chunks().len()), (300, 3));
@@ -250,7 +250,7 @@ fn append_trim_and_attrs() {
             CArray::open(&root).unwrap().attrs(),
             &json!({"unit": "m", "n": [1, 2]})
         );
-        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        BlzDir::with_options(&root, every_chunk()).unwrap();
         assert_eq!(
             a.append(&[0u8; 5]).unwrap_err().kind(),
             ErrorKind::InvalidArgument
@@ -324,7 +324,7 @@ fn tables_in_both_layouts() {
         );
         t.set_attrs(&json!({"title": "u"})).unwrap();
         assert_eq!(CTable::open(&root).unwrap().attrs(), &json!({"title": "u"}));
-        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        BlzDir::with_options(&root, every_chunk()).unwrap();
     }
     // Mismatched column lengths are refused before anything is written.
     let (ti, tf) = (dt("'<i8'"), dt("'|b1'"));
@@ -354,6 +354,46 @@ fn tables_in_both_layouts() {
     assert!(!dir.join("bad").exists());
 }
 
+/// Open options that decode every chunk.
+fn every_chunk() -> blz::ReadOptions {
+    blz::ReadOptions::default().checks(blz::Checks::EveryChunk)
+}
+
+/// Opening takes its limits and checks from `blz::ReadOptions`: a corrupt
+/// chunk body passes the structure checks and fails the decode of every
+/// chunk; a tight allocation limit stops the open.
+#[test]
+fn read_options_choose_limits_and_checks() {
+    let root = scratch("opts").join("a");
+    let values = f8(500, 0);
+    create_array(
+        &root,
+        &dt("'<f8'"),
+        &[],
+        &values,
+        &ArrayOptions::new(Layout::Bcolz).chunklen(100),
+    )
+    .unwrap();
+    BlzDir::open(&root).unwrap();
+    let tight = Limits::default().with_max_alloc(16);
+    let e = BlzDir::with_options(&root, blz::ReadOptions::default().limits(tight)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{e}");
+    // Overwrite the compressed body of chunk 0 (after its 32 header bytes).
+    let chunk = root.join("data").join("__0.blp");
+    let mut b = std::fs::read(&chunk).unwrap();
+    let body = 32 + 16;
+    assert!(b.len() > body + 64, "chunk file of {} bytes", b.len());
+    for x in &mut b[body..] {
+        *x = 0xff;
+    }
+    std::fs::write(&chunk, &b).unwrap();
+    BlzDir::with_options(&root, blz::ReadOptions::default()).unwrap();
+    let e = BlzDir::with_options(&root, every_chunk()).unwrap_err();
+    assert_eq!(e.chunk(), Some(0), "{e}");
+    assert_eq!(e.path(), Some(chunk.as_path()), "{e}");
+    std::fs::remove_dir_all(root.parent().unwrap()).unwrap();
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
@@ -375,7 +415,7 @@ proptest::proptest! {
         let keep = keep.min(n + more);
         a.trim(keep as u64).unwrap();
         proptest::prop_assert_eq!(a.read_all().unwrap(), f8(keep, 0));
-        BlzDir::open_validated(&root, Limits::default()).unwrap();
+        BlzDir::with_options(&root, every_chunk()).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

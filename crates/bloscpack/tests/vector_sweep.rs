@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dataformats_bloscpack::blz::BlzDir;
+use dataformats_bloscpack::blz::{self, BlzDir};
 use dataformats_bloscpack::{ReadOptions, Reader};
 use dataformats_core::{Limits, Source};
 
@@ -84,17 +84,33 @@ fn sweep_dir(root: &Path, work: &Path) {
         // Every prefix of the header area, then every 7th.
         for n in (0..orig.len()).filter(|n| *n < 48 || n % 7 == 0) {
             std::fs::write(&target, &orig[..n]).unwrap();
-            let _ = BlzDir::open_validated(work, Limits::fuzzing());
+            let _ = BlzDir::with_options(
+                work,
+                blz::ReadOptions::default()
+                    .limits(Limits::fuzzing())
+                    .checks(blz::Checks::EveryChunk),
+            );
         }
         for i in 0..orig.len() {
             let mut g = orig.clone();
             g[i] ^= 0xff;
             std::fs::write(&target, &g).unwrap();
-            let _ = BlzDir::open_validated(work, Limits::fuzzing());
+            let _ = BlzDir::with_options(
+                work,
+                blz::ReadOptions::default()
+                    .limits(Limits::fuzzing())
+                    .checks(blz::Checks::EveryChunk),
+            );
         }
         std::fs::write(&target, &orig).unwrap();
     }
-    BlzDir::open_validated(work, Limits::default()).unwrap();
+    BlzDir::with_options(
+        work,
+        blz::ReadOptions::default()
+            .limits(Limits::default())
+            .checks(blz::Checks::EveryChunk),
+    )
+    .unwrap();
     let _ = std::fs::remove_dir_all(work);
 }
 

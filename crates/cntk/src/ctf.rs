@@ -899,7 +899,15 @@ fn ctf_to_cbf_in_blocks(
 /// Values use the shortest text that parses back to the same number.
 pub fn cbf_to_ctf(reader: &crate::read::Reader, out: &mut impl std::io::Write) -> Result<u64> {
     use crate::read::Record;
-    let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+    let io = Error::from;
+    let short = |chunk: usize, seq: usize, stream: &str, what: &str| {
+        Error::new(
+            ErrorKind::SampleCountMismatch,
+            format!("the record holds fewer {what} than its samples need"),
+        )
+        .in_chunk(chunk as u64)
+        .in_record(seq as u64, stream)
+    };
     let mut id = 0u64;
     for c in 0..reader.chunks().len() {
         let ch = reader.read_chunk(c)?;
@@ -920,7 +928,10 @@ pub fn cbf_to_ctf(reader: &crate::read::Reader, out: &mut impl std::io::Write) -
                     match rec {
                         Record::Dense { values, .. } => {
                             let dim = s.dim as usize;
-                            for v in values.get(j * dim..(j + 1) * dim).unwrap_or_default() {
+                            let row = values
+                                .get(j * dim..(j + 1) * dim)
+                                .ok_or_else(|| short(c, q, &s.name, "dense values"))?;
+                            for v in row {
                                 line.push(' ');
                                 line.push_str(&fmt_value(*v));
                             }
@@ -932,13 +943,19 @@ pub fn cbf_to_ctf(reader: &crate::read::Reader, out: &mut impl std::io::Write) -
                             ..
                         } => {
                             let start: usize = sizes.iter().take(j).map(|&n| n as usize).sum();
-                            let n = sizes.get(j).copied().unwrap_or(0) as usize;
-                            for k in start..start + n {
-                                line.push_str(&format!(
-                                    " {}:{}",
-                                    indices.get(k).copied().unwrap_or(0),
-                                    fmt_value(values.get(k).copied().unwrap_or(0.0))
-                                ));
+                            let n = sizes
+                                .get(j)
+                                .copied()
+                                .ok_or_else(|| short(c, q, &s.name, "sparse sample sizes"))?
+                                as usize;
+                            let range = start..start + n;
+                            let (Some(idx), Some(vals)) =
+                                (indices.get(range.clone()), values.get(range))
+                            else {
+                                return Err(short(c, q, &s.name, "sparse entries"));
+                            };
+                            for (i, v) in idx.iter().zip(vals) {
+                                line.push_str(&format!(" {i}:{}", fmt_value(*v)));
                             }
                         }
                     }

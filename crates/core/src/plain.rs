@@ -27,8 +27,9 @@ mod sealed {
 pub trait Plain: bytemuck::Pod + Default + sealed::Sealed {
     /// Size in bytes.
     const SIZE: usize;
-    /// Decodes one value from exactly `SIZE` little-endian bytes (shorter input reads as zero bytes).
-    fn from_le_slice(b: &[u8]) -> Self;
+    /// The whole little-endian values stored one after the other in `bytes`
+    /// (a trailing partial value is not read; callers check the length).
+    fn iter_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = Self> + Clone + '_;
 }
 
 macro_rules! plain {
@@ -37,17 +38,14 @@ macro_rules! plain {
         impl Plain for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
             #[inline]
-            fn from_le_slice(b: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                for (d, s) in a.iter_mut().zip(b) {
-                    *d = *s;
-                }
-                <$t>::from_le_bytes(a)
+            fn iter_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = Self> + Clone + '_ {
+                let (whole, _partial) = bytes.as_chunks::<{ std::mem::size_of::<$t>() }>();
+                whole.iter().map(|a| <$t>::from_le_bytes(*a))
             }
         }
     )*};
 }
-plain!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+plain!(u8, i8, u16, i16, u32, i32, u64, i64, u128, f32, f64);
 
 /// `bytes` as a slice of `T` without copying, if `bytes.len()` is a multiple
 /// of `T::SIZE`, the start is aligned for `T` and the machine is
@@ -82,8 +80,8 @@ pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMism
     if let Some(v) = cast_slice::<T>(bytes) {
         out.copy_from_slice(v);
     } else {
-        for (d, c) in out.iter_mut().zip(bytes.chunks_exact(T::SIZE)) {
-            *d = T::from_le_slice(c);
+        for (d, v) in out.iter_mut().zip(T::iter_le(bytes)) {
+            *d = v;
         }
     }
     Ok(())
@@ -93,7 +91,7 @@ pub fn copy_into<T: Plain>(bytes: &[u8], out: &mut [T]) -> Result<(), LengthMism
 /// whole values only (a trailing partial value, which callers rule out by
 /// checking the length first, is not read).
 pub fn values<T: Plain>(bytes: &[u8]) -> impl ExactSizeIterator<Item = T> + Clone + '_ {
-    bytes.chunks_exact(T::SIZE).map(T::from_le_slice)
+    T::iter_le(bytes)
 }
 
 /// Decodes `bytes` (little-endian `T`s) into a new vector; fails unless

@@ -334,14 +334,16 @@ pub(crate) fn open_blz(
     limits: crate::core::Limits,
     deep: bool,
 ) -> Result<crate::bloscpack::blz::BlzDir, Error> {
-    use crate::bloscpack::blz::BlzDir;
+    use crate::bloscpack::blz::{BlzDir, Checks, ReadOptions};
     let blz = crate::dataset::fe::<crate::bloscpack::Error>(crate::Format::Blz);
+    let checks = if deep {
+        Checks::EveryChunk
+    } else {
+        Checks::Structure
+    };
+    let opts = ReadOptions::default().limits(limits).checks(checks);
     if !is_url(path) {
-        return if deep {
-            BlzDir::open_validated(path, limits).map_err(blz)
-        } else {
-            BlzDir::open_with_limits(path, limits).map_err(blz)
-        };
+        return BlzDir::with_options(path, opts).map_err(blz);
     }
     let files = PrefixFiles::list(path)?.ok_or_else(|| {
         failed(
@@ -350,10 +352,5 @@ pub(crate) fn open_blz(
         )
     })?;
     let root = files.root().to_path_buf();
-    let checks = if deep {
-        crate::bloscpack::blz::Checks::EveryChunk
-    } else {
-        crate::bloscpack::blz::Checks::Structure
-    };
-    BlzDir::open_in(std::sync::Arc::new(files), &root, limits, checks).map_err(blz)
+    BlzDir::open_in(std::sync::Arc::new(files), &root, opts).map_err(blz)
 }

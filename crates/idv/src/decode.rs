@@ -110,17 +110,8 @@ pub(crate) fn decode_items(
             Values::DateTimeOffset(out)
         }
         ItemType::RowId => {
-            let b = c.bytes(n as u64 * 16, "row ids")?;
-            Values::RowId(
-                b.chunks_exact(16)
-                    .map(|x| {
-                        let (lo, hi) = x.split_at(8);
-                        let lo = u64::from_le_bytes(lo.try_into().unwrap_or_default());
-                        let hi = u64::from_le_bytes(hi.try_into().unwrap_or_default());
-                        (u128::from(hi) << 64) | u128::from(lo)
-                    })
-                    .collect(),
-            )
+            // Low 8 bytes then high 8 bytes: one little-endian u128.
+            Values::RowId(plain_vec::<u128>(c, n, "row ids")?)
         }
         ItemType::Key { width, .. } => Values::Key(match width {
             KeyWidth::U8 => plain_vec::<u8>(c, n, "keys")?
@@ -142,11 +133,14 @@ pub(crate) fn decode_items(
             let at = c.offset();
             let b = c.bytes(words as u64 * 4, "DvBool words")?;
             let mut out = Vec::with_capacity(n);
+            let mut words = plain::values::<u32>(b);
+            let mut w = 0;
             for i in 0..n {
-                let w = b
-                    .get(i / 16 * 4..i / 16 * 4 + 4)
-                    .map(|x| u32::from_le_bytes(x.try_into().unwrap_or_default()))
-                    .unwrap_or(0);
+                if i % 16 == 0 {
+                    w = words.next().ok_or_else(|| {
+                        Error::new(ErrorKind::Truncated, "DvBool words end early").at(at)
+                    })?;
+                }
                 match (w >> (2 * (i % 16))) & 3 {
                     0 | 2 => out.push(false),
                     1 => out.push(true),
@@ -191,8 +185,7 @@ fn decode_text(c: &mut Cursor<'_>, n: usize) -> Result<TextValues> {
     let raw = c.bytes(n as u64 * 4, "text boundaries")?;
     let mut prev: i32 = 0;
     let mut bounds = Vec::with_capacity(n);
-    for (i, x) in raw.chunks_exact(4).enumerate() {
-        let b = i32::from_le_bytes(x.try_into().unwrap_or_default());
+    for (i, b) in plain::values::<i32>(raw).enumerate() {
         let pm = prev & 0x7FFF_FFFF;
         if !(b >= pm || (b & 0x7FFF_FFFF) == pm) {
             return Err(text_err(
@@ -258,8 +251,7 @@ fn vb_err(m: String, at: u64) -> Error {
 }
 
 fn i32s(b: &[u8]) -> impl Iterator<Item = i32> + '_ {
-    b.chunks_exact(4)
-        .map(|x| i32::from_le_bytes(x.try_into().unwrap_or_default()))
+    plain::values::<i32>(b)
 }
 
 /// A `VBuffer` block of `n` vectors (§7.9); `size` is the type's fixed size

@@ -102,46 +102,75 @@ fn json_f64(out: &mut String, x: f64) {
     }
 }
 
-/// Writes scalar `i` of flat `v` as JSON.
+/// The value of an `Option`; when there is none (an index past the end of
+/// the values), writes `absent` to `out` (if given) and returns from the
+/// function.
+macro_rules! present {
+    ($out:expr, $absent:expr, $e:expr) => {
+        match $e {
+            Some(v) => v,
+            None => {
+                $out.push_str($absent);
+                return;
+            }
+        }
+    };
+    ($e:expr) => {
+        match $e {
+            Some(v) => v,
+            None => return,
+        }
+    };
+}
+
+/// Writes scalar `i` of flat `v` as JSON (`null` past the end of `v`).
 fn json_scalar(out: &mut String, v: &Values, i: usize) {
     let _ = match v {
-        Values::I8(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::U8(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::I16(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::U16(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::I32(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::U32(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::I64(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
-        Values::U64(x) | Values::Key(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
+        Values::I8(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::U8(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::I16(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::U16(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::I32(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::U32(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::I64(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
+        Values::U64(x) | Values::Key(x) => {
+            write!(out, "{}", present!(out, "null", x.get(i).copied()))
+        }
         Values::F32(x) => {
-            json_f32(out, x.get(i).copied().unwrap_or_default());
+            json_f32(out, present!(out, "null", x.get(i).copied()));
             Ok(())
         }
         Values::F64(x) => {
-            json_f64(out, x.get(i).copied().unwrap_or_default());
+            json_f64(out, present!(out, "null", x.get(i).copied()));
             Ok(())
         }
-        Values::Bool(x) => write!(out, "{}", x.get(i).copied().unwrap_or_default()),
+        Values::Bool(x) => write!(out, "{}", present!(out, "null", x.get(i).copied())),
         Values::Text(t) => {
-            json_str(out, &wtf8_to_str_lossy(t.wtf8(i).unwrap_or_default()));
+            json_str(out, &wtf8_to_str_lossy(present!(out, "null", t.wtf8(i))));
             Ok(())
         }
         Values::TimeSpan(x) => {
-            json_str(out, &timespan_string(x.get(i).copied().unwrap_or_default()));
+            json_str(
+                out,
+                &timespan_string(present!(out, "null", x.get(i).copied())),
+            );
             Ok(())
         }
         Values::DateTime(x) => {
-            json_str(out, &datetime_string(x.get(i).copied().unwrap_or_default()));
+            json_str(
+                out,
+                &datetime_string(present!(out, "null", x.get(i).copied())),
+            );
             Ok(())
         }
         Values::DateTimeOffset(x) => {
             json_str(
                 out,
-                &datetimeoffset_string(x.get(i).copied().unwrap_or_default()),
+                &datetimeoffset_string(present!(out, "null", x.get(i).copied())),
             );
             Ok(())
         }
-        Values::RowId(x) => write!(out, "\"{:032x}\"", x.get(i).copied().unwrap_or_default()),
+        Values::RowId(x) => write!(out, "\"{:032x}\"", present!(out, "null", x.get(i).copied())),
         Values::Vector(_) => write!(out, "null"),
     };
 }
@@ -211,7 +240,8 @@ pub fn push_json_value(out: &mut String, v: &Values, i: usize) {
 }
 
 /// Scalar `i` of flat `v` as plain text (for CSV): numbers as in JSON,
-/// text as is, times in their string forms, `NaN`/`Infinity` bare.
+/// text as is, times in their string forms, `NaN`/`Infinity` bare; empty
+/// past the end of `v`.
 pub fn text_scalar(v: &Values, i: usize) -> String {
     let mut out = String::new();
     push_text_scalar(&mut out, v, i);
@@ -221,18 +251,15 @@ pub fn text_scalar(v: &Values, i: usize) -> String {
 /// [`text_scalar`], appended to `out` (no allocation of its own for a
 /// number or a text).
 pub fn push_text_scalar(out: &mut String, v: &Values, i: usize) {
+    if i >= v.len() {
+        return;
+    }
     match v {
-        Values::Text(t) => out.push_str(&wtf8_to_str_lossy(t.wtf8(i).unwrap_or_default())),
-        Values::TimeSpan(x) => {
-            out.push_str(&timespan_string(x.get(i).copied().unwrap_or_default()))
-        }
-        Values::DateTime(x) => {
-            out.push_str(&datetime_string(x.get(i).copied().unwrap_or_default()))
-        }
+        Values::Text(t) => out.push_str(&wtf8_to_str_lossy(present!(out, "", t.wtf8(i)))),
+        Values::TimeSpan(x) => out.push_str(&timespan_string(present!(out, "", x.get(i).copied()))),
+        Values::DateTime(x) => out.push_str(&datetime_string(present!(out, "", x.get(i).copied()))),
         Values::DateTimeOffset(x) => {
-            out.push_str(&datetimeoffset_string(
-                x.get(i).copied().unwrap_or_default(),
-            ));
+            out.push_str(&datetimeoffset_string(present!(out, "", x.get(i).copied())));
         }
         other => {
             let start = out.len();
@@ -255,50 +282,41 @@ fn key_width(ty: &ColumnType) -> KeyWidth {
     }
 }
 
-/// Feeds the canonical bytes (§13.2) of flat value `i` to `out`.
+/// Feeds the canonical bytes (§13.2) of flat value `i` to `out` (nothing
+/// past the end of `v`).
 fn canon_scalar(v: &Values, i: usize, width: KeyWidth, out: &mut dyn FnMut(&[u8])) {
     match v {
-        Values::I8(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::U8(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::I16(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::U16(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::I32(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::U32(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
+        Values::I8(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::U8(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::I16(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::U16(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::I32(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::U32(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
         Values::I64(x) | Values::TimeSpan(x) | Values::DateTime(x) => {
-            out(&x.get(i).copied().unwrap_or_default().to_le_bytes())
+            out(&present!(x.get(i).copied()).to_le_bytes())
         }
-        Values::U64(x) => out(&x.get(i).copied().unwrap_or_default().to_le_bytes()),
-        Values::F32(x) => out(&x
-            .get(i)
-            .copied()
-            .unwrap_or_default()
-            .to_bits()
-            .to_le_bytes()),
-        Values::F64(x) => out(&x
-            .get(i)
-            .copied()
-            .unwrap_or_default()
-            .to_bits()
-            .to_le_bytes()),
-        Values::Bool(x) => out(&[u8::from(x.get(i).copied().unwrap_or_default())]),
+        Values::U64(x) => out(&present!(x.get(i).copied()).to_le_bytes()),
+        Values::F32(x) => out(&present!(x.get(i).copied()).to_bits().to_le_bytes()),
+        Values::F64(x) => out(&present!(x.get(i).copied()).to_bits().to_le_bytes()),
+        Values::Bool(x) => out(&[u8::from(present!(x.get(i).copied()))]),
         Values::Text(t) => {
-            let b = t.wtf8(i).unwrap_or_default();
+            let b = present!(t.wtf8(i));
             out(&(b.len() as u32).to_le_bytes());
             out(b);
         }
         Values::DateTimeOffset(x) => {
-            let d = x.get(i).copied().unwrap_or_default();
+            let d = present!(x.get(i).copied());
             out(&d.ticks.to_le_bytes());
             out(&d.offset_minutes.to_le_bytes());
         }
         Values::RowId(x) => {
-            let r = x.get(i).copied().unwrap_or_default();
+            let r = present!(x.get(i).copied());
             out(&(r as u64).to_le_bytes());
             out(&((r >> 64) as u64).to_le_bytes());
         }
         Values::Key(x) => {
-            let k = x.get(i).copied().unwrap_or_default().to_le_bytes();
-            out(k.get(..width.size()).unwrap_or_default());
+            let k = present!(x.get(i).copied()).to_le_bytes();
+            out(present!(k.get(..width.size())));
         }
         Values::Vector(_) => {}
     }
@@ -480,6 +498,19 @@ pub fn parse_datetimeoffset(s: &str) -> Option<DateTimeOffset> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// An index past the end renders as absent, never as a made-up 0.
+    #[test]
+    fn past_the_end_is_absent() {
+        let v = Values::I32(vec![7, -3]);
+        assert_eq!(json_value(&v, 1), "-3");
+        assert_eq!(json_value(&v, 2), "null");
+        assert_eq!(text_scalar(&v, 1), "-3");
+        assert_eq!(text_scalar(&v, 2), "");
+        let t = Values::TimeSpan(vec![0]);
+        assert_eq!(json_value(&t, 1), "null");
+        assert_eq!(text_scalar(&t, 1), "");
+    }
 
     #[test]
     fn time_strings_round_trip() {

@@ -60,62 +60,74 @@ pub fn f16_to_f64(h: u16) -> f64 {
     }
 }
 
-fn element(out: &mut String, dt: Dtype, b: &[u8]) {
-    let u = |n: usize| -> u64 {
-        let mut a = [0u8; 8];
-        for (d, s) in a.iter_mut().zip(b.iter().take(n)) {
-            *d = *s;
-        }
-        u64::from_le_bytes(a)
-    };
+/// `b` as a little-endian number of `N` bytes, widened to `u64`; `None`
+/// unless `b` is exactly `N` bytes long.
+fn le<const N: usize>(b: &[u8]) -> Option<u64> {
+    let a: [u8; N] = b.try_into().ok()?;
+    let mut wide = [0u8; 8];
+    wide.get_mut(..N)?.copy_from_slice(&a);
+    Some(u64::from_le_bytes(wide))
+}
+
+/// One element from exactly `dt.size()` bytes (`None` for any other length).
+fn element(out: &mut String, dt: Dtype, b: &[u8]) -> Option<()> {
     let _ = match dt {
-        Dtype::Bool => write!(out, "{}", u(1) != 0),
-        Dtype::U8 => write!(out, "{}", u(1)),
-        Dtype::I8 => write!(out, "{}", u(1) as u8 as i8),
-        Dtype::U16 => write!(out, "{}", u(2)),
-        Dtype::I16 => write!(out, "{}", u(2) as u16 as i16),
-        Dtype::U32 => write!(out, "{}", u(4)),
-        Dtype::I32 => write!(out, "{}", u(4) as u32 as i32),
-        Dtype::U64 => write!(out, "{}", u(8)),
-        Dtype::I64 => write!(out, "{}", u(8) as i64),
+        Dtype::Bool => write!(out, "{}", le::<1>(b)? != 0),
+        Dtype::U8 => write!(out, "{}", le::<1>(b)?),
+        Dtype::I8 => write!(out, "{}", le::<1>(b)? as u8 as i8),
+        Dtype::U16 => write!(out, "{}", le::<2>(b)?),
+        Dtype::I16 => write!(out, "{}", le::<2>(b)? as u16 as i16),
+        Dtype::U32 => write!(out, "{}", le::<4>(b)?),
+        Dtype::I32 => write!(out, "{}", le::<4>(b)? as u32 as i32),
+        Dtype::U64 => write!(out, "{}", le::<8>(b)?),
+        Dtype::I64 => write!(out, "{}", le::<8>(b)? as i64),
         Dtype::F16 => {
-            finite_or(out, f16_to_f64(u(2) as u16), u(2), 4);
+            let bits = le::<2>(b)?;
+            finite_or(out, f16_to_f64(bits as u16), bits, 4);
             Ok(())
         }
         Dtype::BF16 => {
-            finite_or(out, f64::from(f32::from_bits((u(2) as u32) << 16)), u(2), 4);
+            let bits = le::<2>(b)?;
+            finite_or(out, f64::from(f32::from_bits((bits as u32) << 16)), bits, 4);
             Ok(())
         }
         Dtype::F32 => {
-            finite_or(out, f64::from(f32::from_bits(u(4) as u32)), u(4), 8);
+            let bits = le::<4>(b)?;
+            finite_or(out, f64::from(f32::from_bits(bits as u32)), bits, 8);
             Ok(())
         }
         Dtype::F64 => {
-            finite_or(out, f64::from_bits(u(8)), u(8), 16);
+            let bits = le::<8>(b)?;
+            finite_or(out, f64::from_bits(bits), bits, 16);
             Ok(())
         }
     };
+    Some(())
 }
 
-fn nested(out: &mut String, dt: Dtype, shape: &[u64], b: &[u8]) {
+/// The array of `shape` in exactly its `b` bytes as nested lists (`None`
+/// when `b` is not exactly the size the shape needs).
+fn nested(out: &mut String, dt: Dtype, shape: &[u64], b: &[u8]) -> Option<()> {
     match shape.split_first() {
         None => element(out, dt, b),
         Some((&d, rest)) => {
-            let inner = rest.iter().product::<u64>() * dt.size();
+            let inner = rest
+                .iter()
+                .try_fold(dt.size(), |n, &x| n.checked_mul(x))
+                .and_then(|n| usize::try_from(n).ok())?;
+            if u64::try_from(b.len()).ok()? != d.checked_mul(inner as u64)? {
+                return None;
+            }
             out.push('[');
-            for k in 0..d {
+            for k in 0..usize::try_from(d).ok()? {
                 if k > 0 {
                     out.push_str(", ");
                 }
-                let s = (k * inner) as usize;
-                nested(
-                    out,
-                    dt,
-                    rest,
-                    b.get(s..s + inner as usize).unwrap_or_default(),
-                );
+                let s = k.checked_mul(inner)?;
+                nested(out, dt, rest, b.get(s..s.checked_add(inner)?)?)?;
             }
             out.push(']');
+            Some(())
         }
     }
 }
@@ -140,8 +152,11 @@ pub fn value_json(ty: &FieldType, v: &Value<'_>) -> String {
             if let FieldType::NdArray { dtype, shape } = ty
                 && shape.iter().map(|&d| d.max(1)).product::<u64>() <= 256
             {
-                out.push_str(", \"values\": ");
-                nested(&mut out, *dtype, shape, b);
+                let mut values = String::new();
+                if nested(&mut values, *dtype, shape, b).is_some() {
+                    out.push_str(", \"values\": ");
+                    out.push_str(&values);
+                }
             }
             out.push('}');
         }
@@ -229,5 +244,44 @@ pub fn arguments_json(ty: &FieldType) -> String {
         }
         FieldType::TextTokenized { vocab_size } => format!("{{\"vocab_size\": {vocab_size}}}"),
         _ => "{}".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn nd(dtype: Dtype, shape: &[u64], b: &[u8]) -> String {
+        let ty = FieldType::NdArray {
+            dtype,
+            shape: shape.to_vec(),
+        };
+        value_json(&ty, &Value::NdArray(Cow::Borrowed(b)))
+    }
+
+    #[test]
+    fn ndarray_values_only_from_exact_bytes() {
+        let b: Vec<u8> = [1i16, -2, 3, -4, 5, -6]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let full = nd(Dtype::I16, &[2, 3], &b);
+        assert!(
+            full.ends_with(", \"values\": [[1, -2, 3], [-4, 5, -6]]}"),
+            "{full}"
+        );
+        let f = nd(Dtype::F32, &[1], &f32::NAN.to_le_bytes());
+        assert!(
+            f.contains("\"values\": [{\"nonfinite\": \"NaN\", \"bits\": \"0x7fc00000\"}]"),
+            "{f}"
+        );
+        // One byte short or over: the blob is described, no values are made up.
+        for bytes in [&b[..11], &[b.as_slice(), &[0]].concat()[..]] {
+            let s = nd(Dtype::I16, &[2, 3], bytes);
+            assert!(s.starts_with(&format!("{{\"len\": {}", bytes.len())), "{s}");
+            assert!(!s.contains("values"), "{s}");
+        }
+        assert!(nd(Dtype::U8, &[0, 4], &[]).ends_with("\"values\": []}"));
     }
 }

@@ -109,6 +109,6 @@ fn content(r: &Reader) -> Result<Value, String> {
         "sha256": sha,
         "dtype": np.map(|n| n.dtype.descr_json()),
         "shape": np.map(|n| n.shape.clone()),
-        "head": head(np.map(|n| &n.dtype), &payload, 8),
+        "head": head(np.map(|n| &n.dtype), &payload, 8).map_err(|e| e.to_string())?,
     }))
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use dataformats::bloscpack::blz::{BlzDir, CArray};
+use dataformats::bloscpack::blz::{self, BlzDir, CArray};
 use dataformats::bloscpack::values::head;
 use dataformats::core::{ChecksumKind, Limits};
 use serde_json::{Value, json};
@@ -13,7 +13,12 @@ pub(crate) struct Blz;
 
 impl Checker for Blz {
     fn check(&self, v: &Vector) -> Outcome {
-        let result = BlzDir::open_validated(&v.path, Limits::default());
+        let result = BlzDir::with_options(
+            &v.path,
+            blz::ReadOptions::default()
+                .limits(Limits::default())
+                .checks(blz::Checks::EveryChunk),
+        );
         if !v.valid {
             let result = result
                 .as_ref()
@@ -104,14 +109,15 @@ fn content(
     dtype: Option<&dataformats::bloscpack::dtype::Dtype>,
     shape: &[u64],
 ) -> Value {
-    match payload {
+    let rendered = payload.and_then(|p| Ok((head(dtype, &p, 8)?, p)));
+    match rendered {
         Err(e) => json!({"error": e.to_string()}),
-        Ok(p) => json!({
+        Ok((head, p)) => json!({
             "nbytes": p.len(),
             "sha256": ChecksumKind::Sha256.digest(&p).to_hex(),
             "dtype": dtype.map(|d| d.descr_json()),
             "shape": shape,
-            "head": head(dtype, &p, 8),
+            "head": head,
         }),
     }
 }

@@ -188,7 +188,8 @@ pub(super) fn dump(
         match &dtype {
             Some(d) => {
                 for (k, e) in buf.chunks_exact(itemsize as usize).enumerate() {
-                    list.item(i + k as u64, &values::element(d, e))?;
+                    let v = values::element(d, e).map_err(Error::Bloscpack)?;
+                    list.item(i + k as u64, &v)?;
                 }
             }
             None if as_json => {
@@ -341,7 +342,8 @@ pub(super) fn dump_blz(
                 values::element(&row_dtype, atom_bytes)
             } else {
                 values::head(Some(&row_dtype), atom_bytes, per_atom as usize)
-            };
+            }
+            .map_err(blz_err)?;
             list.item(i + k as u64, &v)?;
         }
         i += n;
