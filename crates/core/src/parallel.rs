@@ -59,6 +59,24 @@ pub fn threads_for(bytes: u64, requested: usize) -> usize {
 /// ```
 pub fn ordered<I, O, E>(
     threads: usize,
+    next: impl FnMut() -> Result<Option<I>, E>,
+    work: impl Fn(I) -> O + Sync,
+    done: impl FnMut(O) -> Result<(), E>,
+) -> Result<(), E>
+where
+    I: Send,
+    O: Send,
+{
+    ordered_ahead(threads, 2 * threads, next, work, done)
+}
+
+/// [`ordered`] with at most `ahead` items in flight (at least `threads`):
+/// taken from `next` but not yet through `done`. More than [`ordered`]'s
+/// two per thread keeps the workers busy while `done` takes long now and
+/// then (writing out a large buffer), at the cost of that many items' memory.
+pub fn ordered_ahead<I, O, E>(
+    threads: usize,
+    ahead: usize,
     mut next: impl FnMut() -> Result<Option<I>, E>,
     work: impl Fn(I) -> O + Sync,
     mut done: impl FnMut(O) -> Result<(), E>,
@@ -73,7 +91,10 @@ where
         }
         return Ok(());
     }
-    let (job_tx, job_rx) = mpsc::sync_channel::<(u64, I)>(threads);
+    let ahead = ahead.max(threads);
+    // Room for every item in flight, so that this thread never waits to hand
+    // one over and the workers find work queued while `done` runs.
+    let (job_tx, job_rx) = mpsc::sync_channel::<(u64, I)>(ahead);
     let job_rx = Mutex::new(job_rx);
     let (out_tx, out_rx) = mpsc::channel::<(u64, std::thread::Result<O>)>();
     std::thread::scope(|s| {
@@ -99,7 +120,7 @@ where
             });
         }
         drop(out_tx);
-        let limit = 2 * threads as u64;
+        let limit = ahead as u64;
         let (mut sent, mut taken) = (0u64, 0u64);
         let mut waiting = BTreeMap::new();
         let mut end: Option<Result<(), E>> = None;
@@ -225,6 +246,33 @@ mod tests {
         assert_eq!(r, Ok(()));
         assert_eq!(done_count, 200);
         assert!(most <= 6, "{most} items in flight");
+    }
+
+    #[test]
+    fn ahead_bounds_the_items_in_flight_and_keeps_the_order() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let read = AtomicU64::new(0);
+        let mut most = 0;
+        let mut seen = Vec::new();
+        let r: Result<(), ()> = ordered_ahead(
+            2,
+            16,
+            || {
+                let n = read.fetch_add(1, Ordering::SeqCst);
+                Ok((n < 300).then_some(n))
+            },
+            |x| x * 2,
+            |y| {
+                seen.push(y);
+                most = most.max(read.load(Ordering::SeqCst) - seen.len() as u64);
+                Ok(())
+            },
+        );
+        assert_eq!(r, Ok(()));
+        assert_eq!(seen, (0..300).map(|x| x * 2).collect::<Vec<_>>());
+        assert!(most <= 16, "{most} items in flight");
+        // More than `ordered`'s two per thread were taken ahead.
+        assert!(most > 4, "only {most} items in flight");
     }
 
     #[test]

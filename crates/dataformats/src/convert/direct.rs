@@ -165,14 +165,11 @@ fn ctf_to_cbf(
         ));
     }
     let total = size(input);
-    let file = std::fs::File::open(input).map_err(io(input))?;
-    // Blocks of text are read straight into their own buffers; the small
-    // buffer here only serves the rest of the line a block ends in (a
-    // larger one would copy every byte twice).
-    let reader = std::io::BufReader::with_capacity(16 << 10, file);
+    // A local file is mapped: each thread parses its blocks in place.
+    let text = crate::remote::source(input)?;
     let mut done = 0u64;
-    let r = crate::cntk::ctf::ctf_to_cbf(
-        reader,
+    let r = crate::cntk::ctf::ctf_to_cbf_source(
+        &text,
         &opts.ctf.streams,
         opts.ctf.precision,
         opts.cntk.chunking,
