@@ -1380,14 +1380,21 @@ mod tests {
         t
     }
 
-    #[test]
-    fn blocks_on_threads_give_what_one_pass_gives() {
+    /// The streams `random_ctf` writes (`d` dense 3, `s` sparse 7) and a
+    /// new scratch folder named after `what`.
+    fn two_streams_and_dir(what: &str) -> ([StreamSpec; 2], std::path::PathBuf) {
         let specs = [
             parse_stream_arg("d:dense:3").unwrap(),
             parse_stream_arg("s:sparse:7").unwrap(),
         ];
-        let dir = std::env::temp_dir().join(format!("df-cntk-ctf-blocks-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("df-cntk-ctf-{what}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        (specs, dir)
+    }
+
+    #[test]
+    fn blocks_on_threads_give_what_one_pass_gives() {
+        let (specs, dir) = two_streams_and_dir("blocks");
         let convert = |text: &[u8], threads: usize, block: usize, memory: bool, name: &str| {
             let out = dir.join(name);
             let mut progress = 0;
@@ -1448,12 +1455,7 @@ mod tests {
     /// give the same file (and the same error).
     #[test]
     fn every_kind_of_source_gives_the_same_file() {
-        let specs = [
-            parse_stream_arg("d:dense:3").unwrap(),
-            parse_stream_arg("s:sparse:7").unwrap(),
-        ];
-        let dir = std::env::temp_dir().join(format!("df-cntk-ctf-src-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (specs, dir) = two_streams_and_dir("src");
         let out = dir.join("out.bin");
         let input = dir.join("in.ctf");
         let run = |f: &dyn Fn() -> Result<ConvertReport>| {
