@@ -910,7 +910,7 @@ impl std::io::Read for SourceReader<'_> {
 }
 
 /// Where the text of a conversion comes from.
-enum Text<'a, R> {
+pub(crate) enum Text<'a, R> {
     /// Read in blocks from a reader.
     Reader(R),
     /// All in memory: blocks are ranges of `all`, the bytes of `source`.
@@ -945,7 +945,7 @@ const RELEASE_EVERY: usize = 64 << 20;
 
 /// [`ctf_to_cbf`] with blocks of `block` bytes.
 #[allow(clippy::too_many_arguments)]
-fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
+pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
     mut input: Text<'_, R>,
     specs: &[StreamSpec],
     precision: ElemType,

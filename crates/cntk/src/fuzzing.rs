@@ -64,7 +64,30 @@ pub fn ctf(data: &[u8]) {
         std::env::temp_dir()
     };
     let out = base.join(format!("df-fuzz-ctf-{}.bin", std::process::id()));
-    if let Ok(report) = ctf_to_cbf(
+    // The same text in memory, cut into blocks of a few bytes and parsed in
+    // place, gives the same file or the same error as the reader's path.
+    // (One thread: the per-input leak check would count the thread-locals
+    // of worker threads, which are freed only after the run.)
+    let source = dataformats_core::Source::from_vec(data.to_vec());
+    let text: crate::ctf::Text<'_, &[u8]> = crate::ctf::Text::Memory {
+        all: data,
+        pos: 0,
+        source: &source,
+    };
+    let in_memory = crate::ctf::ctf_to_cbf_in_blocks(
+        text,
+        &specs,
+        ElemType::F32,
+        Chunking::Ctf2bin(64),
+        1,
+        7,
+        &out,
+        |_| {},
+    )
+    .map(|report| (report, std::fs::read(&out).ok()))
+    .map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&out);
+    let converted = ctf_to_cbf(
         data,
         &specs,
         ElemType::F32,
@@ -72,7 +95,13 @@ pub fn ctf(data: &[u8]) {
         1,
         &out,
         |_| {},
-    ) {
+    );
+    let read = converted
+        .as_ref()
+        .map(|report| (*report, std::fs::read(&out).ok()))
+        .map_err(|e| e.to_string());
+    assert_eq!(read, in_memory, "in memory in small blocks vs read");
+    if let Ok(report) = converted {
         let valid = crate::read::Reader::open(&out).is_ok_and(|r| r.validate().is_ok());
         if report.negative_indices == 0 {
             assert!(valid, "converted CTF must read back");
