@@ -60,5 +60,46 @@ fn unpack(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, unpack);
+/// zlib chunks: c-blosc's own decode (zlib inflate, its SSE2 unshuffle)
+/// against ours (libdeflate per split, the unshuffle in Rust).
+fn unpack_zlib(c: &mut Criterion) {
+    let d = data();
+    let mut opts = WriteOptions::default();
+    opts.codec = blosc::BloscCompressor::Zlib;
+    let file = pack_bytes(&d, None, &opts).expect("pack");
+    let r = Reader::from_bytes(file.clone()).expect("open");
+    let chunks: Vec<(&[u8], std::ops::Range<usize>)> = r
+        .chunks()
+        .iter()
+        .map(|ch| {
+            let s = ch.offset as usize;
+            (
+                &file[s..s + ch.blosc.cbytes as usize],
+                ch.payload_start as usize..(ch.payload_start + ch.nbytes()) as usize,
+            )
+        })
+        .collect();
+    let mut out = vec![0u8; d.len()];
+    let mut g = c.benchmark_group("bloscpack_unpack_zlib");
+    g.throughput(Throughput::Bytes(d.len() as u64));
+    g.sample_size(10);
+    g.bench_function("c_blosc", |b| {
+        b.iter(|| {
+            for (src, at) in &chunks {
+                blosc::decompress_into_c_blosc(black_box(src), &mut out[at.clone()], 1)
+                    .expect("decode");
+            }
+        });
+    });
+    g.bench_function("libdeflate_splits", |b| {
+        b.iter(|| {
+            for (src, at) in &chunks {
+                blosc::decompress_into(black_box(src), &mut out[at.clone()], 1).expect("decode");
+            }
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, unpack, unpack_zlib);
 criterion_main!(benches);

@@ -1,4 +1,7 @@
-//! Blosc1 chunks through the vendored C c-blosc 1.21 (blosc-src).
+//! Blosc1 chunks through the vendored C c-blosc 1.21 (blosc-src); zlib
+//! chunks decoded on one thread go through libdeflate and our own block
+//! loop and unshuffle instead, with c-blosc deciding whenever that path has
+//! any doubt (see `docs/architecture.md`, "Codecs").
 //!
 //! c-blosc's decoders take no source length, so nothing reaches them before
 //! [`validate`] has checked the 16-byte header against the buffer, against the
@@ -401,6 +404,41 @@ pub fn decompress_into(
     if h.nbytes == 0 {
         return Ok(h);
     }
+    if threads <= 1 && zlib_blocks(chunk, &h, dst) {
+        return Ok(h);
+    }
+    decode_with_c_blosc(chunk, &h, dst, threads)
+}
+
+/// [`decompress_into`] by c-blosc alone, whatever the codec: the reference
+/// the faster zlib path is measured and tested against.
+pub fn decompress_into_c_blosc(
+    chunk: &[u8],
+    dst: &mut [u8],
+    threads: usize,
+) -> Result<BloscHeader, CodecError> {
+    let h = validate(chunk)?;
+    if h.nbytes as usize != dst.len() {
+        return Err(CodecError::size(
+            BLOSC,
+            dst.len(),
+            DecodedSize::Exactly(u64::from(h.nbytes)),
+        ));
+    }
+    if h.nbytes == 0 {
+        return Ok(h);
+    }
+    decode_with_c_blosc(chunk, &h, dst, threads)
+}
+
+/// c-blosc's decode of a chunk [`validate`] passed, `dst` being `nbytes` long.
+fn decode_with_c_blosc(
+    chunk: &[u8],
+    h: &BloscHeader,
+    dst: &mut [u8],
+    threads: usize,
+) -> Result<BloscHeader, CodecError> {
+    let h = *h;
     let threads = c_int::try_from(threads.clamp(1, 256)).unwrap_or(1);
     // SAFETY: `validate` established that `chunk` is exactly one chunk of
     // `cbytes` bytes whose header and block table c-blosc accepts, so c-blosc
@@ -428,6 +466,291 @@ pub fn decompress_into(
         ));
     }
     Ok(h)
+}
+
+/// c-blosc's `MIN_BUFFERSIZE`: blocks of fewer elements are not split.
+const MIN_SPLIT_ELEMENTS: usize = 128;
+/// c-blosc's `MAX_SPLITS`: larger elements are not split.
+const MAX_SPLITS: usize = 16;
+
+thread_local! {
+    /// The shuffled bytes of one block, kept per thread.
+    static SHUFFLED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A zlib chunk decoded here instead of by c-blosc: each split inflated by
+/// libdeflate (whole-buffer inflate of a known size, about twice zlib's
+/// speed), the byte shuffle undone here, with the block layout and the
+/// checks of c-blosc 1.21's block decoder (splits, a split stored raw when
+/// its size equals its decoded size, every size checked against the chunk).
+///
+/// False whenever this path cannot be sure of c-blosc's answer: another
+/// codec, bit shuffle, a zlib stream declaring a window under 32 KiB (zlib
+/// refuses distances beyond the declared window, libdeflate does not look),
+/// or any failure at all; c-blosc then decodes the chunk, so its results and
+/// its errors stay the reference. `dst` is `nbytes` long; on false its
+/// bytes are unspecified.
+fn zlib_blocks(chunk: &[u8], h: &BloscHeader, dst: &mut [u8]) -> bool {
+    if h.is_memcpyed() || h.compressor() != Some(BloscCompressor::Zlib) {
+        return false;
+    }
+    let ts = usize::from(h.typesize);
+    let shuffle = h.flags & FLAG_SHUFFLE != 0 && ts > 1;
+    if !shuffle && h.flags & FLAG_BITSHUFFLE != 0 {
+        return false;
+    }
+    let may_split = h.flags & FLAG_DONT_SPLIT == 0 && ts <= MAX_SPLITS;
+    let blocksize = h.blocksize as usize;
+    let decoded = super::with_libdeflate(|d| {
+        SHUFFLED.with(|cell| {
+            let Ok(mut shuffled) = cell.try_borrow_mut() else {
+                return false;
+            };
+            for (j, block) in dst.chunks_mut(blocksize).enumerate() {
+                let Some(start) = block_start(chunk, j) else {
+                    return false;
+                };
+                // The last block, when shorter, is never split.
+                let bsize = block.len();
+                let nsplits = if may_split && bsize == blocksize && bsize / ts >= MIN_SPLIT_ELEMENTS
+                {
+                    ts
+                } else {
+                    1
+                };
+                let ok = if shuffle {
+                    shuffled.resize(bsize, 0);
+                    inflate_splits(d, chunk, start, nsplits, &mut shuffled)
+                        && unshuffle(ts, &shuffled, block)
+                } else {
+                    inflate_splits(d, chunk, start, nsplits, block)
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            true
+        })
+    });
+    decoded == Some(true)
+}
+
+/// Where block `j`'s splits start (an entry of the table after the header).
+fn block_start(chunk: &[u8], j: usize) -> Option<usize> {
+    let at = HEADER_SIZE.checked_add(j.checked_mul(4)?)?;
+    usize::try_from(i32_at(chunk, at)?).ok()
+}
+
+/// The little-endian `i32` at byte `at` of `chunk`.
+fn i32_at(chunk: &[u8], at: usize) -> Option<i32> {
+    let b = chunk.get(at..at.checked_add(4)?)?;
+    Some(i32::from_le_bytes(b.try_into().ok()?))
+}
+
+/// Fills `out` (one block, `nsplits` equal parts) from the splits that start
+/// at `pos`: each a 4-byte size, then that many bytes, which are the part
+/// itself when the size equals the part's, or else a zlib stream of it.
+fn inflate_splits(
+    d: &mut libdeflater::Decompressor,
+    chunk: &[u8],
+    mut pos: usize,
+    nsplits: usize,
+    out: &mut [u8],
+) -> bool {
+    if nsplits == 0 || out.is_empty() || !out.len().is_multiple_of(nsplits) {
+        return false;
+    }
+    let part = out.len() / nsplits;
+    for dst in out.chunks_exact_mut(part) {
+        let Some(size) = i32_at(chunk, pos).and_then(|n| usize::try_from(n).ok()) else {
+            return false;
+        };
+        pos += 4;
+        let Some(src) = pos.checked_add(size).and_then(|end| chunk.get(pos..end)) else {
+            return false;
+        };
+        pos += size;
+        if size == part {
+            dst.copy_from_slice(src);
+        } else if src.first() != Some(&0x78) || d.zlib_decompress(src, dst) != Ok(part) {
+            // 0x78: deflate with a 32 KiB window, what zlib writes by default.
+            return false;
+        }
+    }
+    true
+}
+
+/// Undoes the byte shuffle of one block: `src` holds byte 0 of every
+/// element, then byte 1 of every element, and so on; the bytes after the
+/// last whole element are stored as they are.
+fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) -> bool {
+    if src.len() != dst.len() || ts == 0 {
+        return false;
+    }
+    let n = dst.len() / ts;
+    let body = n * ts;
+    let (planes, tail) = src.split_at(body);
+    let (out, out_tail) = dst.split_at_mut(body);
+    out_tail.copy_from_slice(tail);
+    match ts {
+        2 => unshuffle_fixed::<2>(planes, out, n),
+        4 => unshuffle_4(planes, out, n),
+        8 => unshuffle_8(planes, out, n),
+        16 => unshuffle_fixed::<16>(planes, out, n),
+        _ => {
+            for (k, plane) in planes.chunks_exact(n.max(1)).enumerate().take(ts) {
+                for (o, &b) in out.iter_mut().skip(k).step_by(ts).zip(plane) {
+                    *o = b;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// [`unshuffle`] of 8-byte elements: 16 at a time in SSE2 registers (every
+/// x86-64 has it): three rounds of byte, 16-bit and 32-bit interleaves.
+#[cfg(target_arch = "x86_64")]
+fn unshuffle_8(planes: &[u8], out: &mut [u8], n: usize) {
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
+        _mm_unpackhi_epi32, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
+    };
+    let whole = n / 16 * 16;
+    if planes.len() < 8 * n || out.len() < 8 * n {
+        return unshuffle_rest::<8>(planes, out, n, 0);
+    }
+    let (src, dst) = (planes.as_ptr(), out.as_mut_ptr());
+    for i in (0..whole).step_by(16) {
+        // SAFETY: for every k < 8, bytes k * n + i .. k * n + i + 16 lie in
+        // `planes` (i + 16 <= n and planes holds 8 * n bytes), and bytes
+        // 8 * i .. 8 * i + 128 lie in `out` (8 * (i + 16) <= 8 * n); loads and
+        // stores are unaligned; SSE2 is part of x86-64.
+        unsafe {
+            let a: [__m128i; 8] =
+                std::array::from_fn(|k| _mm_loadu_si128(src.add(k * n + i).cast()));
+            let b0 = _mm_unpacklo_epi8(a[0], a[1]);
+            let b1 = _mm_unpackhi_epi8(a[0], a[1]);
+            let b2 = _mm_unpacklo_epi8(a[2], a[3]);
+            let b3 = _mm_unpackhi_epi8(a[2], a[3]);
+            let b4 = _mm_unpacklo_epi8(a[4], a[5]);
+            let b5 = _mm_unpackhi_epi8(a[4], a[5]);
+            let b6 = _mm_unpacklo_epi8(a[6], a[7]);
+            let b7 = _mm_unpackhi_epi8(a[6], a[7]);
+            let c0 = _mm_unpacklo_epi16(b0, b2);
+            let c1 = _mm_unpackhi_epi16(b0, b2);
+            let c2 = _mm_unpacklo_epi16(b4, b6);
+            let c3 = _mm_unpackhi_epi16(b4, b6);
+            let c4 = _mm_unpacklo_epi16(b1, b3);
+            let c5 = _mm_unpackhi_epi16(b1, b3);
+            let c6 = _mm_unpacklo_epi16(b5, b7);
+            let c7 = _mm_unpackhi_epi16(b5, b7);
+            let d = [
+                _mm_unpacklo_epi32(c0, c2),
+                _mm_unpackhi_epi32(c0, c2),
+                _mm_unpacklo_epi32(c1, c3),
+                _mm_unpackhi_epi32(c1, c3),
+                _mm_unpacklo_epi32(c4, c6),
+                _mm_unpackhi_epi32(c4, c6),
+                _mm_unpacklo_epi32(c5, c7),
+                _mm_unpackhi_epi32(c5, c7),
+            ];
+            for (j, v) in d.into_iter().enumerate() {
+                _mm_storeu_si128(dst.add(8 * i + 16 * j).cast(), v);
+            }
+        }
+    }
+    unshuffle_rest::<8>(planes, out, n, whole);
+}
+
+/// [`unshuffle`] of 8-byte elements elsewhere.
+#[cfg(not(target_arch = "x86_64"))]
+fn unshuffle_8(planes: &[u8], out: &mut [u8], n: usize) {
+    unshuffle_fixed::<8>(planes, out, n);
+}
+
+/// [`unshuffle`] of 4-byte elements: 16 at a time in SSE2 registers, two
+/// rounds of byte and 16-bit interleaves.
+#[cfg(target_arch = "x86_64")]
+fn unshuffle_4(planes: &[u8], out: &mut [u8], n: usize) {
+    use std::arch::x86_64::{
+        _mm_loadu_si128, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
+        _mm_unpacklo_epi8, _mm_unpacklo_epi16,
+    };
+    let whole = n / 16 * 16;
+    if planes.len() < 4 * n || out.len() < 4 * n {
+        return unshuffle_rest::<4>(planes, out, n, 0);
+    }
+    let (src, dst) = (planes.as_ptr(), out.as_mut_ptr());
+    for i in (0..whole).step_by(16) {
+        // SAFETY: for every k < 4, bytes k * n + i .. k * n + i + 16 lie in
+        // `planes` (i + 16 <= n, planes holds 4 * n bytes), and bytes
+        // 4 * i .. 4 * i + 64 lie in `out`; unaligned loads and stores; SSE2
+        // is part of x86-64.
+        unsafe {
+            let a0 = _mm_loadu_si128(src.add(i).cast());
+            let a1 = _mm_loadu_si128(src.add(n + i).cast());
+            let a2 = _mm_loadu_si128(src.add(2 * n + i).cast());
+            let a3 = _mm_loadu_si128(src.add(3 * n + i).cast());
+            let b0 = _mm_unpacklo_epi8(a0, a1);
+            let b1 = _mm_unpackhi_epi8(a0, a1);
+            let b2 = _mm_unpacklo_epi8(a2, a3);
+            let b3 = _mm_unpackhi_epi8(a2, a3);
+            let d = [
+                _mm_unpacklo_epi16(b0, b2),
+                _mm_unpackhi_epi16(b0, b2),
+                _mm_unpacklo_epi16(b1, b3),
+                _mm_unpackhi_epi16(b1, b3),
+            ];
+            for (j, v) in d.into_iter().enumerate() {
+                _mm_storeu_si128(dst.add(4 * i + 16 * j).cast(), v);
+            }
+        }
+    }
+    unshuffle_rest::<4>(planes, out, n, whole);
+}
+
+/// [`unshuffle`] of 4-byte elements elsewhere.
+#[cfg(not(target_arch = "x86_64"))]
+fn unshuffle_4(planes: &[u8], out: &mut [u8], n: usize) {
+    unshuffle_fixed::<4>(planes, out, n);
+}
+
+/// Elements `from..n` one byte at a time.
+fn unshuffle_rest<const T: usize>(planes: &[u8], out: &mut [u8], n: usize, from: usize) {
+    for i in from..n {
+        for k in 0..T {
+            if let (Some(o), Some(&b)) = (out.get_mut(i * T + k), planes.get(k * n + i)) {
+                *o = b;
+            }
+        }
+    }
+}
+
+/// [`unshuffle`] for an element size known at compile time, 16 elements at
+/// a time.
+fn unshuffle_fixed<const T: usize>(planes: &[u8], out: &mut [u8], n: usize) {
+    const TILE: usize = 16;
+    let whole = n / TILE * TILE;
+    let mut i = 0;
+    let mut tile = [[0u8; T]; TILE];
+    while i < whole {
+        for (k, row) in (0..T).map(|k| (k, planes.get(k * n + i..k * n + i + TILE))) {
+            let Some(row) = row else { return };
+            for (e, &b) in tile.iter_mut().zip(row) {
+                if let Some(x) = e.get_mut(k) {
+                    *x = b;
+                }
+            }
+        }
+        if let Some(dst) = out.get_mut(i * T..(i + TILE) * T) {
+            for (d, e) in dst.chunks_exact_mut(T).zip(&tile) {
+                d.copy_from_slice(e);
+            }
+        }
+        i += TILE;
+    }
+    unshuffle_rest::<T>(planes, out, n, whole);
 }
 
 /// Decodes `nitems` items of `typesize` bytes starting at item `start` into
@@ -785,6 +1108,206 @@ mod tests {
             let mut c = good.clone();
             c[pos] ^= 0xa5;
             let _ = decompress_into(&c, &mut out, 1);
+        }
+    }
+
+    /// Both decoders on `chunk`: the same bytes, or both an error with the
+    /// same message; returns whether the zlib path decoded it itself. The one
+    /// difference allowed: a damaged zlib stream that libdeflate still
+    /// decodes to exactly its size with a matching adler-32 (libdeflate
+    /// accepts some Huffman tables zlib refuses), and then the bytes must be
+    /// `original`'s.
+    fn agree(chunk: &[u8], original: &[u8]) -> bool {
+        let nbytes = original.len();
+        let mut ours = vec![0u8; nbytes];
+        let mut theirs = vec![0u8; nbytes];
+        let a = decompress_into(chunk, &mut ours, 1).map_err(|e| e.to_string());
+        let b = decompress_into_c_blosc(chunk, &mut theirs, 1).map_err(|e| e.to_string());
+        match (&a, &b) {
+            (Ok(_), Err(_)) => assert!(ours == original, "libdeflate's bytes are not the data"),
+            _ => assert_eq!(a, b, "results differ"),
+        }
+        if b.is_ok() {
+            assert!(ours == theirs, "decoded bytes differ");
+        }
+        let Ok(h) = validate(chunk) else { return false };
+        let mut direct = vec![0u8; nbytes];
+        h.nbytes as usize == nbytes && h.nbytes > 0 && zlib_blocks(chunk, &h, &mut direct)
+    }
+
+    fn sample(kind: usize, len: usize, rng: &mut crate::rng::SplitMix64) -> Vec<u8> {
+        match kind {
+            // A slow ramp of little-endian floats: shuffling pays.
+            0 => (0..len.div_ceil(8) as u32)
+                .flat_map(|i| (f64::from(i) * 0.25).to_le_bytes())
+                .take(len)
+                .collect(),
+            // Noise: splits stored as they are.
+            _ => (0..len).map(|_| rng.next_u64() as u8).collect(),
+        }
+    }
+
+    #[test]
+    fn zlib_path_gives_c_bloscs_bytes() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        let mut taken = 0;
+        for ts in [1usize, 2, 3, 4, 5, 8, 12, 16, 17, 255] {
+            for shuffle in [Shuffle::None, Shuffle::Byte, Shuffle::Bit] {
+                for (len, blocksize) in [
+                    (1, 0),
+                    (999, 0),
+                    (70_000, 0),
+                    (70_001, 4096),
+                    (33_000, 1000),
+                ] {
+                    for kind in 0..2 {
+                        let d = sample(kind, len, &mut rng);
+                        let p = BloscParams::new(BloscCompressor::Zlib, 5, shuffle, ts)
+                            .with_blocksize(blocksize);
+                        let chunk = compress(&d, &p).unwrap();
+                        let mut out = vec![0u8; len];
+                        decompress_into(&chunk, &mut out, 1).unwrap();
+                        assert!(out == d, "ts {ts} {shuffle:?} len {len}");
+                        let h = validate(&chunk).unwrap();
+                        let direct = agree(&chunk, &d);
+                        let filtered = h.flags & (FLAG_SHUFFLE | FLAG_BITSHUFFLE);
+                        let expected = !h.is_memcpyed() && filtered != FLAG_BITSHUFFLE;
+                        assert_eq!(
+                            direct, expected,
+                            "ts {ts} {shuffle:?} len {len} flags {:#x}",
+                            h.flags
+                        );
+                        taken += usize::from(direct);
+                    }
+                }
+            }
+        }
+        assert!(taken > 50, "the zlib path decoded only {taken} chunks");
+    }
+
+    /// A zlib chunk built by hand with every block split in `ts` parts (what
+    /// c-blosc before 1.13 wrote); `raw` stores the parts as they are.
+    fn split_chunk(d: &[u8], ts: usize, blocksize: usize, shuffle: bool, raw: bool) -> Vec<u8> {
+        let mut z = libdeflater::Compressor::new(libdeflater::CompressionLvl::default());
+        let nblocks = d.len().div_ceil(blocksize);
+        let mut body = Vec::new();
+        let mut starts = Vec::new();
+        let table_end = HEADER_SIZE + 4 * nblocks;
+        for block in d.chunks(blocksize) {
+            starts.push((table_end + body.len()) as i32);
+            let mut filtered = block.to_vec();
+            let n = block.len() / ts;
+            if shuffle {
+                for i in 0..n {
+                    for k in 0..ts {
+                        filtered[k * n + i] = block[i * ts + k];
+                    }
+                }
+            }
+            let nsplits = if block.len() == blocksize && blocksize / ts >= MIN_SPLIT_ELEMENTS {
+                ts
+            } else {
+                1
+            };
+            for part in filtered.chunks(block.len() / nsplits) {
+                let stored = if raw {
+                    part.to_vec()
+                } else {
+                    let mut out = vec![0u8; z.zlib_compress_bound(part.len())];
+                    let k = z.zlib_compress(part, &mut out).unwrap();
+                    out.truncate(k);
+                    out
+                };
+                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
+                body.extend_from_slice(&stored);
+            }
+        }
+        let flags = (3 << 5) | if shuffle { FLAG_SHUFFLE } else { 0 };
+        let mut chunk = vec![2, 1, flags, ts as u8];
+        chunk.extend_from_slice(&(d.len() as u32).to_le_bytes());
+        chunk.extend_from_slice(&(blocksize as u32).to_le_bytes());
+        chunk.extend_from_slice(&((table_end + body.len()) as u32).to_le_bytes());
+        for s in starts {
+            chunk.extend_from_slice(&s.to_le_bytes());
+        }
+        chunk.extend_from_slice(&body);
+        chunk
+    }
+
+    #[test]
+    fn zlib_path_reads_split_blocks_and_leaves_doubt_to_c_blosc() {
+        let mut rng = crate::rng::SplitMix64::new(11);
+        for ts in [2usize, 4, 8, 16] {
+            for shuffle in [false, true] {
+                for raw in [false, true] {
+                    let d = sample(0, 3 * 4096 + 100, &mut rng);
+                    let chunk = split_chunk(&d, ts, 4096, shuffle, raw);
+                    let mut out = vec![0u8; d.len()];
+                    decompress_into_c_blosc(&chunk, &mut out, 1).unwrap();
+                    assert!(out == d, "c-blosc reads the hand-made chunk (ts {ts})");
+                    assert!(agree(&chunk, &d), "ts {ts} shuffle {shuffle} raw {raw}");
+                }
+            }
+        }
+        // A stream declaring a 16 KiB window: left to c-blosc (and zlib).
+        let d = sample(0, 8192, &mut rng);
+        let mut chunk = split_chunk(&d, 8, 8192, true, false);
+        let first = HEADER_SIZE + 4 + 4;
+        assert_eq!(chunk[first], 0x78);
+        chunk[first] = 0x68;
+        chunk[first + 1] = (31 - (u16::from(0x68u8) << 8 | u16::from(chunk[first + 1] & 0xe0)) % 31)
+            as u8
+            | (chunk[first + 1] & 0xe0);
+        assert!(!agree(&chunk, &d));
+    }
+
+    #[test]
+    fn damaged_zlib_chunks_get_c_bloscs_answer() {
+        let mut rng = crate::rng::SplitMix64::new(5);
+        let d = sample(0, 20_000, &mut rng);
+        let chunks = [
+            compress(
+                &d,
+                &BloscParams::new(BloscCompressor::Zlib, 5, Shuffle::Byte, 8).with_blocksize(4096),
+            )
+            .unwrap(),
+            compress(
+                &d,
+                &BloscParams::new(BloscCompressor::Zlib, 9, Shuffle::None, 4),
+            )
+            .unwrap(),
+            split_chunk(&d, 8, 4096, true, false),
+        ];
+        for good in &chunks {
+            assert!(agree(good, &d));
+            for _ in 0..400 {
+                let mut c = good.clone();
+                for _ in 0..=rng.below(3) {
+                    let at = HEADER_SIZE + rng.below((c.len() - HEADER_SIZE) as u64) as usize;
+                    c[at] ^= 1 << rng.below(8);
+                }
+                agree(&c, &d);
+            }
+        }
+    }
+
+    #[test]
+    fn unshuffle_inverts_the_byte_shuffle_for_every_size() {
+        let mut rng = crate::rng::SplitMix64::new(3);
+        for ts in 1..=20usize {
+            for len in (0..300).chain([4096, 4099, 65_536 + 13]) {
+                let d: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+                let n = len / ts;
+                let mut shuffled = d.clone();
+                for i in 0..n {
+                    for k in 0..ts {
+                        shuffled[k * n + i] = d[i * ts + k];
+                    }
+                }
+                let mut out = vec![0u8; len];
+                assert!(unshuffle(ts, &shuffled, &mut out));
+                assert!(out == d, "ts {ts} len {len}");
+            }
         }
     }
 }

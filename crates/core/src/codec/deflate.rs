@@ -65,23 +65,13 @@ pub(super) fn inflate_into(src: &[u8], dst: &mut [u8], zlib: bool) -> Result<usi
     }
 }
 
-thread_local! {
-    /// One libdeflate decompressor per thread, made on first use.
-    static LIBDEFLATE: RefCell<Option<libdeflater::Decompressor>> = const { RefCell::new(None) };
-}
-
 /// libdeflate's inflate of the raw deflate stream `src` into `dst`: true
 /// when the stream decodes to exactly `dst.len()` bytes (then `dst` holds
 /// them). Any other outcome (longer or shorter output, damage) is false and
 /// leaves the answer to zlib, whose results and messages define ours.
 fn inflate_whole(src: &[u8], dst: &mut [u8]) -> bool {
-    LIBDEFLATE.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            return false;
-        };
-        let d = slot.get_or_insert_with(libdeflater::Decompressor::new);
-        d.deflate_decompress(src, dst).is_ok_and(|n| n == dst.len())
-    })
+    super::with_libdeflate(|d| d.deflate_decompress(src, dst).is_ok_and(|n| n == dst.len()))
+        .unwrap_or(false)
 }
 
 /// Inflates raw deflate `src` into `dst` until `dst` is full or the stream

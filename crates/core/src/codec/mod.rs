@@ -294,6 +294,23 @@ fn check_full(codec: &'static str, written: usize, dst: &[u8]) -> Result<(), Cod
     }
 }
 
+#[cfg(any(feature = "deflate", feature = "blosc"))]
+thread_local! {
+    /// One libdeflate decompressor per thread, made on first use.
+    static LIBDEFLATE: std::cell::RefCell<Option<libdeflater::Decompressor>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's libdeflate decompressor; `None` when the
+/// decompressor is already in use on this thread (a nested call).
+#[cfg(any(feature = "deflate", feature = "blosc"))]
+pub(crate) fn with_libdeflate<R>(f: impl FnOnce(&mut libdeflater::Decompressor) -> R) -> Option<R> {
+    LIBDEFLATE.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        Some(f(slot.get_or_insert_with(libdeflater::Decompressor::new)))
+    })
+}
+
 #[cfg(all(test, feature = "deflate", feature = "lz4", feature = "zstd"))]
 mod tests {
     use super::*;
