@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use dataformats::DatasetError;
 use dataformats::describe::{self, Description, DumpForm, DumpOptions, InspectOptions};
-use dataformats::{DatasetError, Format};
 use serde_json::json;
 
 use dataformats_cli::Failure;
@@ -295,7 +295,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diff { a, b, content } => diff(&a, &b, content, cli.json),
         Command::Sql(args) => sql::run(args, cli.json),
         Command::Formats => {
-            formats(cli.json);
+            show(Path::new("formats"), &describe::formats(), cli.json);
             Ok(())
         }
         Command::Demo { dir } => demo::run(dir, cli.json),
@@ -369,38 +369,4 @@ fn diff(a: &Path, b: &Path, content: bool, as_json: bool) -> Result<(), Failure>
         None,
         format!("{} difference(s)", d.len()),
     ))
-}
-
-fn formats(json: bool) {
-    if json {
-        let list: Vec<_> = Format::ALL
-            .iter()
-            .map(|f| {
-                json!({
-                    "name": f.name(),
-                    "description": f.description(),
-                    "crate": f.crate_name(),
-                    "extension": f.extension(),
-                    "supported": f.is_available(),
-                })
-            })
-            .collect();
-        say!("{}", json!({ "formats": list }));
-        return;
-    }
-    say!(
-        "{:<10} {:<9} {:<22} description",
-        "format",
-        "supported",
-        "crate"
-    );
-    for f in Format::ALL {
-        say!(
-            "{:<10} {:<9} {:<22} {}",
-            f.name(),
-            if f.is_available() { "yes" } else { "not yet" },
-            f.crate_name(),
-            f.description()
-        );
-    }
 }

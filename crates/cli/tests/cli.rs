@@ -177,6 +177,16 @@ fn formats_lists_every_format() {
             "ffcv"
         ]
     );
+    // As text: a header, then one line per format starting with its name.
+    let out = run(&["formats"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("format     supported"), "{text}");
+    assert_eq!(lines.len(), names.len() + 1, "{text}");
+    for (line, name) in lines[1..].iter().zip(&names) {
+        assert_eq!(line.split_whitespace().next(), Some(*name), "{text}");
+    }
 }
 
 #[test]

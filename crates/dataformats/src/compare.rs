@@ -1,6 +1,9 @@
 //! Whether two datasets hold the same records, whatever their formats: what
 //! a conversion is checked with.
 
+use std::path::Path;
+
+use crate::Format;
 use crate::dataset::{Dataset, Value};
 use crate::error::Error;
 
@@ -85,6 +88,47 @@ pub fn first_difference(a: &dyn Dataset, b: &dyn Dataset) -> Result<Option<Diffe
     Ok(None)
 }
 
+/// [`first_difference`] of the datasets at `a` and `b` (any format
+/// [`open`](crate::open) reads).
+pub fn first_difference_of_files(a: &Path, b: &Path) -> Result<Option<Difference>, Error> {
+    let (a, b) = (crate::open(a)?, crate::open(b)?);
+    first_difference(a.as_ref(), b.as_ref())
+}
+
+/// What [`check_conversion`] found in a conversion's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Checked {
+    /// The output's format.
+    pub format: Format,
+    /// Its records.
+    pub records: u64,
+    /// Its columns.
+    pub columns: usize,
+    /// A different record count from the input's ([`Difference::Len`]); never
+    /// set across CNTK, where one sequence is one record and becomes one
+    /// record per sample elsewhere.
+    pub count: Option<Difference>,
+}
+
+/// Checks `output`, made from `input` by a conversion: opens it, validates
+/// every byte of it, and compares its record count with the input's.
+pub fn check_conversion(input: &Path, output: &Path) -> Result<Checked, Error> {
+    let src = crate::open(input)?;
+    let out = crate::open(output)?;
+    out.validate()?;
+    let cntk = src.format() == Format::Cntk || out.format() == Format::Cntk;
+    Ok(Checked {
+        format: out.format(),
+        records: out.len(),
+        columns: out.columns().len(),
+        count: (!cntk && out.len() != src.len()).then_some(Difference::Len {
+            a: src.len(),
+            b: out.len(),
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -162,5 +206,40 @@ mod tests {
         assert!(same_value(&l(f64::NAN), &l(f64::NAN)));
         assert!(!same_value(&l(1.0), &l(2.0)));
         assert!(!same_value(&l(1.0), &Value::List(vec![Value::Int(3)])));
+    }
+
+    #[test]
+    fn conversions_are_checked_from_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        let xs: Vec<i32> = (0..300).collect();
+        let fs: Vec<f64> = xs.iter().map(|&x| f64::from(x) / 4.0).collect();
+        dataset(&p("a.mldf"), &xs, &fs);
+        crate::convert::convert(&p("a.mldf"), &p("a.idv"), &ConvertOptions::default()).unwrap();
+        let c = check_conversion(&p("a.mldf"), &p("a.idv")).unwrap();
+        assert_eq!(
+            (c.format, c.records, c.columns, c.count),
+            (Format::Idv, 300, 2, None)
+        );
+        assert_eq!(
+            first_difference_of_files(&p("a.mldf"), &p("a.idv")).unwrap(),
+            None
+        );
+
+        dataset(&p("short.mldf"), &xs[..7], &fs[..7]);
+        let c = check_conversion(&p("a.mldf"), &p("short.mldf")).unwrap();
+        assert_eq!(c.count, Some(Difference::Len { a: 300, b: 7 }));
+        assert_eq!(
+            first_difference_of_files(&p("a.mldf"), &p("short.mldf")).unwrap(),
+            Some(Difference::Len { a: 300, b: 7 })
+        );
+
+        // A damaged output does not pass.
+        let mut bytes = std::fs::read(p("a.idv")).unwrap();
+        let n = bytes.len();
+        bytes.truncate(n - 9);
+        std::fs::write(p("cut.idv"), bytes).unwrap();
+        assert!(check_conversion(&p("a.mldf"), &p("cut.idv")).is_err());
+        assert!(check_conversion(&p("missing.mldf"), &p("a.idv")).is_err());
     }
 }

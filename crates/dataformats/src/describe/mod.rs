@@ -72,7 +72,7 @@ pub(crate) use put;
 #[non_exhaustive]
 pub struct Description {
     /// What the file is: a [`Format`]'s name (`idv`, `bloscpack`, ...),
-    /// `npy` or `tar`.
+    /// `npy` or `tar` (`formats` for the list [`formats`] gives).
     pub format: &'static str,
     /// The summary as one JSON object (what `dataformats --json` prints).
     pub json: Value,
@@ -278,6 +278,34 @@ impl<'a> Listing<'a> {
         }
         self.out.flush().map_err(io)
     }
+}
+
+/// The formats this build knows (what `dataformats formats` prints): for
+/// each its name, whether this build reads and writes it, its crate, its
+/// usual extension (JSON only) and one line about it.
+pub fn formats() -> Description {
+    let list: Vec<Value> = Format::ALL
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name(),
+                "description": f.description(),
+                "crate": f.crate_name(),
+                "extension": f.extension(),
+                "supported": f.is_available(),
+            })
+        })
+        .collect();
+    let mut text = format!(
+        "{:<10} {:<9} {:<22} description\n",
+        "format", "supported", "crate"
+    );
+    for f in Format::ALL {
+        let supported = if f.is_available() { "yes" } else { "not yet" };
+        let (name, krate, about) = (f.name(), f.crate_name(), f.description());
+        text.push_str(&format!("{name:<10} {supported:<9} {krate:<22} {about}\n"));
+    }
+    Description::new("formats", json!({ "formats": list }), text)
 }
 
 /// Describes `path`: its format, header, schema and layout.
