@@ -37,7 +37,8 @@ pub fn varints(data: &[u8]) {
 }
 
 /// Treats `data` as a Blosc1 chunk: validates it, and if it passes, decodes it
-/// whole (when its declared size is at most 16 MiB) and item by item.
+/// whole (when its declared size is at most 16 MiB), also by c-blosc alone
+/// (same bytes or same error), and item by item.
 #[cfg(feature = "blosc")]
 pub fn blosc_chunk(data: &[u8]) {
     let Ok(h) = blosc::validate(data) else {
@@ -48,6 +49,20 @@ pub fn blosc_chunk(data: &[u8]) {
     }
     let mut out = vec![0u8; h.nbytes as usize];
     let whole = blosc::decompress_into(data, &mut out, 1);
+    // zlib chunks decode through libdeflate and our own block loop: c-blosc
+    // must agree, save where libdeflate accepts a Huffman table zlib refuses
+    // (the split's size and Adler-32 are still checked).
+    let mut reference = vec![0u8; out.len()];
+    let c_blosc = blosc::decompress_into_c_blosc(data, &mut reference, 1);
+    if c_blosc.is_ok() {
+        assert_eq!(
+            whole.as_ref().map_err(ToString::to_string).map(|_| &out),
+            Ok(&reference),
+            "the zlib path and c-blosc decode differently"
+        );
+    } else if let (Err(a), Err(b)) = (&whole, &c_blosc) {
+        assert_eq!(a.to_string(), b.to_string());
+    }
     let ts = u64::from(h.typesize);
     let items = u64::from(h.nbytes) / ts;
     if items > 0 {
