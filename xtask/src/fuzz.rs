@@ -298,14 +298,18 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 .into_iter()
                 .filter(|c| c.is_available())
             {
+                // (Byte shuffle of 2-, 4- and 8-byte elements: the element
+                // sizes our zlib path unshuffles each in its own way.)
                 for (shuffle, ts) in [
                     (blosc::Shuffle::None, 1),
+                    (blosc::Shuffle::Byte, 2),
                     (blosc::Shuffle::Byte, 4),
+                    (blosc::Shuffle::Byte, 8),
                     (blosc::Shuffle::Bit, 4),
                 ] {
                     let p = blosc::BloscParams::new(comp, 5, shuffle, ts).with_blocksize(4096);
                     if let Ok(c) = blosc::compress(&data, &p) {
-                        seeds.push((format!("gen-{comp}-{}", shuffle.name()), c));
+                        seeds.push((format!("gen-{comp}-{}-{ts}", shuffle.name()), c));
                     }
                 }
             }
