@@ -473,6 +473,10 @@ const MIN_SPLIT_ELEMENTS: usize = 128;
 /// c-blosc's `MAX_SPLITS`: larger elements are not split.
 const MAX_SPLITS: usize = 16;
 
+/// The largest block buffer a thread keeps between chunks (c-blosc's own
+/// blocks are at most a few MiB).
+const KEEP_SHUFFLED: usize = 8 << 20;
+
 thread_local! {
     /// The shuffled bytes of one block, kept per thread.
     static SHUFFLED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -506,7 +510,7 @@ fn zlib_blocks(chunk: &[u8], h: &BloscHeader, dst: &mut [u8]) -> bool {
             let Ok(mut shuffled) = cell.try_borrow_mut() else {
                 return false;
             };
-            for (j, block) in dst.chunks_mut(blocksize).enumerate() {
+            let all = dst.chunks_mut(blocksize).enumerate().all(|(j, block)| {
                 let Some(start) = block_start(chunk, j) else {
                     return false;
                 };
@@ -518,18 +522,19 @@ fn zlib_blocks(chunk: &[u8], h: &BloscHeader, dst: &mut [u8]) -> bool {
                 } else {
                     1
                 };
-                let ok = if shuffle {
+                if shuffle {
                     shuffled.resize(bsize, 0);
                     inflate_splits(d, chunk, start, nsplits, &mut shuffled)
                         && unshuffle(ts, &shuffled, block)
                 } else {
                     inflate_splits(d, chunk, start, nsplits, block)
-                };
-                if !ok {
-                    return false;
                 }
+            });
+            // Kept for the next chunk, unless a rare huge block made it big.
+            if shuffled.capacity() > KEEP_SHUFFLED {
+                *shuffled = Vec::new();
             }
-            true
+            all
         })
     });
     decoded == Some(true)
