@@ -68,7 +68,8 @@ pub(super) fn inflate_into(src: &[u8], dst: &mut [u8], zlib: bool) -> Result<usi
 /// libdeflate's inflate of the raw deflate stream `src` into `dst`: true
 /// when the stream decodes to exactly `dst.len()` bytes (then `dst` holds
 /// them). Any other outcome (longer or shorter output, damage) is false and
-/// leaves the answer to zlib, whose results and messages define ours.
+/// leaves the answer to zlib, whose results and messages define ours, save
+/// for the rare damaged Huffman table libdeflate accepts and zlib refuses.
 fn inflate_whole(src: &[u8], dst: &mut [u8]) -> bool {
     super::with_libdeflate(|d| d.deflate_decompress(src, dst).is_ok_and(|n| n == dst.len()))
         .unwrap_or(false)
