@@ -860,9 +860,9 @@ pub fn ctf_to_cbf(
 
 /// [`ctf_to_cbf`] from the text in `input`. When its bytes are in memory
 /// (a mapped file, a buffer), each thread parses its blocks in place and
-/// nothing is copied before parsing; a mapped file's pages are handed back
-/// to the kernel now and then, so resident memory does not grow with the
-/// input. Any other source is read in blocks.
+/// nothing is copied before parsing; each block's pages of a mapped file are
+/// handed back to the kernel once it is parsed, so resident memory does not
+/// grow with the input. Any other source is read in blocks.
 pub fn ctf_to_cbf_source(
     input: &Source,
     specs: &[StreamSpec],
@@ -940,9 +940,6 @@ fn block_end(all: &[u8], pos: usize, size: usize) -> usize {
 /// faster; docs/performance.md.)
 const AHEAD: usize = 16;
 
-/// A mapped input's pages are given back after this many bytes of text.
-const RELEASE_EVERY: usize = 64 << 20;
-
 /// [`ctf_to_cbf`] with blocks of `block` bytes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
@@ -994,7 +991,6 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
         Text::Memory { all, source, .. } => (all, Some(*source)),
         Text::Reader(_) => (&[], None),
     };
-    let mut since_release = 0usize;
     dataformats_core::parallel::ordered_ahead(
         dataformats_core::parallel::threads(threads),
         AHEAD,
@@ -1023,18 +1019,16 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
         },
         |mut p: Parsed| {
             p.parse_block(memory, specs, compat);
+            // A mapped block's pages go back to the kernel on the thread that
+            // parsed it, while the others parse on.
+            if let (Some(src), Some(r)) = (mapped, &p.range) {
+                src.release_range(r.start as u64..r.end as u64);
+            }
             p
         },
         |parsed: Parsed| -> Result<()> {
             progress(parsed.len);
             asm.block(&parsed)?;
-            since_release += parsed.len;
-            if since_release >= RELEASE_EVERY {
-                since_release = 0;
-                if let Some(src) = mapped {
-                    src.release_pages();
-                }
-            }
             spare.borrow_mut().push(parsed);
             Ok(())
         },

@@ -303,10 +303,18 @@ impl Writer {
             samples += u64::from(*l);
         }
         self.pos += 4 * self.lengths.len() as u64;
+        // With ctf2bin's chunking, once one chunk has closed every later
+        // chunk holds a single sequence: the large buffers are not needed
+        // again, and are freed now rather than at the end.
+        let small_from_now =
+            matches!(self.chunking, Chunking::Ctf2bin(t) if self.running_total >= t);
         for r in &mut self.records {
             self.out.write_all(r).map_err(io)?;
             self.pos += r.len() as u64;
             r.clear();
+            if small_from_now && r.capacity() > 1 << 20 {
+                *r = Vec::new();
+            }
         }
         let nseq = u32::try_from(self.lengths.len())
             .map_err(|_| Error::new(ErrorKind::InvalidArgument, "too many sequences in a chunk"))?;

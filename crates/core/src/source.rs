@@ -151,6 +151,38 @@ impl Source {
         }
     }
 
+    /// [`Source::release_pages`] for the whole pages inside `range` only
+    /// (bytes of the source): a pass that works through a mapped file in
+    /// parts, each thread on its own part, hands each part back as soon as
+    /// it is done with it, without disturbing the pages others are reading
+    /// (and leaves little for the final unmapping to do). Does nothing for
+    /// sources that are not mapped, or for a range outside the source.
+    pub fn release_range(&self, range: std::ops::Range<u64>) {
+        #[cfg(unix)]
+        if let Inner::Map(m) = &self.inner {
+            // SAFETY: sysconf has no preconditions.
+            let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .ok()
+                .filter(|p| p.is_power_of_two())
+                .unwrap_or(4096);
+            let start = range.start.div_ceil(page).saturating_mul(page);
+            let end = range.end.min(m.len() as u64) / page * page;
+            if start >= end {
+                return;
+            }
+            let (Ok(offset), Ok(len)) = (usize::try_from(start), usize::try_from(end - start))
+            else {
+                return;
+            };
+            // SAFETY: as in `release_pages`: a read-only shared file mapping,
+            // whose dropped page table entries fault the same file contents
+            // back in; offset and length lie inside the mapping.
+            let _ = unsafe {
+                m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
+            };
+        }
+    }
+
     /// Opens the file at `path` for positioned reads (no mapping, no cursor).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let file = File::open(path.as_ref())?;

@@ -171,6 +171,21 @@ fn released_pages_read_back_the_same_bytes() {
             assert_eq!(&shared[..], &bytes[4096..4096 + (1 << 20)], "{name}");
         }
         src.release_pages();
+        // Parts, page-aligned or not, empty, reversed or past the end.
+        for (a, b) in [
+            (0, 4096),
+            (100, 70_000),
+            (5000, 5001),
+            (9, 3),
+            (1 << 20, 1 << 40),
+        ] {
+            src.release_range(a..b);
+            assert_eq!(
+                src.read_vec(0, src.len(), &Limits::default()).unwrap(),
+                bytes,
+                "{name} {a}..{b}"
+            );
+        }
         assert_eq!(
             src.bytes(1 << 21, 16).unwrap().as_ref(),
             &bytes[1 << 21..(1 << 21) + 16],
