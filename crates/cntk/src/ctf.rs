@@ -962,8 +962,14 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
         })
         .collect();
     let compat = matches!(chunking, Chunking::Ctf2bin(_));
+    let threads = dataformats_core::parallel::threads(threads);
     let mut w = Writer::create(out, &streams, chunking)?;
     w.set_signed_indices(compat);
+    if threads > 1 {
+        // The assembling thread hands each finished chunk to a writing
+        // thread and goes on feeding the parse threads.
+        w.write_behind()?;
+    }
     let mut asm = Assembler {
         w,
         acc: specs
@@ -992,7 +998,7 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
         Text::Reader(_) => (&[], None),
     };
     dataformats_core::parallel::ordered_ahead(
-        dataformats_core::parallel::threads(threads),
+        threads,
         AHEAD,
         || {
             let popped = spare.borrow_mut().pop();

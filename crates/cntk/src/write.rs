@@ -1,10 +1,12 @@
 //! Writing CBF files: streams declared up front, sequences appended, chunks
-//! cut by a target size, memory bounded by one chunk, atomic output.
+//! cut by a target size, memory bounded by one chunk (three with
+//! [`Writer::write_behind`]), atomic output.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use dataformats_core::AtomicFile;
+use dataformats_core::write_behind::WriteBehind;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::read::{ElemType, MAGIC, StreamDesc, StreamKind, VERSION};
@@ -101,10 +103,47 @@ fn put_sparse<T: Copy>(
     (k, estimate)
 }
 
+/// Where a [`Writer`]'s bytes go.
+#[derive(Debug)]
+enum Out {
+    /// Written on the calling thread.
+    Here(BufWriter<AtomicFile>),
+    /// Written on a thread of their own.
+    Behind(WriteBehind<AtomicFile>),
+    /// Between the two (only if switching failed).
+    Gone,
+}
+
+/// Records of at least this many bytes are handed to the writing thread as
+/// they are, without a copy.
+const HAND_OVER: usize = 1 << 20;
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Here(w) => w.write(b),
+            Out::Behind(w) => w.write(b),
+            Out::Gone => Err(std::io::Error::other(
+                "the output was lost by an earlier error",
+            )),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Here(w) => w.flush(),
+            Out::Behind(w) => w.flush(),
+            Out::Gone => Err(std::io::Error::other(
+                "the output was lost by an earlier error",
+            )),
+        }
+    }
+}
+
 /// A streaming CBF writer.
 #[derive(Debug)]
 pub struct Writer {
-    out: BufWriter<AtomicFile>,
+    out: Out,
     streams: Vec<StreamDesc>,
     chunking: Chunking,
     pos: u64,
@@ -149,13 +188,13 @@ impl Writer {
                 ));
             }
         }
-        let f = AtomicFile::create(path).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+        let f = AtomicFile::create(path).map_err(Error::from)?;
         let mut out = BufWriter::with_capacity(1 << 20, f);
-        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        let io = Error::from;
         out.write_all(MAGIC).map_err(io)?;
         out.write_all(&VERSION.to_le_bytes()).map_err(io)?;
         Ok(Writer {
-            out,
+            out: Out::Here(out),
             records: vec![Vec::new(); streams.len()],
             streams: streams.to_vec(),
             chunking,
@@ -176,6 +215,32 @@ impl Writer {
     /// ctf2bin's output byte for byte (`--compat ctf2bin`).
     pub fn set_signed_indices(&mut self, on: bool) {
         self.signed_indices = on;
+    }
+
+    /// Writes the file on a thread of its own from now on: a finished chunk
+    /// is handed over (its large records without a copy) and the caller goes
+    /// on with the next one while the kernel takes the bytes. For callers
+    /// that keep other threads busy (a parallel conversion), whose work
+    /// would otherwise wait while a large chunk is written. Memory is then
+    /// bounded by about three chunks (one being filled, and up to the chunk
+    /// size, at most 64 MiB, plus 16 MiB waiting to be written) instead of
+    /// one. Write errors are returned by a later call.
+    pub fn write_behind(&mut self) -> Result<()> {
+        let io = Error::from;
+        match std::mem::replace(&mut self.out, Out::Gone) {
+            Out::Here(b) => {
+                let f = b.into_inner().map_err(|e| io(e.into_error()))?;
+                // Room for a whole chunk and then some, so that the chunk
+                // after a large one is handed over without waiting.
+                let target = match self.chunking {
+                    Chunking::Target(t) | Chunking::Ctf2bin(t) => t,
+                };
+                let room = usize::try_from(target.min(64 << 20)).unwrap_or(64 << 20) + (16 << 20);
+                self.out = Out::Behind(WriteBehind::new(f, HAND_OVER, room).map_err(io)?);
+            }
+            other => self.out = other,
+        }
+        Ok(())
     }
 
     /// Appends one sequence: one entry per stream, in declaration order.
@@ -240,7 +305,11 @@ impl Writer {
         }
         let mut len = 0u32;
         let mut estimate = 0u64;
+        let room = self.large_chunk_room();
         for ((s, d), buf) in self.streams.iter().zip(data).zip(self.records.iter_mut()) {
+            if let Some(room) = room.filter(|_| buf.capacity() < HAND_OVER) {
+                dataformats_core::buffers::reserve_large(buf, room);
+            }
             let e = s.elem.size();
             match (s.kind, d) {
                 (StreamKind::Dense, RecordData::Dense { samples, values }) => {
@@ -294,8 +363,30 @@ impl Writer {
         Ok(())
     }
 
+    /// With ctf2bin's chunking, once one chunk has closed every later chunk
+    /// holds a single sequence (its running total is never reset).
+    fn single_sequence_chunks(&self) -> bool {
+        matches!(self.chunking, Chunking::Ctf2bin(t) if self.running_total >= t)
+    }
+
+    /// The room a record buffer of a large chunk is given at once (see
+    /// [`dataformats_core::buffers::reserve_large`]): the chunk's target
+    /// (at most 64 MiB) and one more sequence's worth. `None` for small
+    /// chunks, which grow as usual.
+    fn large_chunk_room(&self) -> Option<usize> {
+        let target = match self.chunking {
+            Chunking::Target(t) | Chunking::Ctf2bin(t) => t,
+        };
+        if target < 4 << 20 || self.single_sequence_chunks() {
+            return None;
+        }
+        usize::try_from(target.min(64 << 20))
+            .ok()
+            .map(|t| t + HAND_OVER)
+    }
+
     fn flush_chunk(&mut self) -> Result<()> {
-        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        let io = Error::from;
         let start = self.pos;
         let mut samples = 0u64;
         for l in &self.lengths {
@@ -303,17 +394,30 @@ impl Writer {
             samples += u64::from(*l);
         }
         self.pos += 4 * self.lengths.len() as u64;
-        // With ctf2bin's chunking, once one chunk has closed every later
-        // chunk holds a single sequence: the large buffers are not needed
-        // again, and are freed now rather than at the end.
-        let small_from_now =
-            matches!(self.chunking, Chunking::Ctf2bin(t) if self.running_total >= t);
+        // Once every later chunk holds a single sequence, the large
+        // buffers are not needed again, and are freed now rather than at
+        // the end.
+        let small_from_now = self.single_sequence_chunks();
         for r in &mut self.records {
-            self.out.write_all(r).map_err(io)?;
             self.pos += r.len() as u64;
-            r.clear();
-            if small_from_now && r.capacity() > 1 << 20 {
-                *r = Vec::new();
+            match &mut self.out {
+                Out::Behind(w) if r.len() >= HAND_OVER => {
+                    // Handed over as it is; a buffer the thread has written
+                    // takes its place (its pages already in memory).
+                    let next = if small_from_now {
+                        Vec::new()
+                    } else {
+                        w.spare()
+                    };
+                    w.write_vec(std::mem::replace(r, next)).map_err(io)?;
+                }
+                out => {
+                    out.write_all(r).map_err(io)?;
+                    r.clear();
+                    if small_from_now && r.capacity() > HAND_OVER {
+                        *r = Vec::new();
+                    }
+                }
             }
         }
         let nseq = u32::try_from(self.lengths.len())
@@ -328,7 +432,7 @@ impl Writer {
 
     /// Writes the last chunk, the header and the footer, and renames the file into place.
     pub fn finish(mut self) -> Result<()> {
-        let io = |e: std::io::Error| Error::new(ErrorKind::Io, e.to_string());
+        let io = Error::from;
         // The open chunk is always written (an empty input gives one empty chunk).
         self.flush_chunk()?;
         let h = self.pos;
@@ -356,7 +460,15 @@ impl Writer {
         }
         head.extend_from_slice(&(h as i64).to_le_bytes());
         self.out.write_all(&head).map_err(io)?;
-        let f = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        let f = match self.out {
+            Out::Here(b) => b.into_inner().map_err(|e| io(e.into_error()))?,
+            Out::Behind(w) => w.into_inner().map_err(io)?,
+            Out::Gone => {
+                return Err(io(std::io::Error::other(
+                    "the output was lost by an earlier error",
+                )));
+            }
+        };
         f.finish().map_err(io)
     }
 }

@@ -421,3 +421,109 @@ fn validate_fails_where_chunk_by_chunk_reads_fail_first() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Chunks large enough to be handed to the writing thread as they are
+/// ([`Writer::write_behind`]) give the same file as writing them in place,
+/// with either chunking; a writer dropped unfinished leaves nothing behind.
+#[test]
+fn chunks_written_behind_are_the_same_file() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-cntk-behind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let streams = [
+        StreamDesc {
+            name: "wide".into(),
+            kind: StreamKind::Dense,
+            elem: ElemType::F32,
+            dim: 64,
+        },
+        StreamDesc {
+            name: "sparse".into(),
+            kind: StreamKind::Sparse,
+            elem: ElemType::F32,
+            dim: 1000,
+        },
+        StreamDesc {
+            name: "narrow".into(),
+            kind: StreamKind::Dense,
+            elem: ElemType::F64,
+            dim: 3,
+        },
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    /// One sequence: its samples, then each stream's data.
+    type Sequence = (u32, Vec<f64>, Vec<Vec<(u32, f64)>>, Vec<f64>);
+    // About 10 MB of records in sequences of 1 to 40 samples.
+    let sequences: Vec<Sequence> = (0..2000)
+        .map(|_| {
+            let n = 1 + (next() % 40) as u32;
+            let wide = (0..n * 64).map(|_| next() as f64 / 7.0).collect();
+            let sparse = (0..n)
+                .map(|_| {
+                    let mut e: Vec<(u32, f64)> = (0..next() % 5)
+                        .map(|k| ((next() % 200) as u32 * 5 + k as u32, 1.5))
+                        .collect();
+                    e.sort_by_key(|x| x.0);
+                    e.dedup_by_key(|x| x.0);
+                    e
+                })
+                .collect();
+            let narrow = (0..n * 3).map(|_| next() as f64).collect();
+            (n, wide, sparse, narrow)
+        })
+        .collect();
+    let write = |name: &str, chunking: Chunking, behind: bool, finish: bool| {
+        let p = dir.join(name);
+        let mut w = Writer::create(&p, &streams, chunking).unwrap();
+        if behind {
+            w.write_behind().unwrap();
+        }
+        for (n, wide, sparse, narrow) in &sequences {
+            w.add_sequence(&[
+                RecordData::Dense {
+                    samples: *n,
+                    values: wide,
+                },
+                RecordData::Sparse(sparse),
+                RecordData::Dense {
+                    samples: *n,
+                    values: narrow,
+                },
+            ])
+            .unwrap();
+        }
+        if finish {
+            w.finish().unwrap();
+        }
+        p
+    };
+    for chunking in [Chunking::Target(4 << 20), Chunking::Ctf2bin(4 << 20)] {
+        let here = std::fs::read(write("here.bin", chunking, false, true)).unwrap();
+        let behind_path = write("behind.bin", chunking, true, true);
+        let behind = std::fs::read(&behind_path).unwrap();
+        assert!(here == behind, "{chunking:?}: the files differ");
+        let r = Reader::open(&behind_path).unwrap();
+        let total: usize = (0..r.chunks().len())
+            .map(|i| r.read_chunk(i).unwrap().sequence_lengths.len())
+            .sum();
+        assert_eq!(total, sequences.len());
+        // Several chunks, and records large enough to be handed over whole.
+        assert!(r.chunks().len() >= 2, "{chunking:?}");
+        assert!(here.len() > 8 << 20);
+    }
+    // Dropped unfinished, written behind or not: no target, no temporary file.
+    for behind in [false, true] {
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        write("dropped.bin", Chunking::Target(4 << 20), behind, false);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "behind {behind}: {left:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

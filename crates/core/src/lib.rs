@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 
 pub mod atomic;
+pub mod buffers;
 pub mod checksum;
 pub mod codec;
 mod crc16;
@@ -74,6 +75,7 @@ pub mod source;
 #[doc(hidden)]
 pub mod testing;
 pub mod text;
+pub mod write_behind;
 
 pub use atomic::AtomicFile;
 pub use checksum::{ChecksumKind, Digest, Hasher};
