@@ -860,9 +860,9 @@ pub fn ctf_to_cbf(
 
 /// [`ctf_to_cbf`] from the text in `input`. When its bytes are in memory
 /// (a mapped file, a buffer), each thread parses its blocks in place and
-/// nothing is copied before parsing; each block's pages of a mapped file are
-/// handed back to the kernel once it is parsed, so resident memory does not
-/// grow with the input. Any other source is read in blocks.
+/// nothing is copied before parsing; the pages of a mapped file are handed
+/// back to the kernel every few megabytes of parsed text, so resident memory
+/// does not grow with the input. Any other source is read in blocks.
 pub fn ctf_to_cbf_source(
     input: &Source,
     specs: &[StreamSpec],
@@ -934,6 +934,12 @@ fn block_end(all: &[u8], pos: usize, size: usize) -> usize {
     }
 }
 
+/// Parsed mapped text is handed back to the kernel in steps of this many
+/// bytes (measured on 2 cores, 100 MB: per 256 KiB block, released by the
+/// parse threads, the two-thread conversion was 2 to 4 ms slower;
+/// docs/performance.md).
+const RELEASE_EVERY: usize = 4 << 20;
+
 /// Blocks in flight at most (4 MiB of text): the workers go on parsing
 /// while the assembling thread writes out a finished chunk. (Measured on 2
 /// cores: 16 is 3% faster than 4 on 100 MB and the same on 20 MB; 32 is no
@@ -993,6 +999,8 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
     // Blocks done with come back here, so that their buffers (text and
     // values) are filled again instead of being allocated for each block.
     let spare: std::cell::RefCell<Vec<Parsed>> = std::cell::RefCell::new(Vec::new());
+    // Mapped text before this is handed back to the kernel.
+    let mut released = 0usize;
     let (memory, mapped): (&[u8], Option<&Source>) = match &input {
         Text::Memory { all, source, .. } => (all, Some(*source)),
         Text::Reader(_) => (&[], None),
@@ -1025,14 +1033,19 @@ pub(crate) fn ctf_to_cbf_in_blocks<R: std::io::BufRead>(
         },
         |mut p: Parsed| {
             p.parse_block(memory, specs, compat);
-            // A mapped block's pages go back to the kernel on the thread that
-            // parsed it, while the others parse on.
-            if let (Some(src), Some(r)) = (mapped, &p.range) {
-                src.release_range(r.start as u64..r.end as u64);
-            }
             p
         },
         |parsed: Parsed| -> Result<()> {
+            // The mapped text taken in order goes back to the kernel a few
+            // megabytes at a time: one call (and, with several threads, one
+            // flush of the other cores' address caches) per 4 MiB rather
+            // than per block, none long enough to hold up the parse threads.
+            if let (Some(src), Some(r)) = (mapped, &parsed.range)
+                && r.end.saturating_sub(released) >= RELEASE_EVERY
+            {
+                src.release_range(released as u64..r.end as u64);
+                released = r.end;
+            }
             progress(parsed.len);
             asm.block(&parsed)?;
             spare.borrow_mut().push(parsed);

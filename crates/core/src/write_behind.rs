@@ -64,17 +64,23 @@ pub struct WriteBehind<W: Write + Send + 'static> {
     /// Small writes gathered until `capacity` bytes.
     buf: Vec<u8>,
     capacity: usize,
-    /// Buffers to write; `None` once closed.
-    tx: Option<Sender<Vec<u8>>>,
+    /// Buffers to write, each marked whether it is one of the gathering
+    /// buffers; `None` once closed.
+    tx: Option<Sender<(Vec<u8>, bool)>>,
     waiting: Arc<Waiting>,
     max_waiting: usize,
-    /// Written buffers, emptied, for reuse.
+    /// Written buffers, emptied, for reuse: the gathering ones, and those
+    /// handed over by [`WriteBehind::write_vec`] (kept apart, so that a
+    /// large one is never spent on gathering small writes).
+    gathering: Receiver<Vec<u8>>,
     spare: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<io::Result<W>>>,
 }
 
-/// Written buffers kept for reuse at most.
-const SPARE: usize = 4;
+/// Written buffers kept for reuse at most: gathering ones, and handed-over
+/// ones (a large one is memory in use until it is taken again).
+const GATHERING: usize = 2;
+const SPARE: usize = 1;
 
 /// Error for a writing thread that is gone without an error of its own.
 fn gone() -> io::Error {
@@ -88,7 +94,8 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
     /// wait); otherwise the write blocks until that is so. So at most
     /// `max_waiting` bytes plus one buffer wait at any time.
     pub fn new(inner: W, capacity: usize, max_waiting: usize) -> io::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let (tx, rx) = mpsc::channel::<(Vec<u8>, bool)>();
+        let (gathering_tx, gathering) = mpsc::sync_channel::<Vec<u8>>(GATHERING);
         let (spare_tx, spare) = mpsc::sync_channel::<Vec<u8>>(SPARE);
         let waiting = Arc::new(Waiting::default());
         let shared = waiting.clone();
@@ -97,13 +104,14 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             .spawn(move || {
                 let _stopped = Stopped(&shared);
                 let mut inner = inner;
-                for mut v in rx {
+                for (mut v, gathered) in rx {
                     inner.write_all(&v)?;
                     let len = v.len();
                     shared.update(|w| w.0 = w.0.saturating_sub(len));
                     v.clear();
                     // Kept for reuse only while there is room; otherwise freed.
-                    match spare_tx.try_send(v) {
+                    let back = if gathered { &gathering_tx } else { &spare_tx };
+                    match back.try_send(v) {
                         Ok(())
                         | Err(TrySendError::Full(_))
                         | Err(TrySendError::Disconnected(_)) => {}
@@ -118,6 +126,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             tx: Some(tx),
             waiting,
             max_waiting,
+            gathering,
             spare,
             thread: Some(thread),
         })
@@ -135,7 +144,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
     pub fn write_vec(&mut self, v: Vec<u8>) -> io::Result<()> {
         self.send_buf()?;
         if !v.is_empty() {
-            self.send(v)?;
+            self.send(v, false)?;
         }
         Ok(())
     }
@@ -159,15 +168,15 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let next = match self.spare.try_recv() {
+        let next = match self.gathering.try_recv() {
             Ok(v) => v,
             Err(_) => Vec::with_capacity(self.capacity),
         };
         let full = std::mem::replace(&mut self.buf, next);
-        self.send(full)
+        self.send(full, true)
     }
 
-    fn send(&mut self, v: Vec<u8>) -> io::Result<()> {
+    fn send(&mut self, v: Vec<u8>, gathered: bool) -> io::Result<()> {
         let Some(tx) = &self.tx else {
             return Err(gone());
         };
@@ -179,7 +188,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             }
             g.0 = g.0.saturating_add(v.len());
         }
-        if tx.send(v).is_err() {
+        if tx.send((v, gathered)).is_err() {
             // The thread stopped on an error: return it.
             self.tx = None;
             return Err(match self.join() {
@@ -410,7 +419,9 @@ mod tests {
 
     #[test]
     fn written_buffers_come_back_for_reuse() {
-        let mut w = WriteBehind::new(Vec::new(), 16, 2).unwrap();
+        let mut w = WriteBehind::new(Vec::new(), 16, 1 << 20).unwrap();
+        // Gathered small writes: several gathering buffers go through.
+        w.write_all(&[5; 100]).unwrap();
         let v = Vec::with_capacity(1 << 16);
         let ptr = v.as_ptr();
         let mut v = v;
@@ -424,11 +435,15 @@ mod tests {
                 back = Some(s);
                 break;
             }
+            // Never one of the gathering buffers.
+            assert_eq!(s.capacity(), 0);
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let back = back.expect("the written buffer came back");
         assert!(back.is_empty());
         assert_eq!(back.as_ptr(), ptr);
-        assert_eq!(w.into_inner().unwrap(), vec![9; 100]);
+        let mut want = vec![5; 100];
+        want.extend_from_slice(&[9; 100]);
+        assert_eq!(w.into_inner().unwrap(), want);
     }
 }
