@@ -70,7 +70,7 @@ pub fn ctf(data: &[u8]) {
     // of worker threads, which are freed only after the run.)
     let source = dataformats_core::Source::from_vec(data.to_vec());
     let text: crate::ctf::Text<'_, &[u8]> = crate::ctf::Text::Memory {
-        all: data,
+        all: source.as_slice().unwrap_or_default(),
         pos: 0,
         source: &source,
     };
