@@ -102,28 +102,9 @@ mod tests {
         assert!(reserve_large(&mut buf, 16 << 20));
         buf.resize(16 << 20, 1u8);
         let at = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        // madvise splits the mapping: add up the huge pages of every part
-        // that overlaps the buffer.
-        let (mut overlaps, mut parts, mut huge_kb) = (false, 0, 0u64);
-        for line in smaps.lines() {
-            let first = line.split_whitespace().next().unwrap_or_default();
-            let range = first.split_once('-').and_then(|(lo, hi)| {
-                Some(usize::from_str_radix(lo, 16).ok()?..usize::from_str_radix(hi, 16).ok()?)
-            });
-            if let Some(r) = range {
-                overlaps = r.start < at.end && at.start < r.end;
-                parts += usize::from(overlaps);
-            } else if let Some(kb) = line.strip_prefix("AnonHugePages:").filter(|_| overlaps) {
-                huge_kb += kb
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .unwrap();
-            }
-        }
-        assert!(parts > 0, "the buffer's mapping is in smaps");
+        // madvise splits the mapping: the figure adds up every part.
+        let huge_kb = crate::testing::smaps_kib(at, "AnonHugePages")
+            .expect("the buffer's mapping is in smaps");
         assert!(huge_kb >= 2048, "{huge_kb} kB of huge pages");
         assert!(buf.iter().all(|b| *b == 1));
     }

@@ -68,6 +68,32 @@ pub fn proc_status_kib(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A memory figure (`Rss`, `AnonHugePages`, ...) in KiB, summed over every
+/// mapping of this process that overlaps the addresses `at`, from
+/// `/proc/self/smaps`; `None` off Linux or when no mapping overlaps.
+pub fn smaps_kib(at: std::ops::Range<usize>, field: &str) -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let (mut overlaps, mut found, mut kib) = (false, false, 0u64);
+    for line in smaps.lines() {
+        // A mapping's first line starts with its address range, `lo-hi`.
+        let first = line.split_whitespace().next().unwrap_or_default();
+        let range = first.split_once('-').and_then(|(lo, hi)| {
+            Some(usize::from_str_radix(lo, 16).ok()?..usize::from_str_radix(hi, 16).ok()?)
+        });
+        if let Some(r) = range {
+            overlaps = r.start < at.end && at.start < r.end;
+            found |= overlaps;
+        } else if overlaps
+            && let Some(v) = line
+                .strip_prefix(field)
+                .and_then(|rest| rest.strip_prefix(':'))
+        {
+            kib += v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()?;
+        }
+    }
+    found.then_some(kib)
+}
+
 /// Panics unless the files `ours` and `reference` hold the same bytes,
 /// naming the first differing offset and both lengths.
 pub fn assert_same_file(ours: &std::path::Path, reference: &std::path::Path) {

@@ -150,6 +150,41 @@ fn sources_are_shared_across_threads() {
     });
 }
 
+/// Released pages of a mapped file leave this process's resident memory:
+/// all of them, or only the whole pages inside a part.
+#[cfg(target_os = "linux")]
+#[test]
+fn released_pages_leave_the_resident_set() {
+    let dir = std::env::temp_dir().join(format!("df-release-rss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.bin");
+    std::fs::write(&path, vec![3u8; 4 << 20]).unwrap();
+    // SAFETY: the test owns the file and does not change it while mapped.
+    let src = unsafe { Source::map(&path) }.unwrap();
+    let all = src.as_slice().unwrap();
+    let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
+    let resident = || dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap();
+    let touch = || all.iter().step_by(4096).map(|b| u64::from(*b)).sum::<u64>();
+    assert_eq!(touch(), 3 * 1024);
+    assert_eq!(resident(), 4096, "every page touched is resident");
+    // A part of the first 2 MiB, from and to addresses inside pages: at
+    // least the whole pages inside leave. (The kernel may map a file's
+    // page cache in 2 MiB blocks; releasing part of one drops the block's
+    // whole mapping, and the pages come back on the next touch.) The
+    // second 2 MiB, outside the part, stay.
+    src.release_range(100_000..1_000_000);
+    let inside = (1_000_000 / 4096 - 100_000u64.div_ceil(4096)) * 4;
+    let after = resident();
+    assert!(after <= 4096 - inside, "{after} KiB resident");
+    assert!(after >= 2048, "{after} KiB resident");
+    assert_eq!(touch(), 3 * 1024);
+    assert_eq!(resident(), 4096);
+    src.release_pages();
+    assert_eq!(resident(), 0);
+    drop(src);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Releasing a source's pages changes nothing it reads: a mapped file's
 /// pages come back from the file, other backends ignore the call, and
 /// bytes shared before the release stay the same.
