@@ -62,48 +62,25 @@ fn main() {
     let text_bytes = make_ctf(&ctf, mb << 20);
     let bin = dir.join("data.bin");
     let before = peak_rss_mib();
-    let convert = |threads: usize| {
+    // The text read through a BufRead, or mapped and parsed where it lies
+    // (as the CLI does).
+    let convert = |threads: usize, mapped: bool| {
         let t = Instant::now();
-        let f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&ctf).unwrap());
-        let report = ctf_to_cbf(
-            f,
-            &specs,
-            ElemType::F32,
-            Chunking::Target(32 << 20),
-            threads,
-            &bin,
-            |_| {},
-        )
-        .unwrap();
-        (report, t.elapsed().as_secs_f64())
-    };
-    // The text mapped and parsed where it lies, as the CLI does.
-    let convert_mapped = |threads: usize| {
-        let t = Instant::now();
-        // SAFETY: the bench owns the file and does not change it while mapped.
-        let src = unsafe { dataformats_core::Source::map(&ctf) }.unwrap();
-        let report = ctf_to_cbf_source(
-            &src,
-            &specs,
-            ElemType::F32,
-            Chunking::Target(32 << 20),
-            threads,
-            &bin,
-            |_| {},
-        )
-        .unwrap();
-        (report, t.elapsed().as_secs_f64())
+        let (specs, precision, chunking) = (&specs, ElemType::F32, Chunking::Target(32 << 20));
+        let report = if mapped {
+            // SAFETY: the bench owns the file and does not change it while mapped.
+            let src = unsafe { dataformats_core::Source::map(&ctf) }.unwrap();
+            ctf_to_cbf_source(&src, specs, precision, chunking, threads, &bin, |_| {})
+        } else {
+            let f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&ctf).unwrap());
+            ctf_to_cbf(f, specs, precision, chunking, threads, &bin, |_| {})
+        };
+        (report.unwrap(), t.elapsed().as_secs_f64())
     };
     let cores = dataformats_core::parallel::threads(0);
     let mbs = |secs: f64| text_bytes as f64 / 1e6 / secs;
     for (how, mapped) in [("read through a BufRead", false), ("mapped", true)] {
-        let run = |threads| {
-            if mapped {
-                convert_mapped(threads)
-            } else {
-                convert(threads)
-            }
-        };
+        let run = |threads| convert(threads, mapped);
         // One thread, then every core, alternating; the best of three each.
         let (mut one, mut all) = (f64::MAX, f64::MAX);
         let mut sequences = 0;
