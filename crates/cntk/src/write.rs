@@ -118,14 +118,17 @@ enum Out {
 /// they are, without a copy.
 const HAND_OVER: usize = 1 << 20;
 
+/// The error for writing to [`Out::Gone`].
+fn lost() -> std::io::Error {
+    std::io::Error::other("the output was lost by an earlier error")
+}
+
 impl Write for Out {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         match self {
             Out::Here(w) => w.write(b),
             Out::Behind(w) => w.write(b),
-            Out::Gone => Err(std::io::Error::other(
-                "the output was lost by an earlier error",
-            )),
+            Out::Gone => Err(lost()),
         }
     }
 
@@ -133,9 +136,7 @@ impl Write for Out {
         match self {
             Out::Here(w) => w.flush(),
             Out::Behind(w) => w.flush(),
-            Out::Gone => Err(std::io::Error::other(
-                "the output was lost by an earlier error",
-            )),
+            Out::Gone => Err(lost()),
         }
     }
 }
@@ -464,9 +465,7 @@ impl Writer {
             Out::Here(b) => b.into_inner().map_err(|e| io(e.into_error()))?,
             Out::Behind(w) => w.into_inner().map_err(io)?,
             Out::Gone => {
-                return Err(io(std::io::Error::other(
-                    "the output was lost by an earlier error",
-                )));
+                return Err(io(lost()));
             }
         };
         f.finish().map_err(io)
