@@ -140,23 +140,16 @@ impl Source {
     /// resident memory does not grow with the file. Does nothing for
     /// sources that are not mapped (or off Unix).
     pub fn release_pages(&self) {
-        #[cfg(unix)]
-        if let Inner::Map(m) = &self.inner {
-            // SAFETY: `Mmap::map` makes a read-only shared mapping of a file.
-            // MADV_DONTNEED on it only drops this process's page table
-            // entries: the next access faults the same file contents back in.
-            // (It would discard data only in private or anonymous mappings,
-            // and nothing is ever written through this one.)
-            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-        }
+        self.release_range(0..self.len());
     }
 
     /// [`Source::release_pages`] for the whole pages inside `range` only
-    /// (bytes of the source): a pass that works through a mapped file in
-    /// parts, each thread on its own part, hands each part back as soon as
-    /// it is done with it, without disturbing the pages others are reading
-    /// (and leaves little for the final unmapping to do). Does nothing for
-    /// sources that are not mapped, or for a range outside the source.
+    /// (bytes of the source; a range reaching the end takes the last,
+    /// partial page too): a pass that works through a mapped file in parts
+    /// hands each part back as soon as it is done with it, without
+    /// disturbing the pages others are reading (and leaves little for the
+    /// final unmapping to do). Does nothing for sources that are not
+    /// mapped, or for a range outside the source.
     pub fn release_range(&self, range: std::ops::Range<u64>) {
         #[cfg(unix)]
         if let Inner::Map(m) = &self.inner {
@@ -165,8 +158,16 @@ impl Source {
                 .ok()
                 .filter(|p| p.is_power_of_two())
                 .unwrap_or(4096);
+            let len = m.len() as u64;
             let start = range.start.div_ceil(page).saturating_mul(page);
-            let end = range.end.min(m.len() as u64) / page * page;
+            // A range to the end takes the last, partial page too: the rest
+            // of that page is past the end of the file (the kernel rounds
+            // the length up to it).
+            let end = if range.end >= len {
+                len
+            } else {
+                range.end / page * page
+            };
             if start >= end {
                 return;
             }
@@ -174,9 +175,12 @@ impl Source {
             else {
                 return;
             };
-            // SAFETY: as in `release_pages`: a read-only shared file mapping,
-            // whose dropped page table entries fault the same file contents
-            // back in; offset and length lie inside the mapping.
+            // SAFETY: `Mmap::map` makes a read-only shared mapping of a file.
+            // MADV_DONTNEED on it only drops this process's page table
+            // entries: the next access faults the same file contents back in.
+            // (It would discard data only in private or anonymous mappings,
+            // and nothing is ever written through this one.) The range lies
+            // inside the mapping, whose last page is mapped whole.
             let _ = unsafe {
                 m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
             };

@@ -158,15 +158,16 @@ fn released_pages_leave_the_resident_set() {
     let dir = std::env::temp_dir().join(format!("df-release-rss-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("f.bin");
-    std::fs::write(&path, vec![3u8; 4 << 20]).unwrap();
+    // Four MiB and a partial page.
+    std::fs::write(&path, vec![3u8; (4 << 20) + 100]).unwrap();
     // SAFETY: the test owns the file and does not change it while mapped.
     let src = unsafe { Source::map(&path) }.unwrap();
     let all = src.as_slice().unwrap();
     let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
     let resident = || dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap();
     let touch = || all.iter().step_by(4096).map(|b| u64::from(*b)).sum::<u64>();
-    assert_eq!(touch(), 3 * 1024);
-    assert_eq!(resident(), 4096, "every page touched is resident");
+    assert_eq!(touch(), 3 * 1025);
+    assert_eq!(resident(), 4100, "every page touched is resident");
     // A part of the first 2 MiB, from and to addresses inside pages: at
     // least the whole pages inside leave. (The kernel may map a file's
     // page cache in 2 MiB blocks; releasing part of one drops the block's
@@ -175,10 +176,15 @@ fn released_pages_leave_the_resident_set() {
     src.release_range(100_000..1_000_000);
     let inside = (1_000_000 / 4096 - 100_000u64.div_ceil(4096)) * 4;
     let after = resident();
-    assert!(after <= 4096 - inside, "{after} KiB resident");
-    assert!(after >= 2048, "{after} KiB resident");
-    assert_eq!(touch(), 3 * 1024);
-    assert_eq!(resident(), 4096);
+    assert!(after <= 4100 - inside, "{after} KiB resident");
+    assert!(after >= 2052, "{after} KiB resident");
+    assert_eq!(touch(), 3 * 1025);
+    assert_eq!(resident(), 4100);
+    // To the end: the partial last page goes too.
+    src.release_range(3 << 20..u64::MAX);
+    let after = resident();
+    assert!(after <= 3072, "{after} KiB resident");
+    assert_eq!(touch(), 3 * 1025);
     src.release_pages();
     assert_eq!(resident(), 0);
     drop(src);
