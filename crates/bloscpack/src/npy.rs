@@ -211,18 +211,48 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
             ),
         ));
     }
-    // Chunks are checked and decoded on every core, written in order.
+    // Chunks are checked and decoded on every core, each written to its
+    // place in the file by the thread that decoded it (while it is still in
+    // that core's cache; the copy into the page cache is then spread over
+    // the cores too).
     let threads = dataformats_core::parallel::threads_for(reader.payload_len(), 0);
-    let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
-    f.write_all(&header_bytes(array))?;
-    let mut next = 0..reader.nchunks();
-    dataformats_core::parallel::ordered(
-        threads,
-        || Ok::<_, Error>(next.next()),
-        |i| reader.read_chunk(i),
-        |chunk| Ok(f.write_all(&chunk?)?),
-    )?;
-    let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
+    let header = header_bytes(array);
+    let base = header.len() as u64;
+    let limits = &reader.options().limits;
+    let mut f = AtomicFile::create(output)?;
+    f.preallocate(base + reader.payload_len())?;
+    {
+        let out = f.shared()?;
+        out.write_all_at(&header, 0)?;
+        dataformats_core::parallel::each_index(
+            threads,
+            reader.nchunks(),
+            Vec::new,
+            |buf: &mut Vec<u8>, i| {
+                let c = reader.chunks().get(i).copied().ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("chunk {i} does not exist"),
+                    )
+                })?;
+                let n = c.nbytes();
+                if (buf.len() as u64) < n {
+                    *buf = limits.alloc_zeroed("chunk", n)?;
+                }
+                let part = buf.get_mut(..n as usize).unwrap_or_default();
+                reader.read_chunk_into(i, part)?;
+                let at = base + c.payload_start;
+                out.write_all_at(part, at).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("writing it at byte {at} of the .npy"),
+                    )
+                    .in_chunk(i as u64)
+                    .with_source(e)
+                })
+            },
+        )?;
+    }
     f.finish()?;
     Ok(())
 }
@@ -234,12 +264,32 @@ pub fn write_npy(
     parts: usize,
     mut fill: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
 ) -> Result<()> {
-    let mut f = std::io::BufWriter::new(AtomicFile::create(output)?);
-    f.write_all(&header_bytes(array))?;
+    let header = header_bytes(array);
+    let want = array.nbytes();
+    let mut f = AtomicFile::create(output)?;
+    if let Some(n) = want {
+        f.preallocate(header.len() as u64 + n)?;
+    }
+    let mut f = std::io::BufWriter::new(f);
+    f.write_all(&header)?;
     let mut buf = Vec::new();
+    let mut written = 0u64;
     for i in 0..parts {
         fill(i, &mut buf)?;
         f.write_all(&buf)?;
+        written += buf.len() as u64;
+    }
+    // The parts must make the array (a preallocated file would otherwise
+    // end in zeros where a part fell short).
+    if want.is_some_and(|n| n != written) {
+        return Err(Error::new(
+            ErrorKind::SizeMismatch,
+            format!(
+                "the parts make {written} byte(s), the array of shape {:?} has {}",
+                array.shape,
+                want.unwrap_or(0)
+            ),
+        ));
     }
     let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
     f.finish()?;
@@ -469,6 +519,97 @@ mod tests {
             bloscpack_to_npy(&r, &back).unwrap();
             assert!(std::fs::read(&back).unwrap() == want, "{n} values");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A random-looking `<i8` payload of `n` values behind its header.
+    fn npy_bytes(m: &NumpyMeta, n: u64) -> Vec<u8> {
+        let mut out = header_bytes(m);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(&(x % 1000).to_le_bytes());
+        }
+        out
+    }
+
+    /// Above `parallel::MIN_BYTES` the chunks are decoded and written on
+    /// every core, each to its own place: the file is the same, and an
+    /// error is the first chunk's that a run in order would meet, with no
+    /// file left behind.
+    #[test]
+    fn large_payloads_are_written_chunk_by_chunk_on_every_core() {
+        let dir = std::env::temp_dir().join(format!("df-npy-par-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let n = 1_000_003u64; // 8 MB, chunks of 64 KiB, the last one short
+        let m = meta("<i8", vec![n], Order::C);
+        let want = npy_bytes(&m, n);
+        let (a, b, back) = (dir.join("a.npy"), dir.join("a.blp"), dir.join("b.npy"));
+        std::fs::write(&a, &want).unwrap();
+        npy_to_bloscpack(&a, &b, &WriteOptions::default().chunk_size(64 << 10)).unwrap();
+        let r = Reader::open(&b).unwrap();
+        assert!(r.nchunks() > 100, "{}", r.nchunks());
+        assert!(r.payload_len() >= dataformats_core::parallel::MIN_BYTES);
+        bloscpack_to_npy(&r, &back).unwrap();
+        assert!(std::fs::read(&back).unwrap() == want);
+
+        // Chunks 90 and 40 broken (a byte of each flipped): the error is
+        // chunk 40's, whichever thread met which first.
+        let mut bad = std::fs::read(&b).unwrap();
+        for i in [90, 40] {
+            let at = r.chunks()[i].offset as usize + 100;
+            bad[at] ^= 0x55;
+        }
+        let c = dir.join("bad.blp");
+        std::fs::write(&c, &bad).unwrap();
+        let out = dir.join("bad.npy");
+        for _ in 0..5 {
+            let e = bloscpack_to_npy(&Reader::open(&c).unwrap(), &out).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+            assert_eq!(e.chunk(), Some(40), "{e}");
+            let left: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("bad.npy"))
+                .collect();
+            assert!(left.is_empty(), "left behind: {left:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `write_npy` refuses parts that do not make the array (the file was
+    /// preallocated to the array's size; it must not end in zeros).
+    #[test]
+    fn write_npy_refuses_parts_short_of_the_array() {
+        let dir = std::env::temp_dir().join(format!("df-npy-short-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = meta("<i4", vec![10, 100], Order::C);
+        let out = dir.join("short.npy");
+        let e = write_npy(&out, &m, 3, |i, buf| {
+            buf.clear();
+            buf.resize(if i == 2 { 1000 } else { 1600 }, 7);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::SizeMismatch, "{e}");
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+        // The same parts making the array whole: the header and the bytes.
+        write_npy(&out, &m, 3, |i, buf| {
+            buf.clear();
+            buf.resize(if i == 2 { 800 } else { 1600 }, i as u8 + 1);
+            Ok(())
+        })
+        .unwrap();
+        let got = std::fs::read(&out).unwrap();
+        let h = header_bytes(&m);
+        assert_eq!(got.len(), h.len() + 4000);
+        assert_eq!(&got[..h.len()], &h[..]);
+        assert!(got[h.len()..h.len() + 1600].iter().all(|&b| b == 1));
+        assert!(got[h.len() + 3200..].iter().all(|&b| b == 3));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

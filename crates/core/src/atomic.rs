@@ -106,6 +106,27 @@ impl AtomicFile {
             .ok_or_else(|| io::Error::other("atomic file already finished"))
     }
 
+    /// A handle for positioned writes from many threads at once; see
+    /// [`SharedFile`]. Bytes written through it count towards what
+    /// [`AtomicFile::finish`] syncs like any others.
+    pub fn shared(&mut self) -> io::Result<SharedFile<'_>> {
+        Ok(SharedFile {
+            file: self.file()?,
+            unsent: AtomicU64::new(0),
+        })
+    }
+
+    /// Reserves `len` bytes of disk for the file where the file system can
+    /// (Linux `fallocate`; the file's length becomes at least `len`), for a
+    /// writer that knows its output's size: a full disk is then an error
+    /// before any work, and writes need not find blocks page by page (a
+    /// tenth off the time of a 200 MB `.npy` here). Where the file system or
+    /// the platform cannot preallocate, this does nothing.
+    pub fn preallocate(&mut self, len: u64) -> io::Result<()> {
+        let file = self.file()?;
+        preallocate(file, len)
+    }
+
     /// Flushes and syncs the data, renames the temporary file onto the target,
     /// and syncs the directory (on Unix), so the target appears complete or
     /// not at all.
@@ -140,6 +161,93 @@ impl AtomicFile {
         self.temp = PathBuf::new();
         result
     }
+}
+
+/// Positioned writes into an [`AtomicFile`] from many threads at once
+/// (each part of the output written by the thread that made it), from
+/// [`AtomicFile::shared`].
+///
+/// It asks the disk to start writing back every 8 MiB written, as the
+/// file's own [`Write`] does, so that the sync at the end finds little left.
+#[derive(Debug)]
+pub struct SharedFile<'a> {
+    file: &'a File,
+    unsent: AtomicU64,
+}
+
+impl SharedFile<'_> {
+    /// Writes all of `buf` at byte `offset` of the file (the file grows as
+    /// needed; bytes never written read as zeros).
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        write_all_at(self.file, buf, offset)?;
+        let n = buf.len() as u64;
+        let before = self.unsent.fetch_add(n, Ordering::Relaxed);
+        if (before % WRITE_BACK_EVERY) + n >= WRITE_BACK_EVERY {
+            start_write_back(self.file);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_write(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(any(unix, windows)))]
+fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "positioned writes are not supported on this platform",
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot preallocate {len} bytes"),
+        ));
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: the descriptor is open (borrowed from `file`) for the call,
+    // which reads no memory of ours.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // The file system cannot: the writes will allocate as they go.
+        Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(()),
+        _ => Err(e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn preallocate(_: &File, _: u64) -> io::Result<()> {
+    Ok(())
 }
 
 /// Starts the write-back of `file`'s dirty pages without waiting for it.

@@ -123,3 +123,86 @@ fn large_files_written_back_early_are_whole() {
     }
     assert_eq!(entries(&dir), vec!["big.bin".to_string()]);
 }
+
+#[test]
+fn shared_writes_from_many_threads_make_one_whole_file() {
+    let dir = fresh_dir("shared");
+    let target = dir.join("out.bin");
+    // 40 parts of 300 KiB (12 MiB, past a write-back request), each filled
+    // with its own byte and written by whichever thread takes it, in no
+    // set order; the header goes last.
+    const PART: usize = 300 << 10;
+    let mut f = AtomicFile::create(&target).unwrap();
+    {
+        let shared = f.shared().unwrap();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if i >= 40 {
+                            break;
+                        }
+                        // Backwards, so that the file grows by holes.
+                        let part = 39 - i;
+                        let bytes = vec![part as u8 + 1; PART];
+                        shared
+                            .write_all_at(&bytes, 16 + (part * PART) as u64)
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        shared.write_all_at(b"HEADER--16 bytes", 0).unwrap();
+    }
+    assert!(!target.exists());
+    f.finish().unwrap();
+    let got = std::fs::read(&target).unwrap();
+    assert_eq!(got.len(), 16 + 40 * PART);
+    assert_eq!(&got[..16], b"HEADER--16 bytes");
+    for (i, part) in got[16..].chunks(PART).enumerate() {
+        assert!(part.iter().all(|&b| b == i as u8 + 1), "part {i}");
+    }
+    assert_eq!(entries(&dir), vec!["out.bin".to_string()]);
+}
+
+#[test]
+fn shared_writes_dropped_unfinished_leave_nothing() {
+    let dir = fresh_dir("shared-drop");
+    let target = dir.join("out.bin");
+    {
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.shared().unwrap().write_all_at(&[7u8; 5000], 100).unwrap();
+        assert_eq!(std::fs::metadata(f.temp_path()).unwrap().len(), 5100);
+    }
+    assert!(entries(&dir).is_empty(), "left behind: {:?}", entries(&dir));
+}
+
+#[test]
+fn preallocated_files_have_their_length_and_refuse_what_the_disk_cannot_hold() {
+    let dir = fresh_dir("prealloc");
+    let target = dir.join("out.bin");
+    let mut f = AtomicFile::create(&target).unwrap();
+    f.preallocate(1 << 20).unwrap();
+    #[cfg(target_os = "linux")]
+    assert_eq!(std::fs::metadata(f.temp_path()).unwrap().len(), 1 << 20);
+    f.shared()
+        .unwrap()
+        .write_all_at(&[9u8; 1 << 20], 0)
+        .unwrap();
+    f.finish().unwrap();
+    let got = std::fs::read(&target).unwrap();
+    assert!(got.len() == 1 << 20 && got.iter().all(|&b| b == 9));
+
+    // More than any disk here holds (a petabyte), and more than a file
+    // offset can say: errors at once, with nothing left behind.
+    #[cfg(target_os = "linux")]
+    {
+        let mut f = AtomicFile::create(dir.join("huge.bin")).unwrap();
+        assert!(f.preallocate(1 << 50).is_err());
+        let e = f.preallocate(u64::MAX).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+    assert_eq!(entries(&dir), vec!["out.bin".to_string()]);
+}
