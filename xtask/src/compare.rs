@@ -418,16 +418,16 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         }
         let npy = std::fs::read(&our_npy).map_err(|e| e.to_string())?;
         let same = std::fs::read(&ref_npy).map_err(|e| e.to_string())? == npy;
-        // The floor: the same .npy written from memory to a new file and
-        // synced, nothing decoded (what the disk and the page cache take).
+        // The floor: the same .npy written from memory and synced, nothing
+        // decoded (what the disk and the page cache take), the fastest way
+        // we know: a preallocated file, 1 MiB pieces written in place on
+        // every core.
         let floor_path = dir.join("floor.npy");
         let mut floor = Vec::new();
         for _ in 0..PAIRS {
             fresh(&floor_path);
             let t = Instant::now();
-            let mut f = std::fs::File::create(&floor_path).map_err(|e| e.to_string())?;
-            std::io::Write::write_all(&mut f, &npy).map_err(|e| e.to_string())?;
-            f.sync_all().map_err(|e| e.to_string())?;
+            write_in_place(&floor_path, &npy).map_err(|e| e.to_string())?;
             floor.push(t.elapsed().as_secs_f64());
         }
         fresh(&floor_path);
@@ -435,7 +435,7 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         println!(
             "  {codec:<8} python-bloscpack {:.0} MB/s ({:.0} synced) | ours {:.0} MB/s, whole process, synced: \
              {:.2}x (target 2.5x); {:.2}x python unsynced | .npy {} | floor (the .npy written \
-             from memory and synced) {:.0} MB/s, ours at {:.2}x of it",
+             from memory, in place on every core, synced) {:.0} MB/s, ours at {:.2}x of it",
             mb as f64 / r,
             mb as f64 / rs,
             mb as f64 / o,
@@ -450,6 +450,28 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `bytes` written to a new file at `path` as fast as we know: the file
+/// preallocated, 1 MiB pieces written at their places on every core, synced.
+fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use dataformats::core::{AtomicFile, parallel};
+    const PIECE: usize = 1 << 20;
+    let mut f = AtomicFile::create(path)?;
+    f.preallocate(bytes.len() as u64)?;
+    {
+        let out = f.shared()?;
+        parallel::each_index(
+            parallel::threads(0),
+            bytes.len().div_ceil(PIECE),
+            || (),
+            |_, i| {
+                let piece = bytes.chunks(PIECE).nth(i).unwrap_or_default();
+                out.write_all_at(piece, (i * PIECE) as u64)
+            },
+        )?;
+    }
+    f.finish()
 }
 
 const TBL2_PY: &str = r#"

@@ -38,8 +38,9 @@ pub struct AtomicFile {
 
 /// After this many bytes written, the disk is asked to start writing them
 /// (without waiting), so the sync in [`AtomicFile::finish`] finds little
-/// left to do.
-const WRITE_BACK_EVERY: u64 = 8 << 20;
+/// left to do. 2 MiB rather than 8: a 200 MB `.npy` written on two threads
+/// took 5 to 7% less time, the conversions to CBF the same (within noise).
+const WRITE_BACK_EVERY: u64 = 2 << 20;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -167,7 +168,7 @@ impl AtomicFile {
 /// (each part of the output written by the thread that made it), from
 /// [`AtomicFile::shared`].
 ///
-/// It asks the disk to start writing back every 8 MiB written, as the
+/// It asks the disk to start writing back every 2 MiB written, as the
 /// file's own [`Write`] does, so that the sync at the end finds little left.
 #[derive(Debug)]
 pub struct SharedFile<'a> {
