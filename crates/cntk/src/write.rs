@@ -118,6 +118,9 @@ enum Out {
 /// they are, without a copy.
 const HAND_OVER: usize = 1 << 20;
 
+/// Buffers are sized for chunks of at most this many bytes (64 MiB).
+const MAX_BUFFERED_TARGET: u64 = 64 << 20;
+
 /// The error for writing to [`Out::Gone`].
 fn lost() -> std::io::Error {
     std::io::Error::other("the output was lost by an earlier error")
@@ -233,10 +236,7 @@ impl Writer {
                 let f = b.into_inner().map_err(|e| io(e.into_error()))?;
                 // Room for a whole chunk and then some, so that the chunk
                 // after a large one is handed over without waiting.
-                let target = match self.chunking {
-                    Chunking::Target(t) | Chunking::Ctf2bin(t) => t,
-                };
-                let room = usize::try_from(target.min(64 << 20)).unwrap_or(64 << 20) + (16 << 20);
+                let room = self.buffered_target() + (16 << 20);
                 self.out = Out::Behind(WriteBehind::new(f, HAND_OVER, room).map_err(io)?);
             }
             other => self.out = other,
@@ -375,15 +375,18 @@ impl Writer {
     /// (at most 64 MiB) and one more sequence's worth. `None` for small
     /// chunks, which grow as usual.
     fn large_chunk_room(&self) -> Option<usize> {
-        let target = match self.chunking {
-            Chunking::Target(t) | Chunking::Ctf2bin(t) => t,
-        };
+        let target = self.buffered_target();
         if target < 4 << 20 || self.single_sequence_chunks() {
             return None;
         }
-        usize::try_from(target.min(64 << 20))
-            .ok()
-            .map(|t| t + HAND_OVER)
+        Some(target + HAND_OVER)
+    }
+
+    /// The chunk size target, capped at [`MAX_BUFFERED_TARGET`]: what the
+    /// writer sizes buffers by (a larger target still makes larger chunks).
+    fn buffered_target(&self) -> usize {
+        let (Chunking::Target(t) | Chunking::Ctf2bin(t)) = self.chunking;
+        usize::try_from(t.min(MAX_BUFFERED_TARGET)).unwrap_or(MAX_BUFFERED_TARGET as usize)
     }
 
     fn flush_chunk(&mut self) -> Result<()> {
