@@ -420,7 +420,7 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         let same = std::fs::read(&ref_npy).map_err(|e| e.to_string())? == npy;
         // The floor: the same .npy written from memory and synced, nothing
         // decoded (what the disk and the page cache take), the fastest way
-        // we know: a preallocated file, 1 MiB pieces written in place on
+        // we know: the disk reserved ahead, 1 MiB pieces written in place on
         // every core.
         let floor_path = dir.join("floor.npy");
         let mut floor = Vec::new();
@@ -452,15 +452,15 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// `bytes` written to a new file at `path` as fast as we know: the file
-/// preallocated, 1 MiB pieces written at their places on every core, synced.
+/// `bytes` written to a new file at `path` as fast as we know: the disk
+/// reserved ahead of the writes, 1 MiB pieces written at their places on
+/// every core, synced.
 fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use dataformats::core::{AtomicFile, parallel};
     const PIECE: usize = 1 << 20;
     let mut f = AtomicFile::create(path)?;
-    f.preallocate(bytes.len() as u64)?;
     {
-        let out = f.shared()?;
+        let out = f.shared_sized(bytes.len() as u64)?;
         parallel::each_index(
             parallel::threads(0),
             bytes.len().div_ceil(PIECE),

@@ -4,18 +4,18 @@
 //! Python dict literal (`{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }`)
 //! padded to a multiple of 64 bytes, then the raw array bytes.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use dataformats_core::limits::check_range;
 use dataformats_core::parse;
-use dataformats_core::{AtomicFile, Source};
+use dataformats_core::{AtomicFile, Limits, Source};
 use serde_json::Value;
 
 use crate::dtype::Dtype;
 use crate::error::{Error, ErrorKind, Result};
 use crate::numpy::{NumpyMeta, Order};
-use crate::read::Reader;
+use crate::read::{ChunkInfo, Reader};
 use crate::write::{WriteOptions, Writer};
 
 /// The `.npy` magic.
@@ -211,87 +211,110 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
             ),
         ));
     }
-    // Chunks are checked and decoded on every core, each written to its
-    // place in the file by the thread that decoded it (while it is still in
-    // that core's cache; the copy into the page cache is then spread over
-    // the cores too).
-    let threads = dataformats_core::parallel::threads_for(reader.payload_len(), 0);
+    let sizes: Vec<u64> = reader.chunks().iter().map(ChunkInfo::nbytes).collect();
+    write_npy_parts(
+        output,
+        array,
+        &sizes,
+        &reader.options().limits,
+        |i, dst| reader.read_chunk_into(i, dst),
+        |_| {},
+    )
+}
+
+/// Writes an `.npy` file of `array` whose payload is parts of the given
+/// `sizes`, in order: `fill(i, dst)` fills part `i` (exactly `sizes[i]`
+/// bytes), and `done(n)` is told on this thread when the first `n` parts
+/// are written.
+///
+/// From [`dataformats_core::parallel::MIN_BYTES`] of payload on, parts are
+/// filled on every core, and each is written straight to its place in the
+/// file by the thread that filled it (while it is still in that core's
+/// cache, so that the copy into the page cache is spread over the cores
+/// too), into buffers the threads reuse (their sizes checked against
+/// `limits`). The disk is reserved just ahead of the writes. The error
+/// returned is the first part's that failed, after every part before it
+/// was written: the error a run in order would meet first. Parts that do
+/// not add up to the array are refused before anything is written.
+pub fn write_npy_parts(
+    output: impl AsRef<Path>,
+    array: &NumpyMeta,
+    sizes: &[u64],
+    limits: &Limits,
+    fill: impl Fn(usize, &mut [u8]) -> Result<()> + Sync,
+    mut done: impl FnMut(usize),
+) -> Result<()> {
+    let total = sizes
+        .iter()
+        .try_fold(0u64, |sum, &n| sum.checked_add(n))
+        .filter(|&t| Some(t) == array.nbytes())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::SizeMismatch,
+                format!(
+                    "{} part(s) of {} byte(s) in all do not make the array of shape {:?} ({} bytes)",
+                    sizes.len(),
+                    sizes.iter().fold(0u64, |s, &n| s.saturating_add(n)),
+                    array.shape,
+                    array.nbytes().map_or("too many".into(), |n| n.to_string())
+                ),
+            )
+        })?;
     let header = header_bytes(array);
     let base = header.len() as u64;
-    let limits = &reader.options().limits;
+    // Where each part goes: the header's length plus the parts before it.
+    let offsets: Vec<u64> = sizes
+        .iter()
+        .scan(base, |at, &n| {
+            let here = *at;
+            *at += n;
+            Some(here)
+        })
+        .collect();
+    let threads = dataformats_core::parallel::threads_for(total, 0);
+    let spare = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
     let mut f = AtomicFile::create(output)?;
-    f.preallocate(base + reader.payload_len())?;
     {
-        let out = f.shared()?;
+        let out = f.shared_sized(base + total)?;
         out.write_all_at(&header, 0)?;
-        dataformats_core::parallel::each_index(
+        let write_part = |i: usize| -> Result<()> {
+            let (Some(&n), Some(&at)) = (sizes.get(i), offsets.get(i)) else {
+                return Ok(());
+            };
+            let taken = spare.lock().ok().and_then(|mut v| v.pop());
+            let mut buf = match taken {
+                Some(b) if b.len() as u64 >= n => b,
+                _ => limits.alloc_zeroed("part", n)?,
+            };
+            let part = buf.get_mut(..n as usize).unwrap_or_default();
+            fill(i, part)?;
+            out.write_all_at(part, at).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("writing it at byte {at} of the .npy"),
+                )
+                .in_chunk(i as u64)
+                .with_source(e)
+            })?;
+            if let Ok(mut v) = spare.lock() {
+                v.push(buf);
+            }
+            Ok(())
+        };
+        let mut next = 0..sizes.len();
+        let mut written = 0;
+        dataformats_core::parallel::ordered(
             threads,
-            reader.nchunks(),
-            Vec::new,
-            |buf: &mut Vec<u8>, i| {
-                let c = reader.chunks().get(i).copied().ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!("chunk {i} does not exist"),
-                    )
-                })?;
-                let n = c.nbytes();
-                if (buf.len() as u64) < n {
-                    *buf = limits.alloc_zeroed("chunk", n)?;
-                }
-                let part = buf.get_mut(..n as usize).unwrap_or_default();
-                reader.read_chunk_into(i, part)?;
-                let at = base + c.payload_start;
-                out.write_all_at(part, at).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Io,
-                        format!("writing it at byte {at} of the .npy"),
-                    )
-                    .in_chunk(i as u64)
-                    .with_source(e)
-                })
+            || Ok::<_, Error>(next.next()),
+            write_part,
+            |r| {
+                r?;
+                written += 1;
+                done(written);
+                Ok(())
             },
         )?;
     }
-    f.finish()?;
-    Ok(())
-}
-
-/// Writes an `.npy` file from `parts` pieces produced by `fill` in order.
-pub fn write_npy(
-    output: impl AsRef<Path>,
-    array: &NumpyMeta,
-    parts: usize,
-    mut fill: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
-) -> Result<()> {
-    let header = header_bytes(array);
-    let want = array.nbytes();
-    let mut f = AtomicFile::create(output)?;
-    if let Some(n) = want {
-        f.preallocate(header.len() as u64 + n)?;
-    }
-    let mut f = std::io::BufWriter::new(f);
-    f.write_all(&header)?;
-    let mut buf = Vec::new();
-    let mut written = 0u64;
-    for i in 0..parts {
-        fill(i, &mut buf)?;
-        f.write_all(&buf)?;
-        written += buf.len() as u64;
-    }
-    // The parts must make the array (a preallocated file would otherwise
-    // end in zeros where a part fell short).
-    if want.is_some_and(|n| n != written) {
-        return Err(Error::new(
-            ErrorKind::SizeMismatch,
-            format!(
-                "the parts make {written} byte(s), the array of shape {:?} has {}",
-                array.shape,
-                want.unwrap_or(0)
-            ),
-        ));
-    }
-    let f = f.into_inner().map_err(|e| Error::from(e.into_error()))?;
     f.finish()?;
     Ok(())
 }
@@ -580,36 +603,72 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// `write_npy` refuses parts that do not make the array (the file was
-    /// preallocated to the array's size; it must not end in zeros).
+    /// `write_npy_parts` refuses parts that do not make the array before
+    /// writing anything, tells `done` of the parts in order, and writes
+    /// each part at its place.
     #[test]
-    fn write_npy_refuses_parts_short_of_the_array() {
-        let dir = std::env::temp_dir().join(format!("df-npy-short-{}", std::process::id()));
+    fn write_npy_parts_checks_the_sizes_and_reports_in_order() {
+        let dir = std::env::temp_dir().join(format!("df-npy-parts-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let limits = Limits::default();
         let m = meta("<i4", vec![10, 100], Order::C);
-        let out = dir.join("short.npy");
-        let e = write_npy(&out, &m, 3, |i, buf| {
-            buf.clear();
-            buf.resize(if i == 2 { 1000 } else { 1600 }, 7);
+        let out = dir.join("parts.npy");
+        let fill = |i: usize, dst: &mut [u8]| {
+            dst.fill(i as u8 + 1);
             Ok(())
-        })
-        .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::SizeMismatch, "{e}");
-        assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
-        // The same parts making the array whole: the header and the bytes.
-        write_npy(&out, &m, 3, |i, buf| {
-            buf.clear();
-            buf.resize(if i == 2 { 800 } else { 1600 }, i as u8 + 1);
-            Ok(())
+        };
+        for sizes in [
+            &[1600, 1600, 700][..],
+            &[1600, 1600, 900],
+            &[],
+            &[u64::MAX, 2],
+        ] {
+            let e = write_npy_parts(&out, &m, sizes, &limits, fill, |_| {}).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::SizeMismatch, "{sizes:?}: {e}");
+            assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+        }
+        let mut told = Vec::new();
+        write_npy_parts(&out, &m, &[1600, 1600, 800], &limits, fill, |n| {
+            told.push(n)
         })
         .unwrap();
+        assert_eq!(told, [1, 2, 3]);
         let got = std::fs::read(&out).unwrap();
         let h = header_bytes(&m);
         assert_eq!(got.len(), h.len() + 4000);
         assert_eq!(&got[..h.len()], &h[..]);
-        assert!(got[h.len()..h.len() + 1600].iter().all(|&b| b == 1));
-        assert!(got[h.len() + 3200..].iter().all(|&b| b == 3));
+        for (i, (from, to)) in [(0, 1600), (1600, 3200), (3200, 4000)]
+            .into_iter()
+            .enumerate()
+        {
+            let part = &got[h.len() + from..h.len() + to];
+            assert!(part.iter().all(|&b| b == i as u8 + 1), "part {i}");
+        }
+        // Past MIN_BYTES (on every core): 64 parts of 128 KiB, parts 50 and
+        // 20 failing; the error is part 20's, every part before it written.
+        let big = meta("<i8", vec![64 << 14], Order::C);
+        let sizes = vec![128 << 10; 64];
+        let mut last = 0;
+        let e = write_npy_parts(
+            &out,
+            &big,
+            &sizes,
+            &limits,
+            |i, dst| {
+                if i == 20 || i == 50 {
+                    return Err(Error::new(ErrorKind::DecompressFailed, format!("part {i}")));
+                }
+                dst.fill(1);
+                Ok(())
+            },
+            |n| last = n,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "decompress_failed: part 20", "{e}");
+        assert_eq!(last, 20);
+        // The earlier, complete file is still there.
+        assert_eq!(std::fs::read(&out).unwrap(), got);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

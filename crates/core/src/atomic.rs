@@ -3,6 +3,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -114,18 +115,25 @@ impl AtomicFile {
         Ok(SharedFile {
             file: self.file()?,
             unsent: AtomicU64::new(0),
+            reserve: None,
         })
     }
 
-    /// Reserves `len` bytes of disk for the file where the file system can
-    /// (Linux `fallocate`; the file's length becomes at least `len`), for a
-    /// writer that knows its output's size: a full disk is then an error
-    /// before any work, and writes need not find blocks page by page (a
-    /// tenth off the time of a 200 MB `.npy` here). Where the file system or
-    /// the platform cannot preallocate, this does nothing.
-    pub fn preallocate(&mut self, len: u64) -> io::Result<()> {
-        let file = self.file()?;
-        preallocate(file, len)
+    /// [`AtomicFile::shared`] for a file that will be `len` bytes long once
+    /// written: disk blocks are reserved (Linux `fallocate`) a little ahead
+    /// of the writes, [`RESERVE_AHEAD`] at a time and never past `len`, so
+    /// that writes need not find blocks page by page (a tenth off the time
+    /// of a 200 MB `.npy` written on two threads here) and a full disk shows
+    /// early. Reserving only ahead of what was written keeps a file whose
+    /// header claims far more than it holds from taking the disk before its
+    /// first bad part is found. Where the file system cannot reserve, the
+    /// writes allocate as they go.
+    pub fn shared_sized(&mut self, len: u64) -> io::Result<SharedFile<'_>> {
+        Ok(SharedFile {
+            file: self.file()?,
+            unsent: AtomicU64::new(0),
+            reserve: Some(Mutex::new(Reserved { upto: 0, len })),
+        })
     }
 
     /// Flushes and syncs the data, renames the temporary file onto the target,
@@ -174,12 +182,34 @@ impl AtomicFile {
 pub struct SharedFile<'a> {
     file: &'a File,
     unsent: AtomicU64,
+    reserve: Option<Mutex<Reserved>>,
 }
+
+/// How far [`AtomicFile::shared_sized`] reserved the disk, and up to where.
+#[derive(Debug)]
+struct Reserved {
+    upto: u64,
+    len: u64,
+}
+
+/// How far ahead of the writes [`AtomicFile::shared_sized`] reserves disk.
+pub const RESERVE_AHEAD: u64 = 64 << 20;
 
 impl SharedFile<'_> {
     /// Writes all of `buf` at byte `offset` of the file (the file grows as
     /// needed; bytes never written read as zeros).
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "write past 2^64 bytes"))?;
+        if let Some(r) = &self.reserve {
+            let mut r = r.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if end > r.upto && r.upto < r.len {
+                let to = end.max(r.upto.saturating_add(RESERVE_AHEAD)).min(r.len);
+                reserve(self.file, r.upto, to.saturating_sub(r.upto))?;
+                r.upto = to;
+            }
+        }
         write_all_at(self.file, buf, offset)?;
         let n = buf.len() as u64;
         let before = self.unsent.fetch_add(n, Ordering::Relaxed);
@@ -220,21 +250,24 @@ fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
     ))
 }
 
+/// Reserves the disk blocks of bytes `offset .. offset + len` of `file`
+/// (the file's length becomes at least their end); nothing where the file
+/// system cannot.
 #[cfg(target_os = "linux")]
-fn preallocate(file: &File, len: u64) -> io::Result<()> {
+fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let Ok(len) = libc::off_t::try_from(len) else {
+    let (Ok(at), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("cannot preallocate {len} bytes"),
+            format!("cannot reserve {len} bytes at byte {offset}"),
         ));
     };
-    if len == 0 {
+    if n == 0 {
         return Ok(());
     }
     // SAFETY: the descriptor is open (borrowed from `file`) for the call,
     // which reads no memory of ours.
-    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, at, n) };
     if r == 0 {
         return Ok(());
     }
@@ -247,7 +280,7 @@ fn preallocate(file: &File, len: u64) -> io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn preallocate(_: &File, _: u64) -> io::Result<()> {
+fn reserve(_: &File, _: u64, _: u64) -> io::Result<()> {
     Ok(())
 }
 

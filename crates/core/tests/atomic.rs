@@ -179,30 +179,65 @@ fn shared_writes_dropped_unfinished_leave_nothing() {
     assert!(entries(&dir).is_empty(), "left behind: {:?}", entries(&dir));
 }
 
+/// Bytes `1 MiB .. len` in pieces of 4 MiB: (start, end) of each.
+fn pieces(len: u64) -> Vec<(u64, u64)> {
+    let starts = ((1u64 << 20)..len).step_by(4 << 20);
+    starts.map(|s| (s, (s + (4 << 20)).min(len))).collect()
+}
+
 #[test]
-fn preallocated_files_have_their_length_and_refuse_what_the_disk_cannot_hold() {
-    let dir = fresh_dir("prealloc");
+fn sized_files_reserve_the_disk_just_ahead_of_the_writes() {
+    use dataformats_core::atomic::RESERVE_AHEAD;
+    let dir = fresh_dir("sized");
     let target = dir.join("out.bin");
+    let len = 3 * RESERVE_AHEAD + 12_345;
     let mut f = AtomicFile::create(&target).unwrap();
-    f.preallocate(1 << 20).unwrap();
-    #[cfg(target_os = "linux")]
-    assert_eq!(std::fs::metadata(f.temp_path()).unwrap().len(), 1 << 20);
-    f.shared()
-        .unwrap()
-        .write_all_at(&[9u8; 1 << 20], 0)
-        .unwrap();
+    let temp = f.temp_path().to_path_buf();
+    {
+        let out = f.shared_sized(len).unwrap();
+        out.write_all_at(&[1u8; 1 << 20], 0).unwrap();
+        // One window reserved, not the whole length.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(&temp).unwrap();
+            assert_eq!(m.len(), RESERVE_AHEAD);
+            assert!(m.blocks() * 512 >= RESERVE_AHEAD, "{} blocks", m.blocks());
+        }
+        // The rest, in pieces of 4 MiB from the end backwards (the file
+        // grows past its reserved part, then fills in).
+        for (from, to) in pieces(len).into_iter().rev() {
+            let piece = vec![(from % 251) as u8; (to - from) as usize];
+            out.write_all_at(&piece, from).unwrap();
+        }
+    }
+    assert_eq!(std::fs::metadata(&temp).unwrap().len(), len);
     f.finish().unwrap();
     let got = std::fs::read(&target).unwrap();
-    assert!(got.len() == 1 << 20 && got.iter().all(|&b| b == 9));
+    assert_eq!(got.len() as u64, len);
+    assert!(got[..1 << 20].iter().all(|&b| b == 1));
+    for (from, to) in pieces(len) {
+        let part = &got[from as usize..to as usize];
+        assert!(
+            part.iter().all(|&b| b == (from % 251) as u8),
+            "{from}..{to}"
+        );
+    }
 
-    // More than any disk here holds (a petabyte), and more than a file
-    // offset can say: errors at once, with nothing left behind.
-    #[cfg(target_os = "linux")]
+    // A length no disk here holds (a petabyte): nothing is reserved past
+    // the window ahead of the writes, so writing its start works; a write
+    // near its end needs the disk it cannot have, and fails cleanly.
+    let huge = dir.join("huge.bin");
     {
-        let mut f = AtomicFile::create(dir.join("huge.bin")).unwrap();
-        assert!(f.preallocate(1 << 50).is_err());
-        let e = f.preallocate(u64::MAX).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        let mut f = AtomicFile::create(&huge).unwrap();
+        let temp = f.temp_path().to_path_buf();
+        let out = f.shared_sized(1 << 50).unwrap();
+        out.write_all_at(&[2u8; 4096], 0).unwrap();
+        #[cfg(target_os = "linux")]
+        {
+            assert_eq!(std::fs::metadata(&temp).unwrap().len(), RESERVE_AHEAD);
+            assert!(out.write_all_at(&[2u8; 4096], (1 << 50) - 4096).is_err());
+        }
     }
     assert_eq!(entries(&dir), vec!["out.bin".to_string()]);
 }

@@ -929,3 +929,75 @@ fn the_mldf_schema_carrier_is_in_the_last_record_and_older_files_still_restore()
         2500
     );
 }
+
+/// BLZ/bcolz → `.npy`: an array of many chunk files (5 MB, so written on
+/// every core) and a table give their bytes behind a numpy header; a chunk
+/// file broken in the middle is an error naming it, with nothing written.
+#[test]
+fn blz_arrays_and_tables_become_npy() {
+    use dataformats::bloscpack::blz::{
+        ArrayOptions, ColumnData, Layout, create_array, create_table,
+    };
+    use dataformats::bloscpack::dtype::Dtype;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let i8 = Dtype::parse_python_literal("'<i8'").unwrap();
+    let values: Vec<u8> = (0..655_361i64)
+        .flat_map(|i| (i * i % 1_000_003).to_le_bytes())
+        .collect();
+    let opts = ArrayOptions::new(Layout::Bcolz).chunklen(8192);
+    let a = create_array(p("a.bcolz"), &i8, &[], &values, &opts).unwrap();
+    assert!(a.chunks().len() > 60, "{}", a.chunks().len());
+    convert(&p("a.bcolz"), &p("a.npy"), &ConvertOptions::default()).unwrap();
+    let npy = std::fs::read(p("a.npy")).unwrap();
+    assert!(npy.starts_with(b"\x93NUMPY"));
+    let header = npy.len() - values.len();
+    assert_eq!(header % 64, 0);
+    assert!(npy[header..] == values[..]);
+
+    let flags: Vec<u8> = (0..1000).map(|i| u8::from(i % 7 == 0)).collect();
+    let b1 = Dtype::parse_python_literal("'|b1'").unwrap();
+    let cols = [
+        ColumnData {
+            name: "id",
+            dtype: &i8,
+            trailing: &[],
+            data: &values[..8000],
+        },
+        ColumnData {
+            name: "flag",
+            dtype: &b1,
+            trailing: &[],
+            data: &flags,
+        },
+    ];
+    let t = create_table(
+        p("t.bcolz"),
+        &cols,
+        &serde_json::json!({}),
+        &ArrayOptions::new(Layout::Bcolz).chunklen(256),
+    )
+    .unwrap();
+    convert(&p("t.bcolz"), &p("t.npy"), &ConvertOptions::default()).unwrap();
+    let npy = std::fs::read(p("t.npy")).unwrap();
+    // Rows of the record dtype: each id's 8 bytes, then its flag.
+    let rows: Vec<u8> = (0..1000)
+        .flat_map(|i| values[i * 8..i * 8 + 8].iter().copied().chain([flags[i]]))
+        .collect();
+    assert_eq!(t.len(), 1000);
+    assert!(npy.ends_with(&rows) && npy.len() > rows.len());
+    assert_eq!((npy.len() - rows.len()) % 64, 0);
+    // A chunk file in the middle cut short: the error names it; no file.
+    let victim = a.chunks()[40].path.clone();
+    let bytes = std::fs::read(&victim).unwrap();
+    std::fs::write(&victim, &bytes[..bytes.len() / 2]).unwrap();
+    let e = convert(&p("a.bcolz"), &p("bad.npy"), &ConvertOptions::default()).unwrap_err();
+    let text = format!("{e}");
+    assert!(text.contains("__40"), "{text}");
+    assert!(!p("bad.npy").exists());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains("bad.npy")), "{names:?}");
+}

@@ -329,40 +329,41 @@ fn blz_to_npy(
     use crate::bloscpack::blz::BlzDir;
     use crate::bloscpack::{NumpyMeta, Order};
     let d = crate::remote::open_blz(input, Default::default(), false)?;
-    let (meta, parts) = match &d {
+    let limits = crate::core::Limits::default();
+    let (meta, sizes) = match &d {
         BlzDir::Array(a) => (
             NumpyMeta {
                 dtype: a.dtype().clone(),
                 shape: a.shape().to_vec(),
                 order: Order::C,
             },
-            a.chunks().len(),
+            a.chunks()
+                .iter()
+                .map(|c| c.items.saturating_mul(a.atomsize()))
+                .collect::<Vec<_>>(),
         ),
-        BlzDir::Table(t) => (
-            NumpyMeta {
+        BlzDir::Table(t) => {
+            let meta = NumpyMeta {
                 dtype: t.row_dtype(),
                 shape: vec![t.len()],
                 order: Order::C,
-            },
-            1,
-        ),
-    };
-    let mut done = 0u64;
-    crate::bloscpack::npy::write_npy(output, &meta, parts, |i, buf| {
-        done += 1;
-        progress(done, parts as u64);
-        match &d {
-            BlzDir::Array(a) => {
-                let c = a.chunks().get(i).map_or(0, |c| c.items * a.atomsize());
-                buf.resize(c as usize, 0);
-                a.read_chunk_into(i, buf)
-            }
-            BlzDir::Table(t) => {
-                *buf = t.read_all()?;
-                Ok(())
-            }
+            };
+            let n = meta.nbytes().unwrap_or(u64::MAX);
+            (meta, vec![n])
         }
-    })
+    };
+    let parts = sizes.len() as u64;
+    crate::bloscpack::npy::write_npy_parts(
+        output,
+        &meta,
+        &sizes,
+        &limits,
+        |i, dst| match &d {
+            BlzDir::Array(a) => a.read_chunk_into(i, dst),
+            BlzDir::Table(t) => t.read_rows_into(0, t.len(), dst),
+        },
+        |n| progress(n as u64, parts),
+    )
     .map_err(Error::Blz)?;
     Ok(meta.shape.first().copied().unwrap_or(1))
 }
