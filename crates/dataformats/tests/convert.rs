@@ -955,14 +955,15 @@ fn blz_arrays_and_tables_become_npy() {
     assert_eq!(header % 64, 0);
     assert!(npy[header..] == values[..]);
 
-    let flags: Vec<u8> = (0..1000).map(|i| u8::from(i % 7 == 0)).collect();
+    // 500,000 rows of 9 bytes: parts of about 1 MiB of rows, on every core.
+    let flags: Vec<u8> = (0..500_000).map(|i| u8::from(i % 7 == 0)).collect();
     let b1 = Dtype::parse_python_literal("'|b1'").unwrap();
     let cols = [
         ColumnData {
             name: "id",
             dtype: &i8,
             trailing: &[],
-            data: &values[..8000],
+            data: &values[..4_000_000],
         },
         ColumnData {
             name: "flag",
@@ -981,10 +982,10 @@ fn blz_arrays_and_tables_become_npy() {
     convert(&p("t.bcolz"), &p("t.npy"), &ConvertOptions::default()).unwrap();
     let npy = std::fs::read(p("t.npy")).unwrap();
     // Rows of the record dtype: each id's 8 bytes, then its flag.
-    let rows: Vec<u8> = (0..1000)
+    let rows: Vec<u8> = (0..500_000)
         .flat_map(|i| values[i * 8..i * 8 + 8].iter().copied().chain([flags[i]]))
         .collect();
-    assert_eq!(t.len(), 1000);
+    assert_eq!(t.len(), 500_000);
     assert!(npy.ends_with(&rows) && npy.len() > rows.len());
     assert_eq!((npy.len() - rows.len()) % 64, 0);
     // A chunk file in the middle cut short: the error names it; no file.

@@ -330,7 +330,7 @@ fn blz_to_npy(
     use crate::bloscpack::{NumpyMeta, Order};
     let d = crate::remote::open_blz(input, Default::default(), false)?;
     let limits = crate::core::Limits::default();
-    let (meta, sizes) = match &d {
+    let (meta, sizes, rows) = match &d {
         BlzDir::Array(a) => (
             NumpyMeta {
                 dtype: a.dtype().clone(),
@@ -341,6 +341,7 @@ fn blz_to_npy(
                 .iter()
                 .map(|c| c.items.saturating_mul(a.atomsize()))
                 .collect::<Vec<_>>(),
+            Vec::new(),
         ),
         BlzDir::Table(t) => {
             let meta = NumpyMeta {
@@ -348,8 +349,12 @@ fn blz_to_npy(
                 shape: vec![t.len()],
                 order: Order::C,
             };
-            let n = meta.nbytes().unwrap_or(u64::MAX);
-            (meta, vec![n])
+            let parts: Vec<_> = table_parts(t).collect();
+            let sizes = parts
+                .iter()
+                .map(|&(_, rows)| rows.saturating_mul(meta.dtype.itemsize() as u64))
+                .collect();
+            (meta, sizes, parts)
         }
     };
     let parts = sizes.len() as u64;
@@ -360,12 +365,41 @@ fn blz_to_npy(
         &limits,
         |i, dst| match &d {
             BlzDir::Array(a) => a.read_chunk_into(i, dst),
-            BlzDir::Table(t) => t.read_rows_into(0, t.len(), dst),
+            BlzDir::Table(t) => {
+                let (first, rows) = rows.get(i).copied().unwrap_or_default();
+                t.read_rows_into(first, rows, dst)
+            }
         },
         |n| progress(n as u64, parts),
     )
     .map_err(Error::Blz)?;
     Ok(meta.shape.first().copied().unwrap_or(1))
+}
+
+/// A table's rows in parts for `.npy` output, `(first row, rows)` each: a
+/// whole number of its longest column chunk, and about 1 MiB of rows or
+/// more, so that parts go to every core and few column chunks are decoded
+/// for two neighbouring parts.
+#[cfg(feature = "bloscpack")]
+fn table_parts(t: &crate::bloscpack::blz::CTable) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let row: u64 = t.columns().iter().map(|c| c.atomsize()).sum();
+    let chunk = t
+        .columns()
+        .iter()
+        .map(|c| c.chunklen())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let per = chunk.saturating_mul(
+        (1u64 << 20)
+            .div_ceil(chunk.saturating_mul(row).max(1))
+            .max(1),
+    );
+    let len = t.len();
+    (0..len.div_ceil(per)).map(move |i| {
+        let first = i * per;
+        (first, per.min(len - first))
+    })
 }
 
 /// What [`append`] did to a Bloscpack file.
