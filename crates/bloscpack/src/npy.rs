@@ -523,14 +523,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         for (n, chunk) in [(100_003u64, 4_096usize), (1_000, 1 << 20), (0, 4_096)] {
             let m = meta("<i8", vec![n], Order::C);
-            let mut want = header_bytes(&m);
-            let mut x = 0x9E37_79B9_7F4A_7C15u64;
-            for _ in 0..n {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                want.extend_from_slice(&(x % 1000).to_le_bytes());
-            }
+            let want = npy_bytes(&m, n);
             let (a, b, back) = (dir.join("a.npy"), dir.join("a.blp"), dir.join("b.npy"));
             std::fs::write(&a, &want).unwrap();
             let o = WriteOptions::default().chunk_size(chunk);
