@@ -178,6 +178,8 @@ impl AtomicFile {
 ///
 /// It asks the disk to start writing back every 2 MiB written, as the
 /// file's own [`Write`] does, so that the sync at the end finds little left.
+/// Positioned writes do not use the file's cursor on Unix, but move it on
+/// Windows: a writer uses one or the other, not both.
 #[derive(Debug)]
 pub struct SharedFile<'a> {
     file: &'a File,
