@@ -461,14 +461,12 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = AtomicFile::create(path)?;
     {
         let out = f.shared_sized(bytes.len() as u64)?;
-        parallel::each_index(
+        let mut pieces = bytes.chunks(PIECE).enumerate();
+        parallel::ordered(
             parallel::threads(0),
-            bytes.len().div_ceil(PIECE),
-            || (),
-            |_, i| {
-                let piece = bytes.chunks(PIECE).nth(i).unwrap_or_default();
-                out.write_all_at(piece, (i * PIECE) as u64)
-            },
+            || Ok(pieces.next()),
+            |(i, piece)| out.write_all_at(piece, (i * PIECE) as u64),
+            |written| written,
         )?;
     }
     f.finish()

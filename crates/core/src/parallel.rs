@@ -5,8 +5,7 @@
 //! the calling thread in the order the items came, so that output written
 //! from them is the same whatever the number of threads. At most twice as
 //! many items as threads are in flight, so memory does not grow with the
-//! input. Work whose results go straight to their own place (positioned
-//! writes, parts of one buffer) needs no consumer: [`each_index`].
+//! input.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -158,90 +157,6 @@ where
     })
 }
 
-/// Runs `work` on every index in `0..n`, on `threads` threads, each with a
-/// state of its own made by `init` (a reusable buffer, say), in no set
-/// order: for work whose results go straight to their place (positioned
-/// writes into a file, parts of one buffer) rather than through one
-/// consumer.
-///
-/// Indices are handed out in increasing order. The first error stops the
-/// handing out, and the error returned is that of the lowest index that
-/// failed; every index below it has run, so the error is the one a run on
-/// one thread would have met first. With `threads` ≤ 1 everything runs on
-/// this thread. A panic in `work` is resumed on this thread.
-///
-/// ```
-/// use dataformats_core::parallel::each_index;
-/// use std::sync::atomic::{AtomicU64, Ordering};
-///
-/// let sum = AtomicU64::new(0);
-/// each_index(4, 1000, || (), |_, i| {
-///     sum.fetch_add(i as u64, Ordering::Relaxed);
-///     Ok::<_, String>(())
-/// })
-/// .unwrap();
-/// assert_eq!(sum.into_inner(), 999 * 1000 / 2);
-/// ```
-pub fn each_index<S, E>(
-    threads: usize,
-    n: usize,
-    init: impl Fn() -> S + Sync,
-    work: impl Fn(&mut S, usize) -> Result<(), E> + Sync,
-) -> Result<(), E>
-where
-    E: Send,
-{
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    if threads <= 1 || n <= 1 {
-        let mut state = init();
-        return (0..n).try_for_each(|i| work(&mut state, i));
-    }
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let first_error: Mutex<Option<(usize, E)>> = Mutex::new(None);
-    let run = || {
-        let out = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut state = init();
-            while !stop.load(Ordering::Acquire) {
-                let i = next.fetch_add(1, Ordering::AcqRel);
-                if i >= n {
-                    break;
-                }
-                if let Err(e) = work(&mut state, i) {
-                    stop.store(true, Ordering::Release);
-                    let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                    if slot.as_ref().is_none_or(|(j, _)| i < *j) {
-                        *slot = Some((i, e));
-                    }
-                    break;
-                }
-            }
-        }));
-        if out.is_err() {
-            // The other threads stop at their next index.
-            stop.store(true, Ordering::Release);
-        }
-        out
-    };
-    let panicked = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads.min(n)).map(|_| s.spawn(run)).collect();
-        let mut panicked = run().err();
-        for h in helpers {
-            if let Err(p) = h.join().unwrap_or_else(Err) {
-                panicked.get_or_insert(p);
-            }
-        }
-        panicked
-    });
-    if let Some(p) = panicked {
-        std::panic::resume_unwind(p);
-    }
-    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some((_, e)) => Err(e),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,101 +292,6 @@ mod tests {
                 x
             },
             |_| Ok(()),
-        );
-    }
-
-    /// Runs `each_index` over `n` indices; `fail` says which fail. Returns
-    /// the indices that ran and the result.
-    fn run_each(threads: usize, n: usize, fail: &[usize]) -> (Vec<usize>, Result<(), String>) {
-        let ran = Mutex::new(Vec::new());
-        let r = each_index(
-            threads,
-            n,
-            || 0u32,
-            |calls, i| {
-                *calls += 1;
-                // Later indices finish first now and then.
-                if i % 5 == 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(300));
-                }
-                ran.lock().unwrap().push(i);
-                if fail.contains(&i) {
-                    return Err(format!("index {i}"));
-                }
-                Ok(())
-            },
-        );
-        let mut ran = ran.into_inner().unwrap();
-        ran.sort_unstable();
-        (ran, r)
-    }
-
-    #[test]
-    fn each_index_runs_every_index_once() {
-        for t in [1, 2, 3, 8] {
-            for n in [0, 1, 2, 7, 200] {
-                let (ran, r) = run_each(t, n, &[]);
-                assert_eq!(r, Ok(()));
-                assert_eq!(ran, (0..n).collect::<Vec<_>>(), "{t} threads, {n} indices");
-            }
-        }
-    }
-
-    #[test]
-    fn each_index_returns_the_lowest_failure_after_every_index_below_it() {
-        for t in [1, 2, 4] {
-            let (ran, r) = run_each(t, 300, &[41, 40, 250]);
-            assert_eq!(r, Err("index 40".to_string()), "{t} threads");
-            // Everything below the failure ran; the handing out stopped
-            // soon after it (at most one index per other thread).
-            assert!(
-                ran.starts_with(&(0..=40).collect::<Vec<_>>()),
-                "{t} threads"
-            );
-            assert!(ran.len() <= 41 + t, "{t} threads: {} ran", ran.len());
-            assert!(!ran.contains(&250));
-        }
-    }
-
-    #[test]
-    fn each_index_gives_each_thread_its_own_state() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let made = AtomicUsize::new(0);
-        let total = AtomicUsize::new(0);
-        let r = each_index(
-            3,
-            100,
-            || {
-                made.fetch_add(1, Ordering::SeqCst);
-                Vec::new()
-            },
-            |seen: &mut Vec<usize>, i| {
-                // A state shared between threads would see indices out of
-                // order here.
-                assert!(seen.last().is_none_or(|&j| j < i));
-                seen.push(i);
-                total.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ()>(())
-            },
-        );
-        assert_eq!(r, Ok(()));
-        assert_eq!(total.into_inner(), 100);
-        assert_eq!(made.into_inner(), 3);
-    }
-
-    #[test]
-    #[should_panic(expected = "boom")]
-    fn a_panic_in_each_index_reaches_the_caller() {
-        let _ = each_index(
-            2,
-            100,
-            || (),
-            |_, i| {
-                if i == 30 {
-                    panic!("boom");
-                }
-                Ok::<_, ()>(())
-            },
         );
     }
 
