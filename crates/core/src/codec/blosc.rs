@@ -598,10 +598,10 @@ fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) -> bool {
     let (out, out_tail) = dst.split_at_mut(body);
     out_tail.copy_from_slice(tail);
     match ts {
-        2 => unshuffle_fixed::<2>(planes, out, n),
-        4 => unshuffle_4(planes, out, n),
-        8 => unshuffle_8(planes, out, n),
-        16 => unshuffle_fixed::<16>(planes, out, n),
+        2 => unshuffle_simd::<2>(planes, out, n),
+        4 => unshuffle_simd::<4>(planes, out, n),
+        8 => unshuffle_simd::<8>(planes, out, n),
+        16 => unshuffle_simd::<16>(planes, out, n),
         _ => {
             for (k, plane) in planes.chunks_exact(n.max(1)).enumerate().take(ts) {
                 for (o, &b) in out.iter_mut().skip(k).step_by(ts).zip(plane) {
@@ -613,112 +613,85 @@ fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) -> bool {
     true
 }
 
-/// [`unshuffle`] of 8-byte elements: 16 at a time in SSE2 registers (every
-/// x86-64 has it): three rounds of byte, 16-bit and 32-bit interleaves.
+/// [`unshuffle`] of `T`-byte elements for `T` = 2, 4, 8 or 16: 16 elements
+/// at a time in SSE2 registers (every x86-64 has it).
+///
+/// The `T` planes' next 16 bytes are loaded into `T` registers. Each of the
+/// log2(`T`) rounds interleaves the registers pairwise, (0, 1), (2, 3) and so
+/// on, at a width of 1, 2, 4 then 8 bytes; the low halves go to the first
+/// half of the registers and the high halves to the second. After the last
+/// round, register `j` holds the 16 output bytes at the position whose bits
+/// are `j`'s reversed.
 #[cfg(target_arch = "x86_64")]
-fn unshuffle_8(planes: &[u8], out: &mut [u8], n: usize) {
-    use std::arch::x86_64::{
-        __m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
-        _mm_unpackhi_epi32, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
-    };
+fn unshuffle_sse2<const T: usize>(planes: &[u8], out: &mut [u8], n: usize) {
+    use std::arch::x86_64::{_mm_loadu_si128, _mm_storeu_si128};
+    const { assert!(T.is_power_of_two() && T >= 2 && T <= 16) };
+    let rounds = T.trailing_zeros();
     let whole = n / 16 * 16;
-    if planes.len() < 8 * n || out.len() < 8 * n {
-        return unshuffle_rest::<8>(planes, out, n, 0);
+    if planes.len() < T * n || out.len() < T * n {
+        return unshuffle_rest::<T>(planes, out, n, 0);
     }
     let (src, dst) = (planes.as_ptr(), out.as_mut_ptr());
     for i in (0..whole).step_by(16) {
-        // SAFETY: for every k < 8, bytes k * n + i .. k * n + i + 16 lie in
-        // `planes` (i + 16 <= n and planes holds 8 * n bytes), and bytes
-        // 8 * i .. 8 * i + 128 lie in `out` (8 * (i + 16) <= 8 * n); loads and
-        // stores are unaligned; SSE2 is part of x86-64.
+        // SAFETY: for every k < T, bytes k * n + i .. k * n + i + 16 lie in
+        // `planes` (i + 16 <= n and planes holds T * n bytes), and the T
+        // stores cover bytes T * i .. T * (i + 16) of `out` (T * (i + 16) <=
+        // T * n); loads and stores are unaligned.
         unsafe {
-            let a: [__m128i; 8] =
-                std::array::from_fn(|k| _mm_loadu_si128(src.add(k * n + i).cast()));
-            let b0 = _mm_unpacklo_epi8(a[0], a[1]);
-            let b1 = _mm_unpackhi_epi8(a[0], a[1]);
-            let b2 = _mm_unpacklo_epi8(a[2], a[3]);
-            let b3 = _mm_unpackhi_epi8(a[2], a[3]);
-            let b4 = _mm_unpacklo_epi8(a[4], a[5]);
-            let b5 = _mm_unpackhi_epi8(a[4], a[5]);
-            let b6 = _mm_unpacklo_epi8(a[6], a[7]);
-            let b7 = _mm_unpackhi_epi8(a[6], a[7]);
-            let c0 = _mm_unpacklo_epi16(b0, b2);
-            let c1 = _mm_unpackhi_epi16(b0, b2);
-            let c2 = _mm_unpacklo_epi16(b4, b6);
-            let c3 = _mm_unpackhi_epi16(b4, b6);
-            let c4 = _mm_unpacklo_epi16(b1, b3);
-            let c5 = _mm_unpackhi_epi16(b1, b3);
-            let c6 = _mm_unpacklo_epi16(b5, b7);
-            let c7 = _mm_unpackhi_epi16(b5, b7);
-            let d = [
-                _mm_unpacklo_epi32(c0, c2),
-                _mm_unpackhi_epi32(c0, c2),
-                _mm_unpacklo_epi32(c1, c3),
-                _mm_unpackhi_epi32(c1, c3),
-                _mm_unpacklo_epi32(c4, c6),
-                _mm_unpackhi_epi32(c4, c6),
-                _mm_unpacklo_epi32(c5, c7),
-                _mm_unpackhi_epi32(c5, c7),
-            ];
-            for (j, v) in d.into_iter().enumerate() {
-                _mm_storeu_si128(dst.add(8 * i + 16 * j).cast(), v);
+            let mut x: [_; T] = std::array::from_fn(|k| _mm_loadu_si128(src.add(k * n + i).cast()));
+            for round in 0..rounds {
+                let prev = x;
+                let (low, high) = x.split_at_mut(T / 2);
+                for ((l, h), &[a, b]) in low.iter_mut().zip(high).zip(prev.as_chunks::<2>().0) {
+                    *l = interleave(round, false, a, b);
+                    *h = interleave(round, true, a, b);
+                }
+            }
+            for (j, v) in x.into_iter().enumerate() {
+                let at = j.reverse_bits() >> (usize::BITS - rounds);
+                _mm_storeu_si128(dst.add(T * i + 16 * at).cast(), v);
             }
         }
     }
-    unshuffle_rest::<8>(planes, out, n, whole);
+    unshuffle_rest::<T>(planes, out, n, whole);
 }
 
-/// [`unshuffle`] of 8-byte elements elsewhere.
-#[cfg(not(target_arch = "x86_64"))]
-fn unshuffle_8(planes: &[u8], out: &mut [u8], n: usize) {
-    unshuffle_fixed::<8>(planes, out, n);
-}
-
-/// [`unshuffle`] of 4-byte elements: 16 at a time in SSE2 registers, two
-/// rounds of byte and 16-bit interleaves.
+/// The low (or high) halves of `a` and `b` interleaved in units of
+/// 2^`width_log2` bytes: one round of [`unshuffle_sse2`].
 #[cfg(target_arch = "x86_64")]
-fn unshuffle_4(planes: &[u8], out: &mut [u8], n: usize) {
+#[inline(always)]
+fn interleave(
+    width_log2: u32,
+    high: bool,
+    a: std::arch::x86_64::__m128i,
+    b: std::arch::x86_64::__m128i,
+) -> std::arch::x86_64::__m128i {
     use std::arch::x86_64::{
-        _mm_loadu_si128, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
-        _mm_unpacklo_epi8, _mm_unpacklo_epi16,
+        _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64,
+        _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
     };
-    let whole = n / 16 * 16;
-    if planes.len() < 4 * n || out.len() < 4 * n {
-        return unshuffle_rest::<4>(planes, out, n, 0);
-    }
-    let (src, dst) = (planes.as_ptr(), out.as_mut_ptr());
-    for i in (0..whole).step_by(16) {
-        // SAFETY: for every k < 4, bytes k * n + i .. k * n + i + 16 lie in
-        // `planes` (i + 16 <= n, planes holds 4 * n bytes), and bytes
-        // 4 * i .. 4 * i + 64 lie in `out`; unaligned loads and stores; SSE2
-        // is part of x86-64.
-        unsafe {
-            let a0 = _mm_loadu_si128(src.add(i).cast());
-            let a1 = _mm_loadu_si128(src.add(n + i).cast());
-            let a2 = _mm_loadu_si128(src.add(2 * n + i).cast());
-            let a3 = _mm_loadu_si128(src.add(3 * n + i).cast());
-            let b0 = _mm_unpacklo_epi8(a0, a1);
-            let b1 = _mm_unpackhi_epi8(a0, a1);
-            let b2 = _mm_unpacklo_epi8(a2, a3);
-            let b3 = _mm_unpackhi_epi8(a2, a3);
-            let d = [
-                _mm_unpacklo_epi16(b0, b2),
-                _mm_unpackhi_epi16(b0, b2),
-                _mm_unpacklo_epi16(b1, b3),
-                _mm_unpackhi_epi16(b1, b3),
-            ];
-            for (j, v) in d.into_iter().enumerate() {
-                _mm_storeu_si128(dst.add(4 * i + 16 * j).cast(), v);
-            }
+    // SAFETY: SSE2 is part of x86-64; these only read their arguments.
+    unsafe {
+        match (width_log2, high) {
+            (0, false) => _mm_unpacklo_epi8(a, b),
+            (0, true) => _mm_unpackhi_epi8(a, b),
+            (1, false) => _mm_unpacklo_epi16(a, b),
+            (1, true) => _mm_unpackhi_epi16(a, b),
+            (2, false) => _mm_unpacklo_epi32(a, b),
+            (2, true) => _mm_unpackhi_epi32(a, b),
+            (_, false) => _mm_unpacklo_epi64(a, b),
+            (_, true) => _mm_unpackhi_epi64(a, b),
         }
     }
-    unshuffle_rest::<4>(planes, out, n, whole);
 }
 
-/// [`unshuffle`] of 4-byte elements elsewhere.
-#[cfg(not(target_arch = "x86_64"))]
-fn unshuffle_4(planes: &[u8], out: &mut [u8], n: usize) {
-    unshuffle_fixed::<4>(planes, out, n);
+/// [`unshuffle`] for an element size of 2, 4, 8 or 16: [`unshuffle_sse2`] on
+/// x86-64, [`unshuffle_fixed`] elsewhere.
+fn unshuffle_simd<const T: usize>(planes: &[u8], out: &mut [u8], n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    unshuffle_sse2::<T>(planes, out, n);
+    #[cfg(not(target_arch = "x86_64"))]
+    unshuffle_fixed::<T>(planes, out, n);
 }
 
 /// Elements `from..n` one byte at a time.
@@ -733,7 +706,8 @@ fn unshuffle_rest<const T: usize>(planes: &[u8], out: &mut [u8], n: usize, from:
 }
 
 /// [`unshuffle`] for an element size known at compile time, 16 elements at
-/// a time.
+/// a time, without SIMD intrinsics.
+#[cfg(any(test, not(target_arch = "x86_64")))]
 fn unshuffle_fixed<const T: usize>(planes: &[u8], out: &mut [u8], n: usize) {
     const TILE: usize = 16;
     let whole = n / TILE * TILE;
@@ -1312,6 +1286,17 @@ mod tests {
                 let mut out = vec![0u8; len];
                 assert!(unshuffle(ts, &shuffled, &mut out));
                 assert!(out == d, "ts {ts} len {len}");
+                // The portable path, which other targets take for these sizes.
+                let body = n * ts;
+                let mut out = vec![0u8; body];
+                match ts {
+                    2 => unshuffle_fixed::<2>(&shuffled[..body], &mut out, n),
+                    4 => unshuffle_fixed::<4>(&shuffled[..body], &mut out, n),
+                    8 => unshuffle_fixed::<8>(&shuffled[..body], &mut out, n),
+                    16 => unshuffle_fixed::<16>(&shuffled[..body], &mut out, n),
+                    _ => continue,
+                }
+                assert!(out == d[..body], "portable: ts {ts} len {len}");
             }
         }
     }
