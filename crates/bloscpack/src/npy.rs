@@ -212,12 +212,26 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
         ));
     }
     let sizes: Vec<u64> = reader.chunks().iter().map(ChunkInfo::nbytes).collect();
+    // Buffers for the compressed chunks of a source read by positioned
+    // reads, one per thread at a time, used again for later chunks.
+    let scratch = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
     write_npy_parts(
         output,
         array,
         &sizes,
         &reader.options().limits,
-        |i, dst| reader.read_chunk_into(i, dst),
+        |i, dst| {
+            let mut buf = scratch
+                .lock()
+                .ok()
+                .and_then(|mut v| v.pop())
+                .unwrap_or_default();
+            let r = reader.read_chunk_into_with(i, dst, &mut buf);
+            if let Ok(mut v) = scratch.lock() {
+                v.push(buf);
+            }
+            r
+        },
         |_| {},
     )
 }
@@ -571,6 +585,13 @@ mod tests {
         assert!(r.payload_len() >= dataformats_core::parallel::MIN_BYTES);
         bloscpack_to_npy(&r, &back).unwrap();
         assert!(std::fs::read(&back).unwrap() == want);
+        let mapped = Source::from_vec(std::fs::read(&b).unwrap());
+        bloscpack_to_npy(
+            &Reader::with_options(mapped, Default::default()).unwrap(),
+            &back,
+        )
+        .unwrap();
+        assert!(std::fs::read(&back).unwrap() == want);
 
         // Chunks 90 and 40 broken (a byte of each flipped): the error is
         // chunk 40's, whichever thread met which first.
@@ -582,8 +603,14 @@ mod tests {
         let c = dir.join("bad.blp");
         std::fs::write(&c, &bad).unwrap();
         let out = dir.join("bad.npy");
-        for _ in 0..5 {
-            let e = bloscpack_to_npy(&Reader::open(&c).unwrap(), &out).unwrap_err();
+        for round in 0..6 {
+            // Read by positioned reads, and from memory.
+            let r = if round % 2 == 0 {
+                Reader::open(&c).unwrap()
+            } else {
+                Reader::with_options(Source::from_vec(bad.clone()), Default::default()).unwrap()
+            };
+            let e = bloscpack_to_npy(&r, &out).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
             assert_eq!(e.chunk(), Some(40), "{e}");
             let left: Vec<_> = std::fs::read_dir(&dir)

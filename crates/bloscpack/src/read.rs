@@ -383,15 +383,23 @@ impl Reader {
     }
 
     fn verify_digest(&self, i: u64, info: &ChunkInfo) -> Result<()> {
+        if self.header.checksum == ChecksumKind::None {
+            return Ok(());
+        }
+        let raw = self.src.bytes(info.offset, u64::from(info.blosc.cbytes))?;
+        self.check_digest(i, info, &raw)
+    }
+
+    /// Checks chunk `i`'s stored digest against `raw`, its compressed bytes.
+    fn check_digest(&self, i: u64, info: &ChunkInfo, raw: &[u8]) -> Result<()> {
         let kind = self.header.checksum;
         if kind == ChecksumKind::None {
             return Ok(());
         }
-        let raw = self.src.bytes(info.offset, u64::from(info.blosc.cbytes))?;
         let stored = self
             .src
             .bytes(info.digest_offset(), kind.digest_size() as u64)?;
-        let computed = kind.digest(&raw);
+        let computed = kind.digest(raw);
         if computed.as_bytes() != &*stored {
             return Err(Error::new(
                 ErrorKind::ChecksumMismatch,
@@ -524,6 +532,20 @@ impl Reader {
     /// Decodes chunk `i` into `dst`, which must be exactly the chunk's
     /// decoded size; checks the digest first when the options say so.
     pub fn read_chunk_into(&self, i: usize, dst: &mut [u8]) -> Result<()> {
+        self.read_chunk_into_with(i, dst, &mut Vec::new())
+    }
+
+    /// [`Reader::read_chunk_into`], reading the compressed bytes into
+    /// `scratch` (resized to fit, within the limits) when the source is not
+    /// in memory, so that a caller decoding many chunks reuses one buffer.
+    /// The bytes are read once, for the digest and the decode. Memory-backed
+    /// sources are decoded where they lie and leave `scratch` alone.
+    pub fn read_chunk_into_with(
+        &self,
+        i: usize,
+        dst: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
         let c = *self.info(i)?;
         if dst.len() as u64 != c.nbytes() {
             return Err(Error::new(
@@ -535,11 +557,21 @@ impl Reader {
                 ),
             ));
         }
+        let cbytes = u64::from(c.blosc.cbytes);
+        let in_memory;
+        let raw: &[u8] = if self.src.is_in_memory() {
+            in_memory = self.src.bytes(c.offset, cbytes)?;
+            &in_memory
+        } else {
+            let n = self.opts.limits.check_alloc("compressed chunk", cbytes)?;
+            scratch.resize(n, 0);
+            self.src.read_at(c.offset, scratch)?;
+            scratch
+        };
         if self.opts.verify_checksums {
-            self.verify_digest(i as u64, &c)?;
+            self.check_digest(i as u64, &c, raw)?;
         }
-        let raw = self.src.bytes(c.offset, u64::from(c.blosc.cbytes))?;
-        blosc::decompress_into(&raw, dst, self.opts.threads)
+        blosc::decompress_into(raw, dst, self.opts.threads)
             .map_err(|e| crate::error::codec(e, i as u64, c.offset))?;
         Ok(())
     }

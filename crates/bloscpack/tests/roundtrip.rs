@@ -367,6 +367,56 @@ fn reader_options_control_digest_checks() {
     assert_eq!(lax.read_chunk(1).unwrap(), data(3000)[1000..2000]);
 }
 
+/// A file read by positioned reads decodes each chunk from one read into
+/// the caller's buffer, which is used again for the next chunk; the digest
+/// is checked on those bytes; a file that shrank after opening is an error
+/// naming the offset, not a short chunk. In memory, the buffer is not used.
+#[test]
+fn chunks_read_into_a_reused_buffer() {
+    let d = scratch("scratch");
+    let path = d.join("a.blp");
+    let want = data(10_000);
+    let mut file = pack_bytes(&want, None, &WriteOptions::default().chunk_size(3000)).unwrap();
+    std::fs::write(&path, &file).unwrap();
+    let r = Reader::open(&path).unwrap();
+    assert_eq!(r.nchunks(), 4);
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    for (i, c) in r.chunks().iter().enumerate() {
+        let mut dst = vec![0u8; c.nbytes() as usize];
+        r.read_chunk_into_with(i, &mut dst, &mut buf).unwrap();
+        assert_eq!(buf.len(), c.blosc.cbytes as usize, "chunk {i}");
+        got.extend_from_slice(&dst);
+    }
+    assert!(got == want);
+
+    // A byte of chunk 2's compressed data flipped on disk.
+    let c2 = r.chunks()[2];
+    file[c2.offset as usize + 20] ^= 0x40;
+    std::fs::write(&path, &file).unwrap();
+    let r = Reader::open(&path).unwrap();
+    let mut dst = vec![0u8; c2.nbytes() as usize];
+    let e = r.read_chunk_into_with(2, &mut dst, &mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+    assert_eq!(e.chunk(), Some(2), "{e}");
+
+    // The file cut short in chunk 3 after it was opened.
+    let c3 = r.chunks()[3];
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(c3.offset + 5).unwrap();
+    let mut dst = vec![0u8; c3.nbytes() as usize];
+    let e = r.read_chunk_into_with(3, &mut dst, &mut buf).unwrap_err();
+    assert!(e.to_string().contains(&c3.offset.to_string()), "{e}");
+
+    // From memory: decoded in place, the buffer left alone.
+    let r = Reader::from_bytes(pack_bytes(&want, None, &WriteOptions::default()).unwrap()).unwrap();
+    let mut unused = Vec::new();
+    let mut dst = vec![0u8; want.len()];
+    r.read_chunk_into_with(0, &mut dst, &mut unused).unwrap();
+    assert!(dst == want && unused.capacity() == 0);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A whole-file read checks digests on another thread while it decodes,
 /// and `validate` checks chunks on every core; whatever is damaged, both
 /// fail with the error a chunk-by-chunk read meets first. (The file is

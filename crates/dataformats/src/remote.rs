@@ -56,6 +56,19 @@ pub fn source(path: &Path) -> Result<Source, Error> {
     remote_source(path)
 }
 
+/// The bytes at `path` for a reader that copies each byte it needs once
+/// into a buffer of its own (a conversion decoding every chunk): a local
+/// file read by positioned reads, not mapped, or the object at a URL read
+/// by byte ranges. Reading a chunk into a buffer costs about what the page
+/// faults of a mapping cost, and the buffer is then in the core's cache for
+/// the digest and the decode (docs/performance.md).
+pub fn source_for_copies(path: &Path) -> Result<Source, Error> {
+    if !is_url(path) {
+        return Source::open(path).map_err(|x| failed(path, std::io::Error::other(x)));
+    }
+    remote_source(path)
+}
+
 /// The format of the object at `url`, from its first bytes (one ranged
 /// read) and its name's extension.
 pub(crate) fn detect(url: &Path) -> Result<Option<crate::Format>, Error> {

@@ -282,7 +282,7 @@ fn tbl_to_tar(
 
 #[cfg(feature = "bloscpack")]
 fn blp_to_npy(input: &Path, output: &Path) -> Result<u64, Error> {
-    let src = crate::dataset::map_file(input)?;
+    let src = crate::remote::source_for_copies(input)?;
     let r = crate::bloscpack::Reader::with_options(src, crate::bloscpack::ReadOptions::default())
         .map_err(Error::Bloscpack)?;
     crate::bloscpack::npy::bloscpack_to_npy(&r, output).map_err(Error::Bloscpack)?;
