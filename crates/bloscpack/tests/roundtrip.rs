@@ -406,6 +406,7 @@ fn chunks_read_into_a_reused_buffer() {
     f.set_len(c3.offset + 5).unwrap();
     let mut dst = vec![0u8; c3.nbytes() as usize];
     let e = r.read_chunk_into_with(3, &mut dst, &mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Truncated, "{e}");
     assert!(e.to_string().contains(&c3.offset.to_string()), "{e}");
 
     // From memory: decoded in place, the buffer left alone.
