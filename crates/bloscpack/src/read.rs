@@ -352,7 +352,9 @@ impl Reader {
     /// bytes in order.
     fn deep_check(&self, chunks: &[ChunkInfo], progress: &mut dyn FnMut(u64)) -> Result<()> {
         thread_local! {
+            // Decoded chunks, and compressed ones read from a file.
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            static RAW: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         // Threads pay off from a few MB of compressed data on.
         let cbytes: u64 = chunks.iter().map(|c| u64::from(c.blosc.cbytes)).sum();
@@ -362,16 +364,19 @@ impl Reader {
             threads,
             || Ok(next.next()),
             |(i, info)| -> Result<u64> {
-                self.verify_digest(i, info)?;
-                let n = self
-                    .opts
-                    .limits
-                    .check_alloc("chunk", u64::from(info.blosc.nbytes))?;
-                let raw = self.src.bytes(info.offset, u64::from(info.blosc.cbytes))?;
-                SCRATCH.with_borrow_mut(|scratch| {
-                    scratch.resize(n, 0);
-                    blosc::decompress_into(&raw, scratch, self.opts.threads)
-                        .map_err(|e| crate::error::codec(e, i, info.offset))
+                RAW.with_borrow_mut(|raw| {
+                    // Read once (from a file) for the digest and the decode.
+                    let raw = self.compressed(info, raw)?;
+                    self.check_digest(i, info, raw)?;
+                    let n = self
+                        .opts
+                        .limits
+                        .check_alloc("chunk", u64::from(info.blosc.nbytes))?;
+                    SCRATCH.with_borrow_mut(|scratch| {
+                        scratch.resize(n, 0);
+                        blosc::decompress_into(raw, scratch, self.opts.threads)
+                            .map_err(|e| crate::error::codec(e, i, info.offset))
+                    })
                 })?;
                 Ok(u64::from(info.blosc.nbytes))
             },
@@ -388,6 +393,22 @@ impl Reader {
         }
         let raw = self.src.bytes(info.offset, u64::from(info.blosc.cbytes))?;
         self.check_digest(i, info, &raw)
+    }
+
+    /// The compressed bytes of the chunk `info` describes: borrowed from a
+    /// source in memory, else read once into `scratch` (resized to fit,
+    /// within the limits).
+    fn compressed<'a>(&'a self, info: &ChunkInfo, scratch: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        let len = u64::from(info.blosc.cbytes);
+        if self.src.is_in_memory()
+            && let Cow::Borrowed(b) = self.src.bytes(info.offset, len)?
+        {
+            return Ok(b);
+        }
+        let n = self.opts.limits.check_alloc("compressed chunk", len)?;
+        scratch.resize(n, 0);
+        self.src.read_at(info.offset, scratch)?;
+        Ok(scratch)
     }
 
     /// Checks chunk `i`'s stored digest against `raw`, its compressed bytes.
@@ -557,17 +578,7 @@ impl Reader {
                 ),
             ));
         }
-        let cbytes = u64::from(c.blosc.cbytes);
-        let in_memory;
-        let raw: &[u8] = if self.src.is_in_memory() {
-            in_memory = self.src.bytes(c.offset, cbytes)?;
-            &in_memory
-        } else {
-            let n = self.opts.limits.check_alloc("compressed chunk", cbytes)?;
-            scratch.resize(n, 0);
-            self.src.read_at(c.offset, scratch)?;
-            scratch
-        };
+        let raw = self.compressed(&c, scratch)?;
         if self.opts.verify_checksums {
             self.check_digest(i as u64, &c, raw)?;
         }

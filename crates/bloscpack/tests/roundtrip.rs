@@ -369,7 +369,7 @@ fn reader_options_control_digest_checks() {
 
 /// A file read by positioned reads decodes each chunk from one read into
 /// the caller's buffer, which is used again for the next chunk; the digest
-/// is checked on those bytes; a file that shrank after opening is an error
+/// is checked on those bytes (by `validate` too); a file that shrank after opening is an error
 /// naming the offset, not a short chunk. In memory, the buffer is not used.
 #[test]
 fn chunks_read_into_a_reused_buffer() {
@@ -389,6 +389,7 @@ fn chunks_read_into_a_reused_buffer() {
         got.extend_from_slice(&dst);
     }
     assert!(got == want);
+    r.validate().unwrap();
 
     // A byte of chunk 2's compressed data flipped on disk.
     let c2 = r.chunks()[2];
@@ -397,6 +398,9 @@ fn chunks_read_into_a_reused_buffer() {
     let r = Reader::open(&path).unwrap();
     let mut dst = vec![0u8; c2.nbytes() as usize];
     let e = r.read_chunk_into_with(2, &mut dst, &mut buf).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
+    assert_eq!(e.chunk(), Some(2), "{e}");
+    let e = r.validate().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}");
     assert_eq!(e.chunk(), Some(2), "{e}");
 
