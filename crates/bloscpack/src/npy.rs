@@ -214,22 +214,16 @@ pub fn bloscpack_to_npy(reader: &Reader, output: impl AsRef<Path>) -> Result<()>
     let sizes: Vec<u64> = reader.chunks().iter().map(ChunkInfo::nbytes).collect();
     // Buffers for the compressed chunks of a source read by positioned
     // reads, one per thread at a time, used again for later chunks.
-    let scratch = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+    let scratch = Pool::default();
     write_npy_parts(
         output,
         array,
         &sizes,
         &reader.options().limits,
         |i, dst| {
-            let mut buf = scratch
-                .lock()
-                .ok()
-                .and_then(|mut v| v.pop())
-                .unwrap_or_default();
+            let mut buf = scratch.take().unwrap_or_default();
             let r = reader.read_chunk_into_with(i, dst, &mut buf);
-            if let Ok(mut v) = scratch.lock() {
-                v.push(buf);
-            }
+            scratch.give(buf);
             r
         },
         |_| {},
@@ -286,7 +280,7 @@ pub fn write_npy_parts(
         })
         .collect();
     let threads = dataformats_core::parallel::threads_for(total, 0);
-    let spare = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+    let spare = Pool::default();
     let mut f = AtomicFile::create(output)?;
     {
         let out = f.shared_sized(base + total)?;
@@ -295,8 +289,7 @@ pub fn write_npy_parts(
             let (Some(&n), Some(&at)) = (sizes.get(i), offsets.get(i)) else {
                 return Ok(());
             };
-            let taken = spare.lock().ok().and_then(|mut v| v.pop());
-            let mut buf = match taken {
+            let mut buf = match spare.take() {
                 Some(b) if b.len() as u64 >= n => b,
                 _ => limits.alloc_zeroed("part", n)?,
             };
@@ -310,9 +303,7 @@ pub fn write_npy_parts(
                 .in_chunk(i as u64)
                 .with_source(e)
             })?;
-            if let Ok(mut v) = spare.lock() {
-                v.push(buf);
-            }
+            spare.give(buf);
             Ok(())
         };
         let mut next = 0..sizes.len();
@@ -331,6 +322,25 @@ pub fn write_npy_parts(
     }
     f.finish()?;
     Ok(())
+}
+
+/// Buffers that threads take and give back, so that later parts reuse
+/// them instead of each part allocating its own.
+#[derive(Default)]
+struct Pool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// A buffer given back earlier, if any.
+    fn take(&self) -> Option<Vec<u8>> {
+        self.0.lock().ok().and_then(|mut v| v.pop())
+    }
+
+    /// Keeps `buf` for a later [`Pool::take`].
+    fn give(&self, buf: Vec<u8>) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(buf);
+        }
+    }
 }
 
 /// A parser for the Python literals in npy headers: dicts, strings, ints,
