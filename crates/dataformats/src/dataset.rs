@@ -702,6 +702,32 @@ pub trait BatchStream {
     fn schema(&self) -> arrow_schema::SchemaRef;
     /// The next batch; `None` at the end or after an error.
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
+    /// Hands every batch to `send`, in order, until the end, an error
+    /// (handed on, then the end) or `send` returning `false`. A stream
+    /// whose batches decode apart from each other (a dataset's records)
+    /// may decode up to `threads` of them at once; the default reads them
+    /// one after the other with [`next_batch`](Self::next_batch).
+    fn send_all(
+        &mut self,
+        threads: usize,
+        send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+    ) {
+        let _ = threads;
+        send_each(self, send);
+    }
+}
+
+/// [`BatchStream::send_all`] one batch after the other.
+pub(crate) fn send_each<S: BatchStream + ?Sized>(
+    stream: &mut S,
+    send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+) {
+    while let Some(b) = stream.next_batch() {
+        let failed = b.is_err();
+        if !send(b) || failed {
+            break;
+        }
+    }
 }
 
 /// Batches a program already has, or makes as it goes, as a

@@ -1002,3 +1002,115 @@ fn blz_arrays_and_tables_become_npy() {
         .collect();
     assert!(names.iter().all(|n| !n.contains("bad.npy")), "{names:?}");
 }
+
+/// The batches of the Arrow IPC file `path`, as written.
+fn ipc_batches(path: &std::path::Path) -> Vec<RecordBatch> {
+    let mut inp = open_input(path, &ConvertOptions::default()).unwrap();
+    let mut out = Vec::new();
+    while let Some(b) = inp.stream.next_batch() {
+        out.push(b.unwrap());
+    }
+    out
+}
+
+/// With the default batch size, a conversion's batches hold about
+/// `BATCH_BYTES` of fixed-width values and end where the input's chunks
+/// start; an explicit batch size is kept to the record. Decoded on one
+/// thread or several, the batches come in order, and a broken chunk stops
+/// the conversion with the same error, nothing written.
+#[test]
+fn default_batches_follow_chunks_and_threads_keep_their_order() {
+    use dataformats::bloscpack::dtype::Dtype;
+    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
+    use dataformats::bloscpack::{WriteOptions, npy};
+    use dataformats::convert::BATCH_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    // 300,000 float64 rows in chunks of 24,576 rows (192 KiB), which
+    // `BATCH_BYTES` is not a multiple of.
+    let rows = 300_000u64;
+    let meta = NumpyMeta {
+        dtype: Dtype::parse_python_literal("'<f8'").unwrap(),
+        shape: vec![rows],
+        order: Order::C,
+    };
+    let mut bytes = npy::header_bytes(&meta);
+    for i in 0..rows {
+        bytes.extend_from_slice(&(i as f64 * 0.5).to_le_bytes());
+    }
+    std::fs::write(p("a.npy"), &bytes).unwrap();
+    let chunk_rows = 24_576u64;
+    let w = WriteOptions::default().chunk_size(chunk_rows as usize * 8);
+    npy::npy_to_bloscpack(p("a.npy"), p("a.blp"), &w).unwrap();
+    let values = |batches: &[RecordBatch]| -> Vec<f64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(0).as_any();
+                let a = a.downcast_ref::<arrow_array::Float64Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect()
+    };
+    let want: Vec<f64> = (0..rows).map(|i| i as f64 * 0.5).collect();
+    for threads in [1, 2, 4] {
+        let opts = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        let r = convert(&p("a.blp"), &p("a.arrow"), &opts).unwrap();
+        assert_eq!(r.records, rows);
+        let batches = ipc_batches(&p("a.arrow"));
+        assert!(batches.len() >= 2, "{} batches", batches.len());
+        let mut at = 0u64;
+        for b in &batches {
+            let n = b.num_rows() as u64;
+            assert!(n * 8 <= 2 * BATCH_BYTES, "a batch of {n} rows");
+            assert!(
+                n * 8 >= BATCH_BYTES / 2 || at + n == rows,
+                "a batch of {n} rows"
+            );
+            at += n;
+            assert!(
+                at.is_multiple_of(chunk_rows) || at == rows,
+                "a cut inside a chunk: {at}"
+            );
+        }
+        assert!(values(&batches) == want, "threads {threads}");
+        // An explicit batch size: that many records per batch.
+        let exact = ConvertOptions {
+            threads,
+            batch_size: 1000,
+            ..Default::default()
+        };
+        convert(&p("a.blp"), &p("b.arrow"), &exact).unwrap();
+        let batches = ipc_batches(&p("b.arrow"));
+        assert_eq!(batches.len(), 300);
+        assert!(batches.iter().all(|b| b.num_rows() == 1000));
+        assert!(values(&batches) == want, "threads {threads}");
+    }
+    // Chunks 4 and 9 broken (their digests no longer match): chunk 4's
+    // error on every thread count, and no output.
+    let rd = dataformats::bloscpack::Reader::open(p("a.blp")).unwrap();
+    let mut broken = std::fs::read(p("a.blp")).unwrap();
+    for k in [4, 9] {
+        broken[rd.chunks()[k].offset as usize + 40] ^= 0x5a;
+    }
+    drop(rd);
+    std::fs::write(p("broken.blp"), &broken).unwrap();
+    let mut errors = Vec::new();
+    for threads in [1, 2, 4] {
+        for batch_size in [0, 1000] {
+            let opts = ConvertOptions {
+                threads,
+                batch_size,
+                ..Default::default()
+            };
+            let e = convert(&p("broken.blp"), &p("c.arrow"), &opts).unwrap_err();
+            assert!(e.to_string().contains("chunk 4"), "{e}");
+            assert!(!p("c.arrow").exists());
+            errors.push(e.to_string());
+        }
+    }
+    assert!(errors.iter().all(|e| e == &errors[0]), "{errors:?}");
+}

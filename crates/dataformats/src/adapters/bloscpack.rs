@@ -151,11 +151,15 @@ impl Blp {
     }
 
     /// Payload bytes `[start, start + out.len())`, through the chunk
-    /// cache when they lie in one chunk.
+    /// cache when they lie in one chunk and are not all of it (whole chunks
+    /// decode straight into `out`).
     fn read_row(&self, start: u64, out: &mut [u8]) -> crate::bloscpack::Result<()> {
         let chunk = u64::try_from(self.0.header().chunk_size).unwrap_or(0);
         let end = start + out.len() as u64;
-        if chunk == 0 || out.is_empty() || start / chunk != (end - 1) / chunk {
+        let c = chunk.max(1);
+        let whole =
+            start.is_multiple_of(c) && (end.is_multiple_of(c) || end == self.0.payload_len());
+        if chunk == 0 || out.is_empty() || whole || start / chunk != (end - 1) / chunk {
             return self.0.read_range_into(start, out);
         }
         let k = usize::try_from(start / chunk).unwrap_or(usize::MAX);

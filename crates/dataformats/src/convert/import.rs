@@ -130,7 +130,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                         .check_count("records of a table without columns", rows)
                         .map_err(Error::limit)?;
                     // Records without columns: only the row count says they exist.
-                    let batch = opts.batch_size.max(1) as u64;
+                    let batch = opts.batch_records(&schema);
                     let s = schema.clone();
                     let r = (0..rows.div_ceil(batch)).map(move |k| {
                         let n = (rows - k * batch).min(batch) as usize;
@@ -142,7 +142,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                     });
                     (schema, Some(rows), Box::new(r))
                 } else {
-                    let r = b.with_batch_size(opts.batch_size.max(1)).build()?;
+                    let r = b.with_batch_size(opts.batch_len(&schema)).build()?;
                     (schema, Some(rows), Box::new(r))
                 }
             }
@@ -163,7 +163,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 let schema = Arc::new(schema);
                 let r = arrow_csv::ReaderBuilder::new(schema.clone())
                     .with_format(format)
-                    .with_batch_size(opts.batch_size.max(1))
+                    .with_batch_size(opts.batch_len(&schema))
                     .build(BufReader::new(file))?;
                 (schema, None, Box::new(r))
             }
@@ -172,7 +172,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 let r = JsonLines {
                     lines: std::io::BufRead::lines(BufReader::new(file)),
                     schema: schema.clone(),
-                    batch: opts.batch_size.max(1),
+                    batch: opts.batch_len(&schema),
                     line: 0,
                     path: path.display().to_string(),
                 };

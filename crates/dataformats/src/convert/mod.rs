@@ -182,7 +182,7 @@ impl Target {
 }
 
 /// What a conversion reads and how it writes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
     /// The target format (`None`: from the output's extension).
     pub to: Option<Target>,
@@ -195,11 +195,15 @@ pub struct ConvertOptions {
     /// Change what the target cannot hold (and report it) instead of
     /// refusing.
     pub lossy: bool,
-    /// Records per batch.
+    /// Records per batch; 0 (the default): batches of about
+    /// [`BATCH_BYTES`] when every column is of fixed width, cut where the
+    /// input's stored units (chunks, blocks) start, else
+    /// [`BATCH_RECORDS`] records.
     pub batch_size: usize,
-    /// Threads a conversion may use (0: every core): CNTK text → CBF,
-    /// JSON lines → MLDF and tar → TBL v2 parse or compress on that many.
-    /// The output does not depend on it.
+    /// Threads a conversion may use (0: every core): a format's batches
+    /// are decoded on that many, CNTK text → CBF, JSON lines → MLDF and
+    /// tar → TBL v2 parse or compress on that many. The output does not
+    /// depend on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
@@ -226,36 +230,44 @@ pub struct ConvertOptions {
     pub blz: blz::BlzOptions,
 }
 
-impl Default for ConvertOptions {
-    fn default() -> Self {
-        ConvertOptions {
-            to: None,
-            columns: None,
-            rows: None,
-            limit: None,
-            lossy: false,
-            batch_size: 4096,
-            threads: 0,
-            open: OpenOptions::default(),
-            #[cfg(feature = "cntk")]
-            ctf: direct::CtfOptions::default(),
-            #[cfg(feature = "mldf")]
-            mldf: mldf::MldfOptions::default(),
-            #[cfg(feature = "tbl2")]
-            tbl2: tbl2::Tbl2Options::default(),
-            #[cfg(feature = "cntk")]
-            cntk: cntk::CntkOptions::default(),
-            #[cfg(feature = "idv")]
-            idv: idv::IdvOptions::default(),
-            #[cfg(feature = "bloscpack")]
-            bloscpack: bloscpack::BloscpackOptions::default(),
-            #[cfg(feature = "bloscpack")]
-            blz: blz::BlzOptions::default(),
-        }
-    }
+/// Bytes of values in a batch when [`ConvertOptions::batch_size`] is 0
+/// and every column is of fixed width: large enough that handing batches
+/// from the reader to the writer costs little next to their values, small
+/// enough that the few in flight take little memory.
+pub const BATCH_BYTES: u64 = 1 << 20;
+
+/// Records in a batch when [`ConvertOptions::batch_size`] is 0 and a
+/// record's size is not known ahead (text, bytes, lists).
+pub const BATCH_RECORDS: u64 = 4096;
+
+/// The bytes of one record of `schema` when every column is of fixed width
+/// (nulls not counted), else `None`.
+pub(crate) fn record_width(schema: &arrow_schema::Schema) -> Option<u64> {
+    schema.fields().iter().try_fold(0u64, |sum, f| {
+        let w = u64::try_from(crate::typed::fixed_width(f.data_type())?).ok()?;
+        sum.checked_add(w)
+    })
 }
 
 impl ConvertOptions {
+    /// Records per batch of `schema`'s records: [`batch_size`](Self::batch_size),
+    /// or when it is 0, [`BATCH_BYTES`] worth of fixed-width records or
+    /// [`BATCH_RECORDS`] others; at least 1.
+    pub(crate) fn batch_records(&self, schema: &arrow_schema::Schema) -> u64 {
+        if self.batch_size > 0 {
+            return self.batch_size as u64;
+        }
+        match record_width(schema) {
+            Some(w @ 1..) => (BATCH_BYTES / w).max(1),
+            _ => BATCH_RECORDS,
+        }
+    }
+
+    /// [`batch_records`](Self::batch_records) as a length.
+    pub(crate) fn batch_len(&self, schema: &arrow_schema::Schema) -> usize {
+        usize::try_from(self.batch_records(schema)).unwrap_or(usize::MAX)
+    }
+
     /// The records `rows` and `limit` select out of `len`.
     pub(crate) fn record_range(&self, len: u64) -> std::ops::Range<u64> {
         let rows = self.rows.clone().unwrap_or(0..len);
@@ -319,26 +331,63 @@ pub(crate) struct Batches {
     next: u64,
     end: u64,
     batch: u64,
+    /// Where batches end, ascending: the starts of the input's stored units
+    /// (chunks, blocks) nearest to every `batch` records, so that no unit
+    /// is decoded for two batches. Past the last, every `batch` records.
+    cuts: std::collections::VecDeque<u64>,
     failed: bool,
     pages: Option<PageRelease>,
     ahead: crate::dataset::LookAhead,
 }
 
+/// Cuts between batches computed from a dataset's stored units at most:
+/// past this many batches, batches are cut every so many records.
+const MAX_CUTS: u64 = 1 << 16;
+
 impl Batches {
+    /// Batches of `batch` records over `rows` (cut every `batch` records).
     pub(crate) fn new(
         schema: SchemaRef,
         rows: std::ops::Range<u64>,
-        opts: &ConvertOptions,
+        batch: u64,
         pages: Option<PageRelease>,
     ) -> Self {
         Batches {
             schema,
             next: rows.start,
             end: rows.end,
-            batch: opts.batch_size.max(1) as u64,
+            batch: batch.max(1),
+            cuts: std::collections::VecDeque::new(),
             failed: false,
             pages,
             ahead: crate::dataset::LookAhead::default(),
+        }
+    }
+
+    /// Cuts the batches where `d`'s stored units start
+    /// ([`Dataset::splits`]), about every `batch` records.
+    pub(crate) fn at_units_of(mut self, d: &dyn Dataset) -> Self {
+        let parts = d.len().div_ceil(self.batch);
+        if (2..=MAX_CUTS).contains(&parts) {
+            let parts = usize::try_from(parts).unwrap_or(usize::MAX);
+            self.cuts = d
+                .splits(parts)
+                .into_iter()
+                .map(|r| r.end)
+                .filter(|&c| c > self.next && c < self.end)
+                .collect();
+        }
+        self
+    }
+
+    /// The end of the batch that starts at `next`.
+    fn batch_end(&mut self) -> u64 {
+        while self.cuts.front().is_some_and(|&c| c <= self.next) {
+            self.cuts.pop_front();
+        }
+        match self.cuts.front() {
+            Some(&c) => c.min(self.end),
+            None => self.end.min(self.next.saturating_add(self.batch)),
         }
     }
 
@@ -349,9 +398,44 @@ impl Batches {
         if self.failed || self.next >= self.end {
             return;
         }
-        let end = self.end.min(self.next.saturating_add(self.batch));
+        let end = self.batch_end();
         self.ahead
-            .announce(d, columns, self.next..end, self.end, self.batch);
+            .announce(d, columns, self.next..end, self.end, end - self.next);
+    }
+
+    /// The records of the next batch (`None` at the end or after an
+    /// error); [`done`](Self::done) is told when it was read.
+    fn take(&mut self) -> Option<std::ops::Range<u64>> {
+        if self.failed || self.next >= self.end {
+            return None;
+        }
+        let end = self.batch_end();
+        let rows = self.next..end;
+        self.next = end;
+        Some(rows)
+    }
+
+    /// The batch of `arrays` read for `rows`.
+    fn make(
+        schema: &SchemaRef,
+        rows: &std::ops::Range<u64>,
+        arrays: Result<Vec<arrow_array::ArrayRef>, Error>,
+    ) -> Result<RecordBatch, Error> {
+        let n = usize::try_from(rows.end - rows.start).unwrap_or(usize::MAX);
+        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(n));
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            arrays?,
+            &opts,
+        )?)
+    }
+
+    /// The batch ending at record `end` was read (`ok`: without error).
+    fn done(&mut self, end: u64, ok: bool) {
+        self.failed |= !ok;
+        if let Some(p) = &mut self.pages {
+            p.read_to(end);
+        }
     }
 
     /// The next batch, its columns read by `read` for its record range.
@@ -359,24 +443,9 @@ impl Batches {
         &mut self,
         read: impl FnOnce(std::ops::Range<u64>) -> Result<Vec<arrow_array::ArrayRef>, Error>,
     ) -> Option<Result<RecordBatch, Error>> {
-        if self.failed || self.next >= self.end {
-            return None;
-        }
-        let end = self.end.min(self.next.saturating_add(self.batch));
-        let rows = usize::try_from(end - self.next).unwrap_or(usize::MAX);
-        let r = read(self.next..end).and_then(|arrays| {
-            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-            Ok(RecordBatch::try_new_with_options(
-                self.schema.clone(),
-                arrays,
-                &opts,
-            )?)
-        });
-        self.failed = r.is_err();
-        self.next = end;
-        if let Some(p) = &mut self.pages {
-            p.read_to(end);
-        }
+        let rows = self.take()?;
+        let r = Self::make(&self.schema, &rows, read(rows.clone()));
+        self.done(rows.end, r.is_ok());
         Some(r)
     }
 }
@@ -581,6 +650,45 @@ impl BatchStream for Owned {
         self.batches.announce(d.as_ref(), columns);
         self.batches.next_with(|rows| d.read_arrays(columns, rows))
     }
+    /// Batches decoded `threads` at a time (each batch's records by one
+    /// thread), handed on in order.
+    fn send_all(
+        &mut self,
+        threads: usize,
+        send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+    ) {
+        let b = &self.batches;
+        if threads < 2 || b.end.saturating_sub(b.next) <= b.batch {
+            return crate::dataset::send_each(self, send);
+        }
+        let (d, columns) = (self.d.as_ref(), self.columns.as_slice());
+        let schema = self.batches.schema.clone();
+        let batches = std::cell::RefCell::new(&mut self.batches);
+        // The error ends the run once it was handed on (or `send` refused).
+        // One batch in flight per thread: more only adds buffers that wait
+        // for the writer when writing is the slower side.
+        let _: Result<(), ()> = crate::core::parallel::ordered_ahead(
+            threads,
+            threads,
+            || {
+                let mut b = batches.borrow_mut();
+                b.announce(d, columns);
+                Ok(b.take())
+            },
+            |rows| {
+                let r = Batches::make(&schema, &rows, d.read_arrays(columns, rows.clone()));
+                (rows.end, r)
+            },
+            |(end, r)| {
+                let ok = r.is_ok();
+                batches.borrow_mut().done(end, ok);
+                match send(r) && ok {
+                    true => Ok(()),
+                    false => Err(()),
+                }
+            },
+        );
+    }
 }
 
 /// An input as a stream of typed batches: its format's name, the records
@@ -702,18 +810,22 @@ fn from_dataset(
     let std::ops::Range { start, end } = opts.record_range(d.len());
     let columns = d.column_indices(opts.columns.as_deref())?;
     let schema = Arc::new(d.schema().project(&columns)?);
+    let mut batches = Batches::new(
+        schema.clone(),
+        start..end,
+        opts.batch_records(&schema),
+        pages.map(|src| PageRelease::new(src, start)),
+    );
+    if opts.batch_size == 0 {
+        batches = batches.at_units_of(d.as_ref());
+    }
     Ok(Input {
         from,
         records: end - start,
         stream: Box::new(Owned {
             d,
             columns,
-            batches: Batches::new(
-                schema,
-                start..end,
-                opts,
-                pages.map(|src| PageRelease::new(src, start)),
-            ),
+            batches,
         }),
         repaired: None,
         staged: None,
@@ -793,8 +905,8 @@ fn convert_local(
         ..Report::default()
     };
     let mut tick = |n: u64| progress(n, total);
-    let ahead = crate::core::parallel::threads(opts.threads) > 1;
-    read_ahead(inp.stream.as_mut(), ahead, |stream| {
+    let threads = crate::core::parallel::threads(opts.threads);
+    read_ahead(inp.stream.as_mut(), threads, |stream| {
         write(target, stream, output, opts, &mut report, &mut tick)
     })?;
     inp.report_repairs(&mut report);
@@ -804,17 +916,19 @@ fn convert_local(
 /// Batches read ahead of the writer, at most this many waiting.
 const AHEAD: usize = 2;
 
-/// Runs `consume` on `stream`; with `ahead`, the stream is read on a thread
-/// of its own, [`AHEAD`] batches ahead, so that decoding the source (JSON,
-/// CSV, a format's chunks) and encoding the target run side by side. The
-/// batches arrive in order, an error where the stream gave it; when
-/// `consume` stops early, the reading thread stops after its current batch.
+/// Runs `consume` on `stream`; with `threads` above 1, the stream is read
+/// on a thread of its own, [`AHEAD`] batches ahead, so that decoding the
+/// source (JSON, CSV, a format's chunks) and encoding the target run side
+/// by side; a stream that can decode batches apart
+/// ([`BatchStream::send_all`]) decodes `threads` at once. The batches
+/// arrive in order, an error where the stream gave it; when `consume`
+/// stops early, the reading stops after the batches under way.
 fn read_ahead<T>(
     stream: &mut (dyn BatchStream + Send),
-    ahead: bool,
+    threads: usize,
     consume: impl FnOnce(&mut dyn BatchStream) -> T,
 ) -> T {
-    if !ahead {
+    if threads < 2 {
         return consume(stream);
     }
     /// The receiving end, as a stream.
@@ -833,14 +947,7 @@ fn read_ahead<T>(
     let schema = stream.schema();
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
     std::thread::scope(|s| {
-        s.spawn(move || {
-            while let Some(b) = stream.next_batch() {
-                let failed = b.is_err();
-                if tx.send(b).is_err() || failed {
-                    break;
-                }
-            }
-        });
+        s.spawn(move || stream.send_all(threads, &mut |b| tx.send(b).is_ok()));
         // Dropped when `consume` returns, before the scope waits for the
         // reader: a reader blocked on a full channel then stops.
         let mut received = Received { schema, rx };
@@ -870,8 +977,8 @@ pub fn convert_to_writer<W: std::io::Write + Send>(
         to: target.name().to_string(),
         ..Report::default()
     };
-    let ahead = crate::core::parallel::threads(opts.threads) > 1;
-    report.records = read_ahead(inp.stream.as_mut(), ahead, |stream| {
+    let threads = crate::core::parallel::threads(opts.threads);
+    report.records = read_ahead(inp.stream.as_mut(), threads, |stream| {
         crate::export::write(stream, format, &mut *out, &mut |_| {})
     })?;
     out.flush().map_err(|source| Error::Io {
@@ -1055,7 +1162,7 @@ mod tests {
     fn batches_read_ahead_arrive_in_order_up_to_the_error() {
         for ahead in [false, true] {
             let (mut s, asked) = counting(40);
-            let (got, last) = read_ahead(&mut s, ahead, |stream| {
+            let (got, last) = read_ahead(&mut s, if ahead { 2 } else { 1 }, |stream| {
                 assert_eq!(stream.schema().field(0).name(), "k");
                 let mut got = Vec::new();
                 let mut last = None;
@@ -1091,7 +1198,7 @@ mod tests {
     #[test]
     fn a_writer_that_stops_stops_the_reader() {
         let (mut s, asked) = counting(usize::MAX);
-        let first = read_ahead(&mut s, true, |stream| {
+        let first = read_ahead(&mut s, 2, |stream| {
             stream.next_batch().map(|b| b.unwrap().num_rows())
         });
         assert_eq!(first, Some(1));

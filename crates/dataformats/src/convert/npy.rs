@@ -96,9 +96,9 @@ pub(crate) fn open(input: &Path, opts: &ConvertOptions) -> Result<Input, Error> 
         records: end - start,
         stream: Box::new(Npy {
             batches: Batches::new(
-                schema,
+                schema.clone(),
                 start..end,
-                opts,
+                opts.batch_records(&schema),
                 Some(PageRelease::new(src.clone(), start)),
             ),
             src,
