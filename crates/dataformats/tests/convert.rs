@@ -1013,6 +1013,28 @@ fn ipc_batches(path: &std::path::Path) -> Vec<RecordBatch> {
     out
 }
 
+/// A Bloscpack file at `path` of a float64 array of `shape`, element `i`
+/// (in C order) holding `i / 2`, in chunks of `chunk` bytes.
+fn float_blp(path: &std::path::Path, shape: &[u64], chunk: usize) {
+    use dataformats::bloscpack::dtype::Dtype;
+    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
+    use dataformats::bloscpack::{WriteOptions, npy};
+    let meta = NumpyMeta {
+        dtype: Dtype::parse_python_literal("'<f8'").unwrap(),
+        shape: shape.to_vec(),
+        order: Order::C,
+    };
+    let mut bytes = npy::header_bytes(&meta);
+    for i in 0..shape.iter().product::<u64>() {
+        bytes.extend_from_slice(&(i as f64 * 0.5).to_le_bytes());
+    }
+    let npy_path = path.with_extension("npy");
+    std::fs::write(&npy_path, &bytes).unwrap();
+    let w = WriteOptions::default().chunk_size(chunk);
+    npy::npy_to_bloscpack(&npy_path, path, &w).unwrap();
+    std::fs::remove_file(npy_path).unwrap();
+}
+
 /// With the default batch size, a conversion's batches hold about
 /// `BATCH_BYTES` of fixed-width values and end where the input's chunks
 /// start; an explicit batch size is kept to the record. Decoded on one
@@ -1020,28 +1042,14 @@ fn ipc_batches(path: &std::path::Path) -> Vec<RecordBatch> {
 /// the conversion with the same error, nothing written.
 #[test]
 fn default_batches_follow_chunks_and_threads_keep_their_order() {
-    use dataformats::bloscpack::dtype::Dtype;
-    use dataformats::bloscpack::numpy::{NumpyMeta, Order};
-    use dataformats::bloscpack::{WriteOptions, npy};
     use dataformats::convert::BATCH_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     // 300,000 float64 rows in chunks of 24,576 rows (192 KiB), which
     // `BATCH_BYTES` is not a multiple of.
     let rows = 300_000u64;
-    let meta = NumpyMeta {
-        dtype: Dtype::parse_python_literal("'<f8'").unwrap(),
-        shape: vec![rows],
-        order: Order::C,
-    };
-    let mut bytes = npy::header_bytes(&meta);
-    for i in 0..rows {
-        bytes.extend_from_slice(&(i as f64 * 0.5).to_le_bytes());
-    }
-    std::fs::write(p("a.npy"), &bytes).unwrap();
     let chunk_rows = 24_576u64;
-    let w = WriteOptions::default().chunk_size(chunk_rows as usize * 8);
-    npy::npy_to_bloscpack(p("a.npy"), p("a.blp"), &w).unwrap();
+    float_blp(&p("a.blp"), &[rows], chunk_rows as usize * 8);
     let values = |batches: &[RecordBatch]| -> Vec<f64> {
         batches
             .iter()
@@ -1113,4 +1121,45 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
         }
     }
     assert!(errors.iter().all(|e| e == &errors[0]), "{errors:?}");
+}
+
+/// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
+/// that hold a whole number of 24-byte rows only every 131,072 rows) are
+/// cut into batches of about `BATCH_BYTES`, still ending at every unit's
+/// start.
+#[test]
+fn units_larger_than_a_batch_are_cut_into_batches() {
+    use arrow_array::cast::AsArray;
+    use dataformats::convert::BATCH_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let (blp, arrow) = (dir.path().join("w.blp"), dir.path().join("w.arrow"));
+    let rows = 300_000u64;
+    float_blp(&blp, &[rows, 3], 1 << 20);
+    convert(&blp, &arrow, &ConvertOptions::default()).unwrap();
+    let batches = ipc_batches(&arrow);
+    let mut cuts = Vec::new();
+    let mut at = 0u64;
+    let mut values = Vec::new();
+    for b in &batches {
+        let n = b.num_rows() as u64;
+        assert!(n * 24 <= 2 * BATCH_BYTES, "a batch of {n} rows");
+        assert!(
+            n * 24 >= BATCH_BYTES / 2 || at + n == rows,
+            "a batch of {n} rows"
+        );
+        at += n;
+        cuts.push(at);
+        let list = b.column(0).as_fixed_size_list();
+        let v = list
+            .values()
+            .as_primitive::<arrow_array::types::Float64Type>();
+        values.extend_from_slice(v.values());
+    }
+    assert_eq!(at, rows);
+    assert!(
+        cuts.contains(&131_072) && cuts.contains(&262_144),
+        "{cuts:?}"
+    );
+    assert!(values.iter().enumerate().all(|(i, &v)| v == i as f64 * 0.5));
+    assert_eq!(values.len() as u64, rows * 3);
 }

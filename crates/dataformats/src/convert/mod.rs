@@ -365,18 +365,34 @@ impl Batches {
     }
 
     /// Cuts the batches where `d`'s stored units start
-    /// ([`Dataset::splits`]), about every `batch` records.
+    /// ([`Dataset::splits`]), about every `batch` records. Units larger
+    /// than two batches (a CNTK chunk, a Bloscpack chunk of a few wide
+    /// rows) are cut evenly into batches of at most `batch` records, so
+    /// that a batch never holds more than two batches' worth.
     pub(crate) fn at_units_of(mut self, d: &dyn Dataset) -> Self {
         let parts = d.len().div_ceil(self.batch);
-        if (2..=MAX_CUTS).contains(&parts) {
-            let parts = usize::try_from(parts).unwrap_or(usize::MAX);
-            self.cuts = d
-                .splits(parts)
-                .into_iter()
-                .map(|r| r.end)
-                .filter(|&c| c > self.next && c < self.end)
-                .collect();
+        if !(2..=MAX_CUTS).contains(&parts) {
+            return self;
         }
+        let parts = usize::try_from(parts).unwrap_or(usize::MAX);
+        let units = d.splits(parts);
+        let (mut cuts, mut at) = (std::collections::VecDeque::new(), self.next);
+        for end in units.iter().map(|r| r.end.min(self.end)) {
+            if end <= at {
+                continue;
+            }
+            let span = end - at;
+            if span > 2 * self.batch {
+                let n = span.div_ceil(self.batch);
+                cuts.extend((1..n).map(|k| {
+                    at + u64::try_from(u128::from(span) * u128::from(k) / u128::from(n))
+                        .unwrap_or(span)
+                }));
+            }
+            cuts.push_back(end);
+            at = end;
+        }
+        self.cuts = cuts;
         self
     }
 
