@@ -201,9 +201,9 @@ pub struct ConvertOptions {
     /// [`BATCH_RECORDS`] records.
     pub batch_size: usize,
     /// Threads a conversion may use (0: every core): a format's batches
-    /// are decoded on that many, CNTK text → CBF, JSON lines → MLDF and
-    /// tar → TBL v2 parse or compress on that many. The output does not
-    /// depend on it.
+    /// are decoded on all of them but the writer's; CNTK text → CBF, JSON
+    /// lines → MLDF and tar → TBL v2 parse or compress on that many. The
+    /// output does not depend on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
@@ -936,9 +936,10 @@ const AHEAD: usize = 2;
 /// on a thread of its own, [`AHEAD`] batches ahead, so that decoding the
 /// source (JSON, CSV, a format's chunks) and encoding the target run side
 /// by side; a stream that can decode batches apart
-/// ([`BatchStream::send_all`]) decodes `threads` at once. The batches
-/// arrive in order, an error where the stream gave it; when `consume`
-/// stops early, the reading stops after the batches under way.
+/// ([`BatchStream::send_all`]) decodes on `threads - 1` threads, the
+/// writer keeping one core. The batches arrive in order, an error where the
+/// stream gave it; when `consume` stops early, the reading stops after the
+/// batches under way.
 fn read_ahead<T>(
     stream: &mut (dyn BatchStream + Send),
     threads: usize,
@@ -963,7 +964,8 @@ fn read_ahead<T>(
     let schema = stream.schema();
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
     std::thread::scope(|s| {
-        s.spawn(move || stream.send_all(threads, &mut |b| tx.send(b).is_ok()));
+        // The writer keeps a core; the others decode.
+        s.spawn(move || stream.send_all(threads - 1, &mut |b| tx.send(b).is_ok()));
         // Dropped when `consume` returns, before the scope waits for the
         // reader: a reader blocked on a full channel then stops.
         let mut received = Received { schema, rx };
