@@ -1124,9 +1124,9 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
 }
 
 /// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
-/// that hold a whole number of 24-byte rows only every 131,072 rows) are
-/// cut into batches of about `BATCH_BYTES`, still ending at every unit's
-/// start.
+/// that hold a whole number of 40-byte rows only every 131,072 rows, five
+/// batches' worth) are cut into batches of about `BATCH_BYTES`, still
+/// ending at every unit's start.
 #[test]
 fn units_larger_than_a_batch_are_cut_into_batches() {
     use arrow_array::cast::AsArray;
@@ -1134,7 +1134,7 @@ fn units_larger_than_a_batch_are_cut_into_batches() {
     let dir = tempfile::tempdir().unwrap();
     let (blp, arrow) = (dir.path().join("w.blp"), dir.path().join("w.arrow"));
     let rows = 300_000u64;
-    float_blp(&blp, &[rows, 3], 1 << 20);
+    float_blp(&blp, &[rows, 5], 1 << 20);
     convert(&blp, &arrow, &ConvertOptions::default()).unwrap();
     let batches = ipc_batches(&arrow);
     let mut cuts = Vec::new();
@@ -1142,9 +1142,9 @@ fn units_larger_than_a_batch_are_cut_into_batches() {
     let mut values = Vec::new();
     for b in &batches {
         let n = b.num_rows() as u64;
-        assert!(n * 24 <= 2 * BATCH_BYTES, "a batch of {n} rows");
+        assert!(n * 40 <= 2 * BATCH_BYTES, "a batch of {n} rows");
         assert!(
-            n * 24 >= BATCH_BYTES / 2 || at + n == rows,
+            n * 40 >= BATCH_BYTES / 2 || at + n == rows,
             "a batch of {n} rows"
         );
         at += n;
@@ -1161,5 +1161,55 @@ fn units_larger_than_a_batch_are_cut_into_batches() {
         "{cuts:?}"
     );
     assert!(values.iter().enumerate().all(|(i, &v)| v == i as f64 * 0.5));
-    assert_eq!(values.len() as u64, rows * 3);
+    assert_eq!(values.len() as u64, rows * 5);
+}
+
+/// A stored unit of a few batches' worth stays one batch: IDV blocks of
+/// 8,192 rows of 264 bytes (2 MiB, two batches' worth) each make one
+/// batch, so that no block is inflated twice.
+#[test]
+fn units_of_a_few_batches_stay_whole() {
+    use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+    use arrow_array::{ArrayRef, Int64Array};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 30_000i64;
+    let mut x = FixedSizeListBuilder::new(Float32Builder::new(), 64);
+    for i in 0..rows {
+        for j in 0..64 {
+            x.values().append_value((i * 64 + j) as f32);
+        }
+        x.append(true);
+    }
+    let x = x.finish();
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("id", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("x", arrow_array::Array::data_type(&x).clone(), false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef,
+            Arc::new(x) as ArrayRef,
+        ],
+    )
+    .unwrap();
+    let src = table(dir.path(), "t.arrow", &batch);
+    let mut o = ConvertOptions::default();
+    o.idv.writer.rows_per_block = Some(8192);
+    let idv = dir.path().join("t.idv");
+    convert(&src, &idv, &o).unwrap();
+    let arrow = dir.path().join("out.arrow");
+    convert(&idv, &arrow, &ConvertOptions::default()).unwrap();
+    let batches = ipc_batches(&arrow);
+    let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+    assert_eq!(sizes, [8192, 8192, 8192, 5424]);
+    let back = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+    assert_eq!(back.column(0).as_ref(), batch.column(0).as_ref());
+    use arrow_array::cast::AsArray;
+    let vals = |a: &ArrayRef| a.as_fixed_size_list().values().clone();
+    assert_eq!(
+        vals(back.column(1)).as_ref(),
+        vals(batch.column(1)).as_ref()
+    );
 }

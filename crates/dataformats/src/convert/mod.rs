@@ -340,6 +340,10 @@ pub(crate) struct Batches {
     ahead: crate::dataset::LookAhead,
 }
 
+/// The most batches' worth of records a stored unit may hold and still be
+/// read as one batch.
+const UNIT_BATCHES: u64 = 4;
+
 /// Cuts between batches computed from a dataset's stored units at most:
 /// past this many batches, batches are cut every so many records.
 const MAX_CUTS: u64 = 1 << 16;
@@ -365,10 +369,11 @@ impl Batches {
     }
 
     /// Cuts the batches where `d`'s stored units start
-    /// ([`Dataset::splits`]), about every `batch` records. Units larger
-    /// than two batches (a CNTK chunk, a Bloscpack chunk of a few wide
-    /// rows) are cut evenly into batches of at most `batch` records, so
-    /// that a batch never holds more than two batches' worth.
+    /// ([`Dataset::splits`]), about every `batch` records. A unit of up
+    /// to [`UNIT_BATCHES`] batches stays one batch (an IDV block of wide
+    /// rows is inflated once, not once for each batch it would be cut
+    /// into); a larger one (a CNTK chunk, a Bloscpack chunk of a few wide
+    /// rows) is cut evenly into batches of at most `batch` records.
     pub(crate) fn at_units_of(mut self, d: &dyn Dataset) -> Self {
         let parts = d.len().div_ceil(self.batch);
         if !(2..=MAX_CUTS).contains(&parts) {
@@ -382,7 +387,7 @@ impl Batches {
                 continue;
             }
             let span = end - at;
-            if span > 2 * self.batch {
+            if span > UNIT_BATCHES * self.batch {
                 let n = span.div_ceil(self.batch);
                 cuts.extend((1..n).map(|k| {
                     at + u64::try_from(u128::from(span) * u128::from(k) / u128::from(n))
