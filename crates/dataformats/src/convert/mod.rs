@@ -332,8 +332,8 @@ pub(crate) struct Batches {
     end: u64,
     batch: u64,
     /// Where batches end, ascending: the starts of the input's stored units
-    /// (chunks, blocks) nearest to every `batch` records, so that no unit
-    /// is decoded for two batches. Past the last, every `batch` records.
+    /// (chunks, blocks) nearest to every `batch` records, so that a unit is
+    /// decoded for one batch, not two. Past the last, every `batch` records.
     cuts: std::collections::VecDeque<u64>,
     failed: bool,
     pages: Option<PageRelease>,
