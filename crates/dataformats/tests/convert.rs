@@ -1035,6 +1035,27 @@ fn float_blp(path: &std::path::Path, shape: &[u64], chunk: usize) {
     std::fs::remove_file(npy_path).unwrap();
 }
 
+/// Where each of `batches` ends (records from the first), checking that
+/// every batch but the last holds between half and twice `BATCH_BYTES` of
+/// `row_bytes`-byte rows, and that they hold `rows` records in all.
+fn batch_ends(batches: &[RecordBatch], row_bytes: u64, rows: u64) -> Vec<u64> {
+    use dataformats::convert::BATCH_BYTES;
+    let mut at = 0u64;
+    let mut ends = Vec::new();
+    for b in batches {
+        let n = b.num_rows() as u64;
+        assert!(n * row_bytes <= 2 * BATCH_BYTES, "a batch of {n} rows");
+        assert!(
+            n * row_bytes >= BATCH_BYTES / 2 || at + n == rows,
+            "a batch of {n} rows"
+        );
+        at += n;
+        ends.push(at);
+    }
+    assert_eq!(at, rows);
+    ends
+}
+
 /// With the default batch size, a conversion's batches hold about
 /// `BATCH_BYTES` of fixed-width values and end where the input's chunks
 /// start; an explicit batch size is kept to the record. Decoded on one
@@ -1042,7 +1063,6 @@ fn float_blp(path: &std::path::Path, shape: &[u64], chunk: usize) {
 /// the conversion with the same error, nothing written.
 #[test]
 fn default_batches_follow_chunks_and_threads_keep_their_order() {
-    use dataformats::convert::BATCH_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     // 300,000 float64 rows in chunks of 24,576 rows (192 KiB), which
@@ -1070,15 +1090,7 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
         assert_eq!(r.records, rows);
         let batches = ipc_batches(&p("a.arrow"));
         assert!(batches.len() >= 2, "{} batches", batches.len());
-        let mut at = 0u64;
-        for b in &batches {
-            let n = b.num_rows() as u64;
-            assert!(n * 8 <= 2 * BATCH_BYTES, "a batch of {n} rows");
-            assert!(
-                n * 8 >= BATCH_BYTES / 2 || at + n == rows,
-                "a batch of {n} rows"
-            );
-            at += n;
+        for at in batch_ends(&batches, 8, rows) {
             assert!(
                 at.is_multiple_of(chunk_rows) || at == rows,
                 "a cut inside a chunk: {at}"
@@ -1130,32 +1142,21 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
 #[test]
 fn units_larger_than_a_batch_are_cut_into_batches() {
     use arrow_array::cast::AsArray;
-    use dataformats::convert::BATCH_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let (blp, arrow) = (dir.path().join("w.blp"), dir.path().join("w.arrow"));
     let rows = 300_000u64;
     float_blp(&blp, &[rows, 5], 1 << 20);
     convert(&blp, &arrow, &ConvertOptions::default()).unwrap();
     let batches = ipc_batches(&arrow);
-    let mut cuts = Vec::new();
-    let mut at = 0u64;
+    let cuts = batch_ends(&batches, 40, rows);
     let mut values = Vec::new();
     for b in &batches {
-        let n = b.num_rows() as u64;
-        assert!(n * 40 <= 2 * BATCH_BYTES, "a batch of {n} rows");
-        assert!(
-            n * 40 >= BATCH_BYTES / 2 || at + n == rows,
-            "a batch of {n} rows"
-        );
-        at += n;
-        cuts.push(at);
         let list = b.column(0).as_fixed_size_list();
         let v = list
             .values()
             .as_primitive::<arrow_array::types::Float64Type>();
         values.extend_from_slice(v.values());
     }
-    assert_eq!(at, rows);
     assert!(
         cuts.contains(&131_072) && cuts.contains(&262_144),
         "{cuts:?}"
