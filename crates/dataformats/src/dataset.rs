@@ -550,7 +550,9 @@ pub fn split_at_starts(
         .collect()
 }
 
-fn batch(
+/// A record batch of `rows` records from its columns; the row count is
+/// given so that a batch with no columns keeps its length.
+pub(crate) fn batch(
     schema: arrow_schema::SchemaRef,
     arrays: Vec<arrow_array::ArrayRef>,
     rows: u64,

@@ -442,13 +442,7 @@ impl Batches {
         rows: &std::ops::Range<u64>,
         arrays: Result<Vec<arrow_array::ArrayRef>, Error>,
     ) -> Result<RecordBatch, Error> {
-        let n = usize::try_from(rows.end - rows.start).unwrap_or(usize::MAX);
-        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(n));
-        Ok(RecordBatch::try_new_with_options(
-            schema.clone(),
-            arrays?,
-            &opts,
-        )?)
+        crate::dataset::batch(schema.clone(), arrays?, rows.end - rows.start)
     }
 
     /// The batch ending at record `end` was read (`ok`: without error).
