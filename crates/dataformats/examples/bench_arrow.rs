@@ -3,6 +3,9 @@
 //!
 //! - Reading a 1 GB uncompressed fixed-width IDV column (Single) and an MLDF
 //!   NDARRAY field as Arrow batches, against memcpy of the same bytes.
+//! - Reading a deflate IDV of four Single columns and a text column in
+//!   batches of 1,024 records (the default), which cut its blocks, against
+//!   batches of 65,536 (whole blocks).
 //! - Parquet export of the IDV file, against arrow-rs's Parquet writer
 //!   writing the same batches already held in memory.
 //! - Peak RSS of the export (`--export-memory`, run in its own process).
@@ -50,6 +53,49 @@ fn write_idv(path: &std::path::Path, rows: usize) {
     w.finish().unwrap();
 }
 
+/// A deflate IDV of `rows` records: four Single columns and a text one.
+fn write_idv_deflate(path: &std::path::Path, rows: usize) {
+    use dataformats::idv::{
+        ColumnSpec, ColumnType, Compression, ItemType, TextValues, Values, Writer, WriterOptions,
+    };
+    let mut specs: Vec<ColumnSpec> = (0..4)
+        .map(|k| ColumnSpec::new(format!("x{k}"), ColumnType::Scalar(ItemType::F32)))
+        .collect();
+    specs.push(ColumnSpec::new("s", ColumnType::Scalar(ItemType::Text)));
+    let mut w = Writer::create(
+        path,
+        specs,
+        WriterOptions {
+            compression: Compression::Deflate,
+            rows_per_block: None,
+            level: 1,
+        },
+    )
+    .unwrap();
+    let chunk = 1 << 18;
+    let mut done = 0;
+    while done < rows {
+        let n = chunk.min(rows - done);
+        let mut cols: Vec<Values> = (0..4)
+            .map(|k| {
+                Values::F32(
+                    (done..done + n)
+                        .map(|i| (i as f32 * 0.001 + k as f32).sin())
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut text = TextValues::default();
+        for i in done..done + n {
+            text.push(&format!("record {i}"));
+        }
+        cols.push(Values::Text(text));
+        w.write_batch(&cols).unwrap();
+        done += n;
+    }
+    w.finish().unwrap();
+}
+
 fn write_mldf(path: &std::path::Path, samples: usize, dim: usize) {
     use dataformats::mldf::{Dtype, Field, FieldType, FieldValue, Writer, WriterOptions};
     let f = Field::new(
@@ -73,9 +119,14 @@ fn write_mldf(path: &std::path::Path, samples: usize, dim: usize) {
 /// Reads every batch of `path` (every value touched through a checksum, as
 /// a consumer would), returning the bytes of values read.
 fn scan(path: &std::path::Path) -> usize {
+    scan_in(path, 1 << 16)
+}
+
+/// [`scan`] in batches of `batch` records.
+fn scan_in(path: &std::path::Path, batch: usize) -> usize {
     let d = dataformats::open(path).unwrap();
     let opts = ReadOptions {
-        batch_size: 1 << 16,
+        batch_size: batch,
         ..Default::default()
     };
     let mut bytes = 0;
@@ -201,6 +252,25 @@ fn main() {
         t_copy / t_mldf
     );
     let _ = std::fs::remove_file(&mldf);
+
+    // Batches that cut a deflate file's blocks, against whole blocks.
+    let deflate = dir.join("d.idv");
+    write_idv_deflate(&deflate, rows / 16);
+    let whole = best(3, || {
+        std::hint::black_box(scan_in(&deflate, 1 << 16));
+    });
+    let cut = best(3, || {
+        std::hint::black_box(scan_in(&deflate, ReadOptions::default().batch_size));
+    });
+    println!(
+        "IDV deflate, 4 Single + 1 text column, {} records: batches of {} {:.0} ms; of 65,536 {:.0} ms; ratio {:.2} (target >= 0.9)",
+        rows / 16,
+        ReadOptions::default().batch_size,
+        cut * 1e3,
+        whole * 1e3,
+        whole / cut
+    );
+    let _ = std::fs::remove_file(&deflate);
 
     // Parquet: our export against arrow-rs writing the same batches from memory.
     let d = dataformats::open(&idv).unwrap();

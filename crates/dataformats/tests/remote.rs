@@ -337,6 +337,101 @@ fn batch_readers_announce_each_batch_before_it_is_read_four_ahead() {
     assert_eq!(blocks, 3 * 40, "each block read once");
 }
 
+/// A deflate IDV of 4000 records and 40 blocks of 100 in five columns: two
+/// plain numeric ones, text, a vector of 3 and a vector of any length.
+fn deflate_idv_of_40_blocks(dir: &std::path::Path) -> std::path::PathBuf {
+    use dataformats::idv::{
+        ColumnSpec, ColumnType, Compression, ItemType, TextValues, Values, VectorValues, Writer,
+        WriterOptions,
+    };
+    let vector = |dims: Vec<u32>| ColumnType::Vector {
+        item: ItemType::F32,
+        dims,
+    };
+    let path = dir.join("d.idv");
+    let mut w = Writer::create(
+        &path,
+        vec![
+            ColumnSpec::new("a", ColumnType::Scalar(ItemType::F32)),
+            ColumnSpec::new("b", ColumnType::Scalar(ItemType::I64)),
+            ColumnSpec::new("s", ColumnType::Scalar(ItemType::Text)),
+            ColumnSpec::new("v", vector(vec![3])),
+            ColumnSpec::new("w", vector(vec![])),
+        ],
+        WriterOptions {
+            compression: Compression::Deflate,
+            rows_per_block: Some(100),
+            level: 6,
+        },
+    )
+    .unwrap();
+    let (mut text, mut v, mut w_) = (
+        TextValues::default(),
+        VectorValues::new(ItemType::F32),
+        VectorValues::new(ItemType::F32),
+    );
+    for i in 0..4000u32 {
+        text.push(&format!("row {i}"));
+        let x = i as f32;
+        assert!(v.push_dense(&Values::F32(vec![x, x + 0.5, -x])));
+        assert!(w_.push_dense(&Values::F32(vec![x; (i % 5) as usize])));
+    }
+    w.write_batch(&[
+        Values::F32((0..4000).map(|i| i as f32 / 7.0).collect()),
+        Values::I64((0..4000).map(|i| i * 3 - 100).collect()),
+        Values::Text(text),
+        Values::Vector(v),
+        Values::Vector(w_),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    path
+}
+
+#[test]
+fn idv_batches_that_cut_blocks_decode_each_block_once() {
+    // Batches of 70 and of 250 records cut the 100-record blocks anywhere:
+    // each block of each of the five columns is still fetched (and so
+    // decoded) once, and the batches are the file's records.
+    let dir = tempfile::tempdir().unwrap();
+    let idv = deflate_idv_of_40_blocks(dir.path());
+    let local = dataformats::open(&idv).unwrap();
+    let want = read_all(local.as_ref()).unwrap();
+    for batch in [70, 250, 100, 4000] {
+        let remote = Arc::new(Remote::new(std::fs::read(&idv).unwrap()));
+        let d =
+            dataformats::open_source(Source::from_ranges(remote.clone()), &OpenOptions::default())
+                .unwrap();
+        remote.log.lock().unwrap().clear();
+        let opts = dataformats::ReadOptions {
+            batch_size: batch,
+            ..Default::default()
+        };
+        let mut at = 0;
+        for b in d.reader(&opts).unwrap() {
+            let b = b.unwrap();
+            assert_eq!(b, want.slice(at, b.num_rows()), "batch of {batch} at {at}");
+            at += b.num_rows();
+        }
+        assert_eq!(at, 4000);
+        let log = remote.log.lock().unwrap().clone();
+        let blocks = announced(&log);
+        assert_eq!(blocks.len(), 5 * 40, "every block of every column");
+        let mut reads: Vec<std::ops::Range<u64>> = log
+            .iter()
+            .filter_map(|l| match l {
+                Logged::Read(r) if blocks.contains(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect();
+        reads.sort_by_key(|r| r.start);
+        let n = reads.len();
+        reads.dedup();
+        assert_eq!(reads.len(), 5 * 40, "batches of {batch}: blocks never read");
+        assert_eq!(n, 5 * 40, "batches of {batch}: blocks read again");
+    }
+}
+
 #[test]
 fn idv_reads_announce_the_blocks_they_then_read() {
     // A read of some rows tells the source every block it goes on to read,

@@ -34,6 +34,7 @@ pub(crate) fn open(
         kinds.push(kind);
     }
     let schema = std::sync::Arc::new(arrow_schema::Schema::new(fields));
+    let r_columns = r.columns().len();
     Ok(Box::new(Idv {
         r,
         live,
@@ -41,7 +42,7 @@ pub(crate) fn open(
         schema,
         limits: opts.limits,
         text: opts.text.clone(),
-        last_block: super::Last::new(),
+        kept: (0..r_columns).map(|_| super::Last::new()).collect(),
     }))
 }
 
@@ -67,10 +68,36 @@ fn plain_width(c: Option<&crate::idv::Column>) -> Option<usize> {
 }
 
 impl Idv {
+    /// Rows per block: every column's blocks hold the same rows.
+    fn rows_per_block(&self) -> u64 {
+        u64::from(self.r.columns().first().map_or(1, |c| c.rows_per_block)).max(1)
+    }
+
+    /// Block `b` of column `k`, if it is the one kept for it.
+    fn kept(&self, k: usize, b: u64) -> Option<Kept> {
+        self.kept.get(k)?.get(&b)
+    }
+
+    /// Keeps block `b` of column `k` when a batch ending at record `end`
+    /// ends inside it: the next batch starts in that block.
+    fn keep_if_unfinished(&self, k: usize, b: u64, end: u64, block: impl FnOnce() -> Kept) {
+        let block_end = b
+            .saturating_add(1)
+            .saturating_mul(self.rows_per_block())
+            .min(self.r.len());
+        if end < block_end
+            && let Some(slot) = self.kept.get(k)
+        {
+            slot.put(b, block());
+        }
+    }
+
     /// Rows `start..end` of a plain numeric column: a batch inside one
     /// uncompressed block shares the file's memory (no copy when the block
-    /// is aligned for the type); otherwise each block's part is copied (or
-    /// inflated) once into the array's buffer.
+    /// is aligned for the type), a batch inside one inflated block shares
+    /// that block's buffer; otherwise each block's part is copied once into
+    /// the array's buffer. A block is decoded once however the batches cut
+    /// it.
     fn plain(
         &self,
         k: usize,
@@ -79,9 +106,10 @@ impl Idv {
         start: u64,
         end: u64,
     ) -> Result<arrow_array::ArrayRef, Error> {
+        use std::borrow::Cow;
         let e = fe::<crate::idv::Error>(Format::Idv);
         let n = usize::try_from(end - start).unwrap_or(usize::MAX);
-        let rpb = u64::from(self.r.columns().first().map_or(1, |c| c.rows_per_block)).max(1);
+        let rpb = self.rows_per_block();
         let total = (width as u64).saturating_mul(n as u64);
         self.limits
             .check_alloc("IDV column", total)
@@ -99,46 +127,113 @@ impl Idv {
                 }
                 Ok(a..z)
             };
+        // Block `b`'s bytes: kept from the last batch, or read (borrowed
+        // from the file when it is stored plain, else inflated or fetched).
+        let block = |b: u64| -> Result<Result<arrow_buffer::Buffer, Cow<'_, [u8]>>, Error> {
+            match self.kept(k, b) {
+                Some(Kept::Plain(buf)) => Ok(Ok(buf)),
+                _ => Ok(Err(self.r.block_bytes(k, b).map_err(e)?)),
+            }
+        };
         if n > 0 && start / rpb == (end - 1) / rpb {
             let b = start / rpb;
-            if let Some(buf) = self.last_block.get(&(k, b)) {
-                let range = part(buf.as_slice(), b, start, end)?;
-                let slice = buf.slice_with_length(range.start, range.end - range.start);
-                return crate::typed::fixed_array(dt, slice, n, None);
-            }
-            let bytes = self.r.block_bytes(k, b).map_err(e)?;
-            let range = part(&bytes, b, start, end)?;
-            match bytes {
-                std::borrow::Cow::Borrowed(s) => {
+            let buf = match block(b)? {
+                Ok(buf) => buf,
+                Err(Cow::Borrowed(s)) => {
+                    let range = part(s, b, start, end)?;
                     if let Some(buf) = s
-                        .get(range.clone())
+                        .get(range)
                         .and_then(|sub| crate::typed::shared_buffer(self.r.source(), sub))
                     {
                         return crate::typed::fixed_array(dt, buf, n, None);
                     }
+                    // Not shareable: copied below.
+                    arrow_buffer::Buffer::from_slice_ref(s)
                 }
-                std::borrow::Cow::Owned(v) => {
-                    // An inflated block: its buffer becomes the array's,
-                    // and later batches of the same block slice it (the
-                    // block is inflated once, and never copied).
-                    let buf = arrow_buffer::Buffer::from_vec(v);
-                    let slice = buf.slice_with_length(range.start, range.end - range.start);
-                    self.last_block.put((k, b), buf);
-                    return crate::typed::fixed_array(dt, slice, n, None);
-                }
-            }
+                // An inflated (or fetched) block: its buffer becomes the
+                // array's, never copied.
+                Err(Cow::Owned(v)) => arrow_buffer::Buffer::from_vec(v),
+            };
+            let range = part(buf.as_slice(), b, start, end)?;
+            self.keep_if_unfinished(k, b, end, || Kept::Plain(buf.clone()));
+            let slice = buf.slice_with_length(range.start, range.end - range.start);
+            return crate::typed::fixed_array(dt, slice, n, None);
         }
         let mut out = arrow_buffer::MutableBuffer::new(total as usize);
         let mut row = start;
         while row < end {
             let b = row / rpb;
             let to = end.min((b + 1) * rpb);
-            let bytes = self.r.block_bytes(k, b).map_err(e)?;
-            let range = part(&bytes, b, row, to)?;
-            out.extend_from_slice(bytes.get(range).unwrap_or_default());
+            match block(b)? {
+                Ok(buf) => {
+                    let range = part(buf.as_slice(), b, row, to)?;
+                    out.extend_from_slice(buf.as_slice().get(range).unwrap_or_default());
+                }
+                Err(bytes) => {
+                    let range = part(&bytes, b, row, to)?;
+                    out.extend_from_slice(bytes.get(range).unwrap_or_default());
+                    if to == end
+                        && let Cow::Owned(v) = bytes
+                    {
+                        self.keep_if_unfinished(k, b, end, || {
+                            Kept::Plain(arrow_buffer::Buffer::from_vec(v))
+                        });
+                    }
+                }
+            }
             row = to;
         }
         crate::typed::fixed_array(dt, out.into(), n, None)
+    }
+
+    /// Rows `start..end` of any other column, decoded: a batch that is one
+    /// whole block is that block's values, uncopied; a block is decoded
+    /// once however the batches cut it.
+    fn values(
+        &self,
+        k: usize,
+        start: u64,
+        end: u64,
+    ) -> Result<std::sync::Arc<crate::idv::Values>, Error> {
+        use std::sync::Arc;
+        let e = fe::<crate::idv::Error>(Format::Idv);
+        if start >= end {
+            return Ok(Arc::new(self.r.read_rows(k, start..end).map_err(e)?));
+        }
+        let rpb = self.rows_per_block();
+        let block = |b: u64| -> Result<Arc<crate::idv::Values>, Error> {
+            match self.kept(k, b) {
+                Some(Kept::Values(v)) => Ok(v),
+                _ => Ok(Arc::new(self.r.read_block(k, b).map_err(e)?)),
+            }
+        };
+        let (first, last) = (start / rpb, (end - 1) / rpb);
+        let ty = self
+            .r
+            .columns()
+            .get(k)
+            .and_then(|c| c.ty())
+            .ok_or_else(|| err(Format::Idv, "invalid_argument", format!("no column {k}")))?;
+        let mut out = crate::idv::Values::empty_of(ty);
+        for b in first..=last {
+            let v = block(b)?;
+            let lo = (start.max(b * rpb) - b * rpb) as usize;
+            let hi = (end.min((b + 1) * rpb) - b * rpb) as usize;
+            if b == last {
+                self.keep_if_unfinished(k, b, end, || Kept::Values(v.clone()));
+            }
+            if first == last && lo == 0 && hi == v.len() {
+                return Ok(v);
+            }
+            if !out.append_from(&v, lo..hi) {
+                return Err(err(
+                    Format::Idv,
+                    "truncated",
+                    format!("block {b}: {} values, its rows need {hi}", v.len()),
+                ));
+            }
+        }
+        Ok(Arc::new(out))
     }
 }
 
@@ -151,9 +246,20 @@ struct Idv {
     limits: crate::core::Limits,
     /// What to do with text that is not UTF-8.
     text: crate::dataset::TextRepair,
-    /// The last inflated block of a plain column `(column, block, bytes)`:
-    /// batches smaller than a block slice it instead of inflating again.
-    last_block: super::Last<(usize, u64), arrow_buffer::Buffer>,
+    /// Per column (the reader's index), the decoded block that the last
+    /// batch ended inside: the next batch starts in it and takes its part
+    /// from here instead of decoding the block again. One block per
+    /// column, so columns do not evict each other.
+    kept: Vec<super::Last<u64, Kept>>,
+}
+
+/// A decoded block kept for the next batch.
+#[derive(Clone)]
+enum Kept {
+    /// The bytes of a plain numeric column's block.
+    Plain(arrow_buffer::Buffer),
+    /// The values of any other column's block.
+    Values(std::sync::Arc<crate::idv::Values>),
 }
 
 impl Idv {
@@ -165,7 +271,7 @@ impl Idv {
         if !src.is_remote() || start >= end {
             return;
         }
-        let rpb = u64::from(self.r.columns().first().map_or(1, |c| c.rows_per_block)).max(1);
+        let rpb = self.rows_per_block();
         let (first, last) = (start / rpb, (end - 1) / rpb);
         let mut ranges = Vec::new();
         for &j in columns {
@@ -236,7 +342,9 @@ impl Dataset for Idv {
                 );
                 continue;
             }
-            let v = self.r.read_rows(k, start..end).map_err(fe(Format::Idv))?;
+            let v = self
+                .values(k, start, end)
+                .map_err(|e| e.context(&format!("column {:?}", f.name())))?;
             if !matches!(self.text, crate::dataset::TextRepair::Replace) {
                 self.text.check(f.name(), start, v.lone_surrogates())?;
             }
