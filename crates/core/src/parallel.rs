@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 /// `requested` threads, or every core the process may use when it is 0.
 pub fn threads(requested: usize) -> usize {
@@ -77,6 +78,92 @@ where
 pub fn ordered_ahead<I, O, E>(
     threads: usize,
     ahead: usize,
+    next: impl FnMut() -> Result<Option<I>, E>,
+    work: impl Fn(I) -> O + Sync,
+    done: impl FnMut(O) -> Result<(), E>,
+) -> Result<(), E>
+where
+    I: Send,
+    O: Send,
+{
+    ordered_active(threads, ahead, &Active::new(threads), next, work, done)
+}
+
+/// How many of a pool's worker threads take work: the pool starts all of
+/// its threads, and those numbered from `active` on wait until the number
+/// is raised. One side of a pipeline can so lend a core to the other
+/// while it finds itself waiting (see [`ordered_active`]). Clones share
+/// the number.
+#[derive(Debug, Clone)]
+pub struct Active(Arc<(Mutex<usize>, Condvar)>);
+
+impl Active {
+    /// `n` workers take work.
+    pub fn new(n: usize) -> Self {
+        Active(Arc::new((Mutex::new(n), Condvar::new())))
+    }
+
+    /// How many workers take work.
+    pub fn get(&self) -> usize {
+        self.0.0.lock().map_or(1, |n| *n)
+    }
+
+    /// Lets `n` workers take work (at least one always does): those beyond
+    /// finish the item they hold, then wait.
+    pub fn set(&self, n: usize) {
+        if let Ok(mut g) = self.0.0.lock() {
+            *g = n;
+        }
+        self.0.1.notify_all();
+    }
+
+    /// Waits until worker `w` may take work (true) or `closed` is set
+    /// (false).
+    fn wait_turn(&self, w: usize, closed: &AtomicBool) -> bool {
+        let Ok(mut g) = self.0.0.lock() else {
+            return false;
+        };
+        loop {
+            if closed.load(Ordering::Acquire) {
+                return false;
+            }
+            if w == 0 || w < *g {
+                return true;
+            }
+            // The timeout only guards against a wake-up that was missed.
+            g = match self
+                .0
+                .1
+                .wait_timeout(g, std::time::Duration::from_millis(50))
+            {
+                Ok((g, _)) => g,
+                Err(_) => return false,
+            };
+        }
+    }
+}
+
+/// Sets `closed` and wakes the waiting workers when dropped, however the
+/// run ends.
+struct Closing<'a>(&'a AtomicBool, &'a Active);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+        if let Ok(_g) = self.1.0.0.lock() {
+            self.1.0.1.notify_all();
+        }
+    }
+}
+
+/// [`ordered_ahead`] on `threads` workers of which only the first
+/// `active` (see [`Active`]) take items; the count may change while the
+/// run goes on, from another thread. The results are the same whatever
+/// the count does.
+pub fn ordered_active<I, O, E>(
+    threads: usize,
+    ahead: usize,
+    active: &Active,
     mut next: impl FnMut() -> Result<Option<I>, E>,
     work: impl Fn(I) -> O + Sync,
     mut done: impl FnMut(O) -> Result<(), E>,
@@ -97,15 +184,21 @@ where
     let (job_tx, job_rx) = mpsc::sync_channel::<(u64, I)>(ahead);
     let job_rx = Mutex::new(job_rx);
     let (out_tx, out_rx) = mpsc::channel::<(u64, std::thread::Result<O>)>();
+    let closed = AtomicBool::new(false);
     std::thread::scope(|s| {
         // Owned by this closure, so that however it returns the workers
-        // see the end of the jobs and stop before the scope waits for them.
+        // see the end of the jobs (and the waiting ones the close) and stop
+        // before the scope waits for them.
         let job_tx = job_tx;
-        for _ in 0..threads {
+        let _closing = Closing(&closed, active);
+        for w in 0..threads {
             let out_tx = out_tx.clone();
-            let (job_rx, work) = (&job_rx, &work);
+            let (job_rx, work, closed) = (&job_rx, &work, &closed);
             s.spawn(move || {
                 loop {
+                    if !active.wait_turn(w, closed) {
+                        return;
+                    }
                     let job = match job_rx.lock() {
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
@@ -273,6 +366,69 @@ mod tests {
         assert!(most <= 16, "{most} items in flight");
         // More than `ordered`'s two per thread were taken ahead.
         assert!(most > 4, "only {most} items in flight");
+    }
+
+    /// Runs 200 items on 4 workers, `active` of them taking work (changed
+    /// by `change` after each result), returning the results and the most
+    /// items that were being worked on at once.
+    fn run_active(active: &Active, mut change: impl FnMut(u64)) -> (Vec<u64>, usize) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let mut n = 0;
+        let mut seen = Vec::new();
+        let r: Result<(), ()> = ordered_active(
+            4,
+            8,
+            active,
+            || {
+                n += 1;
+                Ok((n <= 200).then_some(n))
+            },
+            |x| {
+                let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(at_once, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                now.fetch_sub(1, Ordering::SeqCst);
+                x * 3
+            },
+            |y| {
+                seen.push(y);
+                change(y / 3);
+                Ok(())
+            },
+        );
+        assert_eq!(r, Ok(()));
+        (seen, most.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn only_the_active_workers_take_items() {
+        let want: Vec<u64> = (1..=200).map(|x| x * 3).collect();
+        for n in [1, 2] {
+            let (seen, most) = run_active(&Active::new(n), |_| {});
+            assert_eq!(seen, want);
+            assert!(most <= n, "{most} items at once with {n} active");
+        }
+        // No worker at all is taken as one: the run still ends.
+        let (seen, most) = run_active(&Active::new(0), |_| {});
+        assert_eq!((seen, most), (want.clone(), 1));
+    }
+
+    #[test]
+    fn the_active_count_can_change_while_the_run_goes_on() {
+        // Raised from 1 to 4 after item 50 and lowered to 1 after item
+        // 150: the results stay in order, and the run ends with the
+        // waiting workers.
+        let active = Active::new(1);
+        let a = active.clone();
+        let (seen, most) = run_active(&active, |i| match i {
+            50 => a.set(4),
+            150 => a.set(1),
+            _ => {}
+        });
+        assert_eq!(seen, (1..=200).map(|x| x * 3).collect::<Vec<_>>());
+        assert!(most <= 4);
+        assert_eq!(active.get(), 1);
     }
 
     #[test]

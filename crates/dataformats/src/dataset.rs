@@ -707,14 +707,17 @@ pub trait BatchStream {
     /// Hands every batch to `send`, in order, until the end, an error
     /// (handed on, then the end) or `send` returning `false`. A stream
     /// whose batches decode apart from each other (a dataset's records)
-    /// may decode up to `threads` of them at once; the default reads them
-    /// one after the other with [`next_batch`](Self::next_batch).
+    /// may decode them on up to `threads` threads, of which as many as
+    /// `active` says at a time (the caller may change it while the batches
+    /// flow); the default reads them one after the other with
+    /// [`next_batch`](Self::next_batch).
     fn send_all(
         &mut self,
         threads: usize,
+        active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
-        let _ = threads;
+        let _ = (threads, active);
         send_each(self, send);
     }
 }

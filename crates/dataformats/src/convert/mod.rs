@@ -665,11 +665,12 @@ impl BatchStream for Owned {
         self.batches.announce(d.as_ref(), columns);
         self.batches.next_with(|rows| d.read_arrays(columns, rows))
     }
-    /// Batches decoded `threads` at a time (each batch's records by one
-    /// thread), handed on in order.
+    /// Batches decoded on `threads` threads, `active` of them at a time
+    /// (each batch's records by one thread), handed on in order.
     fn send_all(
         &mut self,
         threads: usize,
+        active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
         let b = &self.batches;
@@ -682,9 +683,10 @@ impl BatchStream for Owned {
         // The error ends the run once it was handed on (or `send` refused).
         // One batch in flight per thread: more only adds buffers that wait
         // for the writer when writing is the slower side.
-        let _: Result<(), ()> = crate::core::parallel::ordered_ahead(
+        let _: Result<(), ()> = crate::core::parallel::ordered_active(
             threads,
             threads,
+            active,
             || {
                 let mut b = batches.borrow_mut();
                 b.announce(d, columns);
@@ -934,11 +936,12 @@ const AHEAD: usize = 2;
 /// Runs `consume` on `stream`; with `threads` above 1, the stream is read
 /// on a thread of its own, [`AHEAD`] batches ahead, so that decoding the
 /// source (JSON, CSV, a format's chunks) and encoding the target run side
-/// by side; a stream that can decode batches apart
+/// by side. A stream that can decode batches apart
 /// ([`BatchStream::send_all`]) decodes on `threads - 1` threads, the
-/// writer keeping one core. The batches arrive in order, an error where the
-/// stream gave it; when `consume` stops early, the reading stops after the
-/// batches under way.
+/// writer keeping one core, until the writer is seen to wait for batches
+/// most of the time ([`Pace`]): then on `threads`. The batches arrive in
+/// order, an error where the stream gave it; when `consume` stops early,
+/// the reading stops after the batches under way.
 fn read_ahead<T>(
     stream: &mut (dyn BatchStream + Send),
     threads: usize,
@@ -951,25 +954,103 @@ fn read_ahead<T>(
     struct Received {
         schema: SchemaRef,
         rx: std::sync::mpsc::Receiver<Result<RecordBatch, Error>>,
+        pace: Pace,
     }
     impl BatchStream for Received {
         fn schema(&self) -> SchemaRef {
             self.schema.clone()
         }
         fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-            self.rx.recv().ok()
+            self.pace.asking();
+            let b = self.rx.recv().ok();
+            self.pace.received();
+            b
         }
     }
     let schema = stream.schema();
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+    let active = crate::core::parallel::Active::new(threads - 1);
+    let pace = Pace::new(active.clone(), threads - 1, threads);
     std::thread::scope(|s| {
-        // The writer keeps a core; the others decode.
-        s.spawn(move || stream.send_all(threads - 1, &mut |b| tx.send(b).is_ok()));
+        s.spawn(move || stream.send_all(threads, &active, &mut |b| tx.send(b).is_ok()));
         // Dropped when `consume` returns, before the scope waits for the
         // reader: a reader blocked on a full channel then stops.
-        let mut received = Received { schema, rx };
+        let mut received = Received { schema, rx, pace };
         consume(&mut received)
     })
+}
+
+/// Batches over which the writer's waiting is measured.
+const PACE_WINDOW: u32 = 8;
+
+/// Lends the writer's core to the decoding threads while the writer
+/// spends most of its time waiting for batches: over each
+/// [`PACE_WINDOW`] batches, when the time waiting is more than twice the
+/// time spent writing, decoding goes on `all` threads for the next
+/// window, else on `base`. Decoding on every core while the writer is
+/// busy slows a conversion whose writing is the larger part (the threads
+/// then compete for the cores and the memory); decoding on one core
+/// fewer while the writer waits leaves a core idle.
+struct Pace {
+    active: crate::core::parallel::Active,
+    base: usize,
+    all: usize,
+    asked: Option<std::time::Instant>,
+    got: Option<std::time::Instant>,
+    waiting: std::time::Duration,
+    writing: std::time::Duration,
+    seen: u32,
+}
+
+impl Pace {
+    fn new(active: crate::core::parallel::Active, base: usize, all: usize) -> Self {
+        Pace {
+            active,
+            base,
+            all,
+            asked: None,
+            got: None,
+            waiting: std::time::Duration::ZERO,
+            writing: std::time::Duration::ZERO,
+            seen: 0,
+        }
+    }
+
+    /// The writer asks for the next batch (it wrote the last one).
+    fn asking(&mut self) {
+        self.asked = Some(std::time::Instant::now());
+    }
+
+    /// The writer has the batch it asked for.
+    fn received(&mut self) {
+        let now = std::time::Instant::now();
+        // The first batch's wait is the start of reading, not its pace.
+        if let (Some(asked), Some(got)) = (self.asked, self.got) {
+            self.batch(
+                now.saturating_duration_since(asked),
+                asked.saturating_duration_since(got),
+            );
+        }
+        self.got = Some(now);
+    }
+
+    /// One more batch, for which the writer waited `waited` after writing
+    /// the one before for `wrote`.
+    fn batch(&mut self, waited: std::time::Duration, wrote: std::time::Duration) {
+        self.waiting += waited;
+        self.writing += wrote;
+        self.seen += 1;
+        if self.seen.is_multiple_of(PACE_WINDOW) {
+            let n = if self.waiting > 2 * self.writing {
+                self.all
+            } else {
+                self.base
+            };
+            self.active.set(n);
+            self.waiting = std::time::Duration::ZERO;
+            self.writing = std::time::Duration::ZERO;
+        }
+    }
 }
 
 /// Converts `input` into `out` as the typed export `target` (JSON lines,
@@ -1132,7 +1213,7 @@ mod tests {
     use arrow_array::{Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-    use super::{AHEAD, read_ahead};
+    use super::{AHEAD, PACE_WINDOW, Pace, read_ahead};
     use crate::dataset::{BatchStream, Error};
 
     /// Batch `k` holds the one value `k`; batch `fail_at` is an error,
@@ -1222,5 +1303,39 @@ mod tests {
         // One taken, AHEAD waiting, one blocked in `send`, one more at most
         // being read when the channel closed.
         assert!(asked.load(Ordering::SeqCst) <= AHEAD + 3);
+    }
+
+    #[test]
+    fn a_writer_that_mostly_waits_lends_its_core_and_takes_it_back() {
+        let active = crate::core::parallel::Active::new(1);
+        let mut pace = Pace::new(active.clone(), 1, 2);
+        let ms = std::time::Duration::from_millis;
+        // Waiting three times as long as writing: every core decodes,
+        // from the end of the window on.
+        for k in 0..PACE_WINDOW {
+            assert_eq!(active.get(), 1, "batch {k}");
+            pace.batch(ms(3), ms(1));
+        }
+        assert_eq!(active.get(), 2);
+        // Waiting as long as writing: back to one core fewer.
+        for _ in 0..PACE_WINDOW {
+            assert_eq!(active.get(), 2);
+            pace.batch(ms(2), ms(2));
+        }
+        assert_eq!(active.get(), 1);
+        // Exactly twice is not more than twice.
+        for _ in 0..PACE_WINDOW {
+            pace.batch(ms(2), ms(1));
+        }
+        assert_eq!(active.get(), 1);
+        // The windows are measured apart: a long wait before does not count.
+        for _ in 0..PACE_WINDOW {
+            pace.batch(ms(100), ms(1));
+        }
+        assert_eq!(active.get(), 2);
+        for _ in 0..PACE_WINDOW {
+            pace.batch(ms(1), ms(1));
+        }
+        assert_eq!(active.get(), 1);
     }
 }
