@@ -478,6 +478,15 @@ impl dyn Dataset + '_ {
         }
     }
 
+    /// Records at `indices` (in that order, repeats allowed) of the columns
+    /// at positions `columns`, as one batch with the schema projected to
+    /// them ([`Dataset::take_arrays`]).
+    pub fn take_batch(&self, columns: &[usize], indices: &[u64]) -> Result<RecordBatch, Error> {
+        let schema = Arc::new(self.schema().project(columns)?);
+        let arrays = self.take_arrays(columns, indices)?;
+        batch(schema, arrays, indices.len() as u64)
+    }
+
     /// Typed record batches: every batch has exactly the schema projected
     /// to `opts.columns`, and only those columns are decoded.
     pub fn reader(&self, opts: &ReadOptions) -> Result<BatchReader<'_>, Error> {

@@ -199,6 +199,24 @@ fn take_arrays_equals_taking_from_the_whole_file() {
             let want = arrow_select::take::take(all.column(j).as_ref(), &take, None).unwrap();
             assert_eq!(a.as_ref(), want.as_ref(), "{} column {j}", p.display());
         }
+        // As a batch: the schema follows the asked columns, and a batch
+        // with no columns keeps its length.
+        let back: Vec<usize> = columns.iter().rev().copied().collect();
+        let b = d
+            .take_batch(&back, &idx)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!(b.num_rows(), idx.len(), "{}", p.display());
+        for (j, &c) in back.iter().enumerate() {
+            assert_eq!(
+                b.schema().field(j),
+                all.schema().field(c),
+                "{}",
+                p.display()
+            );
+            assert_eq!(b.column(j).as_ref(), got[c].as_ref(), "{}", p.display());
+        }
+        let bare = d.take_batch(&[], &idx).unwrap();
+        assert_eq!((bare.num_columns(), bare.num_rows()), (0, idx.len()));
         let none = d
             .take_arrays(&columns, &[])
             .unwrap_or_else(|e| panic!("{} no indices: {e}", p.display()));

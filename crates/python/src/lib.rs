@@ -12,10 +12,7 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{
-    Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, StructArray,
-};
-use arrow_schema::SchemaRef;
+use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
 use dataformats::dataset::{BatchReader, BatchStream as _};
 use dataformats::{DatasetError, ReadOptions};
 
@@ -115,16 +112,6 @@ fn batches(
         batch_size,
     };
     Batches::shared(d.clone(), &opts)
-}
-
-fn make_batch(
-    schema: SchemaRef,
-    arrays: Vec<ArrayRef>,
-    rows: u64,
-) -> Result<RecordBatch, DatasetError> {
-    let opts =
-        RecordBatchOptions::new().with_row_count(Some(usize::try_from(rows).unwrap_or(usize::MAX)));
-    Ok(RecordBatch::try_new_with_options(schema, arrays, &opts)?)
 }
 
 /// An open dataset of any format.
@@ -390,7 +377,6 @@ impl SplitMix {
 struct Loader {
     d: Arc<dyn dataformats::Dataset>,
     columns: Vec<usize>,
-    schema: SchemaRef,
     batch_size: usize,
     shuffle: bool,
     seed: u64,
@@ -440,18 +426,12 @@ impl Loader {
         let columns = d
             .column_indices(columns.as_deref())
             .map_err(|e| py_err(py, &e))?;
-        let schema = Arc::new(
-            d.schema()
-                .project(&columns)
-                .map_err(|e| other_err(py, "arrow", e))?,
-        );
         let threads = num_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
         Ok(Loader {
             d,
             columns,
-            schema,
             batch_size,
             shuffle,
             seed,
@@ -521,14 +501,11 @@ impl Loader {
             let (tx, rx) = mpsc::sync_channel(prefetch.max(1));
             let d = self.d.clone();
             let columns = self.columns.clone();
-            let schema = self.schema.clone();
             std::thread::Builder::new()
                 .name(format!("dataformats-loader-{t}"))
                 .spawn(move || {
                     for idx in part {
-                        let r = d.take_arrays(&columns, &idx).and_then(|arrays| {
-                            make_batch(schema.clone(), arrays, idx.len() as u64)
-                        });
+                        let r = d.take_batch(&columns, &idx);
                         let failed = r.is_err();
                         // The consumer went away: stop decoding.
                         if tx.send(r.map(|b| (b, idx))).is_err() || failed {

@@ -127,19 +127,18 @@ impl Idv {
                 }
                 Ok(a..z)
             };
-        // Block `b`'s bytes: kept from the last batch, or read (borrowed
-        // from the file when it is stored plain, else inflated or fetched).
-        let block = |b: u64| -> Result<Result<arrow_buffer::Buffer, Cow<'_, [u8]>>, Error> {
+        // Block `b`'s bytes: kept from the last batch, or read.
+        let block = |b: u64| -> Result<BlockBytes<'_>, Error> {
             match self.kept(k, b) {
-                Some(Kept::Plain(buf)) => Ok(Ok(buf)),
-                _ => Ok(Err(self.r.block_bytes(k, b).map_err(e)?)),
+                Some(Kept::Plain(buf)) => Ok(BlockBytes::Kept(buf)),
+                _ => Ok(BlockBytes::Read(self.r.block_bytes(k, b).map_err(e)?)),
             }
         };
         if n > 0 && start / rpb == (end - 1) / rpb {
             let b = start / rpb;
             let buf = match block(b)? {
-                Ok(buf) => buf,
-                Err(Cow::Borrowed(s)) => {
+                BlockBytes::Kept(buf) => buf,
+                BlockBytes::Read(Cow::Borrowed(s)) => {
                     let range = part(s, b, start, end)?;
                     if let Some(buf) = s
                         .get(range)
@@ -152,7 +151,7 @@ impl Idv {
                 }
                 // An inflated (or fetched) block: its buffer becomes the
                 // array's, never copied.
-                Err(Cow::Owned(v)) => arrow_buffer::Buffer::from_vec(v),
+                BlockBytes::Read(Cow::Owned(v)) => arrow_buffer::Buffer::from_vec(v),
             };
             let range = part(buf.as_slice(), b, start, end)?;
             self.keep_if_unfinished(k, b, end, || Kept::Plain(buf.clone()));
@@ -165,11 +164,11 @@ impl Idv {
             let b = row / rpb;
             let to = end.min((b + 1) * rpb);
             match block(b)? {
-                Ok(buf) => {
+                BlockBytes::Kept(buf) => {
                     let range = part(buf.as_slice(), b, row, to)?;
                     out.extend_from_slice(buf.as_slice().get(range).unwrap_or_default());
                 }
-                Err(bytes) => {
+                BlockBytes::Read(bytes) => {
                     let range = part(&bytes, b, row, to)?;
                     out.extend_from_slice(bytes.get(range).unwrap_or_default());
                     if to == end
@@ -260,6 +259,15 @@ enum Kept {
     Plain(arrow_buffer::Buffer),
     /// The values of any other column's block.
     Values(std::sync::Arc<crate::idv::Values>),
+}
+
+/// The bytes of a plain numeric column's block, as `plain()` gets them.
+enum BlockBytes<'a> {
+    /// Kept from the last batch.
+    Kept(arrow_buffer::Buffer),
+    /// Read now: borrowed from the file when stored plain, else inflated
+    /// or fetched.
+    Read(std::borrow::Cow<'a, [u8]>),
 }
 
 impl Idv {
