@@ -2,7 +2,8 @@
 it by hand with the wheel installed):
 
     python python/bench/bench_package.py [--mb 1024] [--samples 100000]
-        [--rows 10000000] [--dir DIR] [--only iter_batches|loader|column_numpy]
+        [--rows 10000000] [--dir DIR]
+        [--only iter_batches|loader|column_numpy|to_arrow]
 
 1. `iter_batches` over an uncompressed IDV file of MB megabytes of float32
    values (written from Parquet by `dataformats.convert`), against the same
@@ -21,6 +22,10 @@ it by hand with the wheel installed):
    call on a fresh `open` checks each record's pointer (no value byte is
    read); later calls reuse that and cost the same for both sizes. Both
    against copying the big column once.
+4. `to_arrow` on every core against one thread (`threads=1`), over files
+   of MB / 4 megabytes of float32 values written from Parquet: an IDV
+   (deflate blocks), a Bloscpack file (lz4 chunks, one column) and an
+   MLDF: the ratio (every core / one thread).
 
 Each measurement is the median of 5 alternating runs; the machine's load
 average is printed with the results.
@@ -180,13 +185,35 @@ def bench_column_numpy(work, rows):
           f"{t_copy * 1e3:.1f} ms")
 
 
+def bench_to_arrow(work, mb):
+    rows = max(1, mb // 4) * (1 << 20) // (4 * 16)
+    src = os.path.join(work, "t.parquet")
+    cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
+    pq.write_table(pa.table(cols), src, compression="zstd")
+    files = [
+        ("IDV deflate", os.path.join(work, "t.idv"), {}),
+        ("Bloscpack lz4", os.path.join(work, "t.blp"), {"columns": ["c0"], "codec": "lz4"}),
+        ("MLDF", os.path.join(work, "t.mldf"), {}),
+    ]
+    for what, path, options in files:
+        dataformats.convert(src, path, **options)
+        ds = dataformats.open(path)
+        t_one, t_all = alternate(lambda: ds.to_arrow(threads=1), lambda: ds.to_arrow())
+        assert ds.to_arrow().equals(ds.to_arrow(threads=1))
+        size = os.path.getsize(path) / 1e6
+        print(f"to_arrow: {size:.0f} MB {what}, one thread {size / t_one:.0f} MB/s, "
+              f"every core ({os.cpu_count()}) {size / t_all:.0f} MB/s: {t_one / t_all:.2f}x")
+        os.remove(path)
+    os.remove(src)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--dir")
-    ap.add_argument("--only", choices=["iter_batches", "loader", "column_numpy"])
+    ap.add_argument("--only", choices=["iter_batches", "loader", "column_numpy", "to_arrow"])
     a = ap.parse_args()
     print(f"load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory(dir=a.dir) as work:
@@ -196,6 +223,8 @@ def main():
             bench_loader(work, a.samples)
         if a.only in (None, "column_numpy"):
             bench_column_numpy(work, a.rows)
+        if a.only in (None, "to_arrow"):
+            bench_to_arrow(work, a.mb)
 
 
 if __name__ == "__main__":

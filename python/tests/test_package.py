@@ -150,6 +150,22 @@ def _table_file(tmp_path, n, target, **options):
     return out
 
 
+@pytest.mark.parametrize("target", ["mldf", "idv", "blp"])
+def test_to_arrow_on_threads_gives_the_records_in_order(tmp_path, target):
+    n = 300_000
+    ds = dataformats.open(_table_file(tmp_path, n, target))
+    one = ds.to_arrow(threads=1)
+    assert one.column("id").to_pylist() == list(range(n))
+    for threads in (2, None):
+        t = ds.to_arrow(threads=threads)
+        assert t.equals(one), threads
+    # A range and a column, on several threads.
+    part = ds.to_arrow(columns=["x"], rows=(12_345, 250_001), threads=2)
+    assert part.equals(one.select(["x"]).slice(12_345, 250_001 - 12_345))
+    with pytest.raises(ValueError):
+        ds.to_arrow(threads=0)
+
+
 def test_convert_takes_the_clis_options(tmp_path):
     src = _table_file(tmp_path, 100, "mldf")
     out = tmp_path / "part.parquet"

@@ -478,6 +478,18 @@ impl dyn Dataset + '_ {
         }
     }
 
+    /// The indices of columns `names` ([`column_indices`](Self::column_indices))
+    /// and the schema projected to them: the schema of every batch read
+    /// with these columns.
+    pub fn projection(
+        &self,
+        names: Option<&[String]>,
+    ) -> Result<(Vec<usize>, arrow_schema::SchemaRef), Error> {
+        let idx = self.column_indices(names)?;
+        let schema = Arc::new(self.schema().project(&idx)?);
+        Ok((idx, schema))
+    }
+
     /// Records at `indices` (in that order, repeats allowed) of the columns
     /// at positions `columns`, as one batch with the schema projected to
     /// them ([`Dataset::take_arrays`]).
@@ -485,6 +497,47 @@ impl dyn Dataset + '_ {
         let schema = Arc::new(self.schema().project(columns)?);
         let arrays = self.take_arrays(columns, indices)?;
         batch(schema, arrays, indices.len() as u64)
+    }
+
+    /// Every record `opts` selects, as batches in order, decoded on
+    /// `threads` threads (0: every core). The batches are cut where the
+    /// file's stored units (blocks, chunks) start, near every
+    /// `opts.batch_size` records, so that no unit is decoded for two
+    /// batches: their lengths differ from `batch_size`, and a unit of up to
+    /// four batches' worth of records is one batch. The first error is
+    /// returned.
+    pub fn read_all(&self, opts: &ReadOptions, threads: usize) -> Result<Vec<RecordBatch>, Error> {
+        let (columns, schema) = self.projection(opts.columns.as_deref())?;
+        let len = self.len();
+        let rows = opts.rows.clone().unwrap_or(0..len);
+        let end = rows.end.min(len);
+        let start = rows.start.min(end);
+        let batch = opts.batch_size.max(1) as u64;
+        let mut batches =
+            crate::convert::Batches::new(schema, start..end, batch, None).at_units_of(self);
+        let threads = crate::core::parallel::threads(threads);
+        let mut out = Vec::new();
+        let mut failed = None;
+        batches.send_all(
+            self,
+            &columns,
+            threads,
+            &crate::core::parallel::Active::new(threads),
+            &mut |b| match b {
+                Ok(b) => {
+                    out.push(b);
+                    true
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+        );
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
     }
 
     /// Typed record batches: every batch has exactly the schema projected
@@ -499,8 +552,7 @@ impl dyn Dataset + '_ {
         columns: Option<&[String]>,
         rows: std::ops::Range<u64>,
     ) -> Result<RecordBatch, Error> {
-        let idx = self.column_indices(columns)?;
-        let schema = Arc::new(self.schema().project(&idx)?);
+        let (idx, schema) = self.projection(columns)?;
         let end = rows.end.min(self.len());
         let start = rows.start.min(end);
         let arrays = self.read_arrays(&idx, start..end)?;
@@ -645,8 +697,7 @@ impl Source<'_> {
 impl<'a> BatchReader<'a> {
     fn new(d: Source<'a>, opts: &ReadOptions) -> Result<Self, Error> {
         let ds = d.get();
-        let columns = ds.column_indices(opts.columns.as_deref())?;
-        let schema = Arc::new(ds.schema().project(&columns)?);
+        let (columns, schema) = ds.projection(opts.columns.as_deref())?;
         let len = ds.len();
         let rows = opts.rows.clone().unwrap_or(0..len);
         let end = rows.end.min(len);

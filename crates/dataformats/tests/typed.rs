@@ -272,6 +272,63 @@ fn splits_cover_every_record_once_and_read_back_the_whole_file() {
     }
 }
 
+/// `read_all` on one thread and on several gives the records of the
+/// selected rows and columns in order, whatever the batch size asked; a
+/// file whose records fail to read fails there too.
+#[test]
+fn read_all_on_threads_equals_reading_in_one_batch() {
+    let mut seen = 0;
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        let Ok(d) = dataformats::open(&p) else {
+            assert!(!valid, "{format} {}", p.display());
+            continue;
+        };
+        let names: Vec<String> = d
+            .schema()
+            .fields()
+            .iter()
+            .rev()
+            .map(|f| f.name().clone())
+            .collect();
+        let n = d.len();
+        let rows = n.min(1)..n.saturating_sub(1).min(20_000);
+        let want = d.read_batch(Some(&names), rows.clone());
+        for (size, threads) in [(7usize, 1usize), (7, 2), (1024, 3), (1 << 20, 2)] {
+            let opts = ReadOptions {
+                columns: Some(names.clone()),
+                rows: Some(rows.clone()),
+                batch_size: size,
+            };
+            let got = d.read_all(&opts, threads);
+            let (want, got) = match (&want, got) {
+                (Ok(w), Ok(g)) => (w, g),
+                (Err(_), Err(_)) => continue,
+                (w, g) => panic!(
+                    "{} size {size} threads {threads}: one batch {:?}, read_all {:?}",
+                    p.display(),
+                    w.as_ref().map(|b| b.num_rows()),
+                    g.map(|b| b.len())
+                ),
+            };
+            assert!(got.iter().all(|b| b.num_rows() > 0), "{}", p.display());
+            assert!(
+                got.iter().all(|b| b.schema() == want.schema()),
+                "{}",
+                p.display()
+            );
+            let joined = arrow_select::concat::concat_batches(&want.schema(), &got).unwrap();
+            assert_eq!(
+                &joined,
+                want,
+                "{} size {size} threads {threads}",
+                p.display()
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen > 0);
+}
+
 #[test]
 fn splits_cut_where_stored_units_start() {
     use dataformats::dataset::split_at_starts;

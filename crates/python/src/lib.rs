@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
-use dataformats::dataset::{BatchReader, BatchStream as _};
+use dataformats::dataset::BatchReader;
 use dataformats::{DatasetError, ReadOptions};
 
 /// The facade's batch reader over a shared dataset.
@@ -185,9 +185,11 @@ impl Dataset {
         stream_capsule(py, Box::new(b))
     }
 
-    /// Every batch decoded first (GIL released, errors as `FormatError`),
-    /// then handed over as an `arrow_array_stream` capsule.
-    #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536))]
+    /// Every batch decoded first (GIL released, errors as `FormatError`) on
+    /// `threads` threads (0: every core), in batches cut where the file's
+    /// blocks or chunks start near every `batch_size` records, then handed
+    /// over as an `arrow_array_stream` capsule.
+    #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536, threads=0))]
     fn read_stream<'py>(
         &self,
         py: Python<'py>,
@@ -195,18 +197,19 @@ impl Dataset {
         start: Option<u64>,
         end: Option<u64>,
         batch_size: usize,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let mut b =
-            batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
-        let schema = b.schema();
+        let d = self.d.clone();
+        let opts = ReadOptions {
+            rows: Some(start.unwrap_or(0)..end.unwrap_or(u64::MAX)),
+            columns,
+            batch_size,
+        };
+        let (_, schema) = d
+            .projection(opts.columns.as_deref())
+            .map_err(|e| py_err(py, &e))?;
         let batches = py
-            .detach(|| {
-                let mut out = Vec::new();
-                while let Some(r) = b.next_batch() {
-                    out.push(r?);
-                }
-                Ok::<_, DatasetError>(out)
-            })
+            .detach(|| d.read_all(&opts, threads))
             .map_err(|e| py_err(py, &e))?;
         let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
         stream_capsule(py, Box::new(reader))

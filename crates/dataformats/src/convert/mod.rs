@@ -463,6 +463,59 @@ impl Batches {
         self.done(rows.end, r.is_ok());
         Some(r)
     }
+
+    /// Every batch of `columns` of `d`, handed to `send` in order until the
+    /// end, an error (handed on, then the end) or `send` returning `false`:
+    /// decoded on `threads` threads, `active` of them at a time, each
+    /// batch's records by one thread.
+    pub(crate) fn send_all(
+        &mut self,
+        d: &dyn Dataset,
+        columns: &[usize],
+        threads: usize,
+        active: &crate::core::parallel::Active,
+        send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+    ) {
+        if threads < 2 || self.end.saturating_sub(self.next) <= self.batch {
+            loop {
+                self.announce(d, columns);
+                let Some(b) = self.next_with(|rows| d.read_arrays(columns, rows)) else {
+                    return;
+                };
+                let failed = b.is_err();
+                if !send(b) || failed {
+                    return;
+                }
+            }
+        }
+        let schema = self.schema.clone();
+        let batches = std::cell::RefCell::new(self);
+        // The error ends the run once it was handed on (or `send` refused).
+        // One batch in flight per thread: more only adds buffers that wait
+        // for the consumer when it is the slower side.
+        let _: Result<(), ()> = crate::core::parallel::ordered_active(
+            threads,
+            threads,
+            active,
+            || {
+                let mut b = batches.borrow_mut();
+                b.announce(d, columns);
+                Ok(b.take())
+            },
+            |rows| {
+                let r = Self::make(&schema, &rows, d.read_arrays(columns, rows.clone()));
+                (rows.end, r)
+            },
+            |(end, r)| {
+                let ok = r.is_ok();
+                batches.borrow_mut().done(end, ok);
+                match send(r) && ok {
+                    true => Ok(()),
+                    false => Err(()),
+                }
+            },
+        );
+    }
 }
 
 /// The kinds of change a lossy conversion makes.
@@ -673,38 +726,8 @@ impl BatchStream for Owned {
         active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
-        let b = &self.batches;
-        if threads < 2 || b.end.saturating_sub(b.next) <= b.batch {
-            return crate::dataset::send_each(self, send);
-        }
-        let (d, columns) = (self.d.as_ref(), self.columns.as_slice());
-        let schema = self.batches.schema.clone();
-        let batches = std::cell::RefCell::new(&mut self.batches);
-        // The error ends the run once it was handed on (or `send` refused).
-        // One batch in flight per thread: more only adds buffers that wait
-        // for the writer when writing is the slower side.
-        let _: Result<(), ()> = crate::core::parallel::ordered_active(
-            threads,
-            threads,
-            active,
-            || {
-                let mut b = batches.borrow_mut();
-                b.announce(d, columns);
-                Ok(b.take())
-            },
-            |rows| {
-                let r = Batches::make(&schema, &rows, d.read_arrays(columns, rows.clone()));
-                (rows.end, r)
-            },
-            |(end, r)| {
-                let ok = r.is_ok();
-                batches.borrow_mut().done(end, ok);
-                match send(r) && ok {
-                    true => Ok(()),
-                    false => Err(()),
-                }
-            },
-        );
+        self.batches
+            .send_all(self.d.as_ref(), &self.columns, threads, active, send);
     }
 }
 
@@ -825,8 +848,7 @@ fn from_dataset(
 ) -> Result<Input, Error> {
     let from = d.format().name().to_string();
     let std::ops::Range { start, end } = opts.record_range(d.len());
-    let columns = d.column_indices(opts.columns.as_deref())?;
-    let schema = Arc::new(d.schema().project(&columns)?);
+    let (columns, schema) = d.projection(opts.columns.as_deref())?;
     let mut batches = Batches::new(
         schema.clone(),
         start..end,

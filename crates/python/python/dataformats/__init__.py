@@ -183,12 +183,17 @@ class Dataset:
         self,
         columns: Optional[Sequence[str]] = None,
         rows: Optional[Union[range, slice, Tuple[Optional[int], Optional[int]]]] = None,
+        threads: Optional[int] = None,
     ) -> pa.Table:
         """The records (``rows``: a range, slice or (start, end) pair) of
-        ``columns`` (all when None) as a pyarrow Table."""
+        ``columns`` (all when None) as a pyarrow Table, decoded on
+        ``threads`` threads (None: every core). The table's chunks follow
+        the file's blocks or chunks, so that each is decoded once."""
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
         start, end = _rows(rows)
         cols = None if columns is None else list(columns)
-        capsule = self._native.read_stream(cols, start, end)
+        capsule = self._native.read_stream(cols, start, end, threads=threads or 0)
         return pa.RecordBatchReader.from_stream(_Stream(capsule)).read_all()
 
     def iter_batches(

@@ -28,6 +28,7 @@ class Dataset:
         start: Optional[int] = None,
         end: Optional[int] = None,
         batch_size: int = 65536,
+        threads: int = 0,
     ) -> Any: ...
     def read_batch(self, start: int, end: int, columns: Optional[List[str]] = None) -> _Capsules: ...
     def batches(
