@@ -3,7 +3,7 @@ it by hand with the wheel installed):
 
     python python/bench/bench_package.py [--mb 1024] [--samples 100000]
         [--rows 10000000] [--dir DIR]
-        [--only iter_batches|loader|column_numpy|to_arrow]
+        [--only iter_batches|loader|column_numpy|to_arrow|read_ahead]
 
 1. `iter_batches` over an uncompressed IDV file of MB megabytes of float32
    values (written from Parquet by `dataformats.convert`), against the same
@@ -26,6 +26,13 @@ it by hand with the wheel installed):
    of MB / 4 megabytes of float32 values written from Parquet: an IDV
    (deflate blocks), a Bloscpack file (lz4 chunks, one column) and an
    MLDF: the ratio (every core / one thread).
+5. `iter_batches` over a deflate IDV of MB / 4 megabytes with a consumer
+   that works on each batch (NumPy passes over its first column, about as
+   long in all as reading the batches): batches are decoded on a thread of
+   their own ahead of the consumer, so the loop takes about the longer of
+   the two, not their sum. Printed: the loop against reading alone plus
+   working alone (1.00 would be no overlap), and the best there is (the
+   longer of the two against their sum).
 
 Each measurement is the median of 5 alternating runs; the machine's load
 average is printed with the results.
@@ -207,13 +214,61 @@ def bench_to_arrow(work, mb):
     os.remove(src)
 
 
+def bench_read_ahead(work, mb):
+    rows = max(1, mb // 4) * (1 << 20) // (4 * 16)
+    src = os.path.join(work, "r.parquet")
+    path = os.path.join(work, "r.idv")
+    cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
+    pq.write_table(pa.table(cols), src, compression="zstd")
+    dataformats.convert(src, path)
+    os.remove(src)
+    ds = dataformats.open(path)
+
+    def read():
+        for _ in ds.iter_batches(batch_size=65536):
+            pass
+
+    t_read = statistics.median(timed(read) for _ in range(3))
+    batches = list(ds.iter_batches(batch_size=65536))
+    passes = [1]
+
+    def use(b):
+        a = np.asarray(b.column(0))
+        for _ in range(passes[0]):
+            a = np.sqrt(a * a + 1.0)
+
+    def work_alone():
+        for b in batches:
+            use(b)
+
+    # As many passes as make the work about as long as the reading.
+    while timed(work_alone) < t_read and passes[0] < 4096:
+        passes[0] *= 2
+    del batches[:]
+    batches.extend(ds.iter_batches(batch_size=65536))
+
+    def loop():
+        for b in ds.iter_batches(batch_size=65536):
+            use(b)
+
+    t_read, t_loop = alternate(read, loop)
+    t_work = statistics.median(timed(work_alone) for _ in range(5))
+    size = os.path.getsize(path) / 1e6
+    print(f"read_ahead: {size:.0f} MB IDV deflate, reading {t_read * 1e3:.0f} ms, "
+          f"working {t_work * 1e3:.0f} ms, the loop doing both {t_loop * 1e3:.0f} ms: "
+          f"{t_loop / (t_read + t_work):.2f} of their sum "
+          f"(no overlap: 1.00; all of it: {max(t_read, t_work) / (t_read + t_work):.2f})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--dir")
-    ap.add_argument("--only", choices=["iter_batches", "loader", "column_numpy", "to_arrow"])
+    ap.add_argument(
+        "--only", choices=["iter_batches", "loader", "column_numpy", "to_arrow", "read_ahead"]
+    )
     a = ap.parse_args()
     print(f"load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory(dir=a.dir) as work:
@@ -225,6 +280,8 @@ def main():
             bench_column_numpy(work, a.rows)
         if a.only in (None, "to_arrow"):
             bench_to_arrow(work, a.mb)
+        if a.only in (None, "read_ahead"):
+            bench_read_ahead(work, a.mb)
 
 
 if __name__ == "__main__":

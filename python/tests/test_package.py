@@ -164,6 +164,31 @@ def test_to_arrow_on_threads_gives_the_records_in_order(tmp_path, target):
     assert part.equals(one.select(["x"]).slice(12_345, 250_001 - 12_345))
     with pytest.raises(ValueError):
         ds.to_arrow(threads=0)
+    # Batches decoded ahead of the consumer: the same records, in order,
+    # through iter_batches and the C stream, and an iterator dropped early
+    # leaves nothing behind that blocks.
+    batches = list(ds.iter_batches(batch_size=10_000))
+    assert [b.num_rows for b in batches] == [10_000] * 30
+    assert pa.Table.from_batches(batches).equals(one)
+    assert pa.table(ds).equals(one)
+    it = ds.iter_batches(batch_size=1_000, columns=["id"])
+    assert next(it).column(0).to_pylist() == list(range(1_000))
+    del it
+
+
+def test_a_damaged_block_read_ahead_raises_where_it_is(tmp_path):
+    path = _table_file(tmp_path, 300_000, "idv")
+    data = bytearray(path.read_bytes())
+    # A byte in the middle of the compressed blocks.
+    data[len(data) // 2] ^= 0xFF
+    bad = tmp_path / "bad.idv"
+    bad.write_bytes(bytes(data))
+    ds = dataformats.open(bad)
+    seen = 0
+    with pytest.raises(dataformats.FormatError):
+        for b in ds.iter_batches(batch_size=5_000):
+            seen += b.num_rows
+    assert 0 < seen < 300_000
 
 
 def test_convert_takes_the_clis_options(tmp_path):

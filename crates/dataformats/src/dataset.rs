@@ -754,6 +754,11 @@ impl BatchReader<'_> {
     pub fn remaining(&self) -> u64 {
         if self.failed { 0 } else { self.end - self.next }
     }
+
+    /// Records per batch (the last may have fewer).
+    pub fn batch_size(&self) -> u64 {
+        self.batch
+    }
 }
 
 /// A stream of record batches of one schema: a dataset's

@@ -114,6 +114,69 @@ fn batches(
     Batches::shared(d.clone(), &opts)
 }
 
+/// Batches a consumer takes one at a time: read on a thread of their own,
+/// up to [`AHEAD`] batches ahead of the consumer, so that decoding the next
+/// batch overlaps the consumer's work on this one. A read of one batch
+/// stays on the consumer's thread.
+enum Ahead {
+    Here(Batches),
+    Behind {
+        schema: arrow_schema::SchemaRef,
+        rx: mpsc::Receiver<Result<RecordBatch, DatasetError>>,
+    },
+}
+
+/// Batches decoded ahead of an `iter_batches` or stream consumer.
+const AHEAD: usize = 2;
+
+impl Ahead {
+    /// The batches of `b`; the thread ends after the last batch, after an
+    /// error, or when the consumer is dropped.
+    fn start(mut b: Batches) -> std::io::Result<Self> {
+        if b.remaining() <= b.batch_size() {
+            return Ok(Ahead::Here(b));
+        }
+        let schema = arrow_array::RecordBatchReader::schema(&b);
+        let (tx, rx) = mpsc::sync_channel(AHEAD);
+        std::thread::Builder::new()
+            .name("dataformats-read-ahead".into())
+            .spawn(move || {
+                while let Some(r) = b.next_batch() {
+                    let failed = r.is_err();
+                    if tx.send(r).is_err() || failed {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Ahead::Behind { schema, rx })
+    }
+
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, DatasetError>> {
+        match self {
+            Ahead::Here(b) => b.next_batch(),
+            Ahead::Behind { rx, .. } => rx.recv().ok(),
+        }
+    }
+}
+
+impl Iterator for Ahead {
+    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch()
+            .map(|r| r.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl arrow_array::RecordBatchReader for Ahead {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        match self {
+            Ahead::Here(b) => arrow_array::RecordBatchReader::schema(b),
+            Ahead::Behind { schema, .. } => schema.clone(),
+        }
+    }
+}
+
 /// An open dataset of any format.
 #[pyclass(frozen, module = "dataformats._native")]
 struct Dataset {
@@ -182,6 +245,8 @@ impl Dataset {
         batch_size: usize,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let b = batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
+        let b =
+            Ahead::start(b).map_err(|e| other_err(py, "io", format!("starting a thread: {e}")))?;
         stream_capsule(py, Box::new(b))
     }
 
@@ -243,6 +308,8 @@ impl Dataset {
         batch_size: usize,
     ) -> PyResult<BatchIter> {
         let b = batches(&self.d, columns, (start, end), batch_size).map_err(|e| py_err(py, &e))?;
+        let b =
+            Ahead::start(b).map_err(|e| other_err(py, "io", format!("starting a thread: {e}")))?;
         Ok(BatchIter(Mutex::new(b)))
     }
 
@@ -289,7 +356,7 @@ impl Dataset {
 
 /// The batches of [`Dataset::batches`], one `next()` at a time.
 #[pyclass(frozen, module = "dataformats._native")]
-struct BatchIter(Mutex<Batches>);
+struct BatchIter(Mutex<Ahead>);
 
 #[pymethods]
 impl BatchIter {
