@@ -478,7 +478,7 @@ impl dyn Dataset + '_ {
         }
     }
 
-    /// The indices of columns `names` ([`column_indices`](Self::column_indices))
+    /// The indices of columns `names` (as `column_indices` gives them)
     /// and the schema projected to them: the schema of every batch read
     /// with these columns.
     pub fn projection(
