@@ -66,13 +66,18 @@ def alternate(a, b, runs=5):
     return statistics.median(ta), statistics.median(tb)
 
 
+def _float_parquet(path, rows):
+    """A Parquet file of 16 float32 columns c0..c15 of `rows` random values."""
+    cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
+    pq.write_table(pa.table(cols), path, compression="zstd")
+
+
 def bench_iter_batches(work, mb):
     rows = mb * (1 << 20) // (4 * 16)
     src = os.path.join(work, "f.parquet")
     idv = os.path.join(work, "f.idv")
     if not os.path.exists(idv):
-        cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
-        pq.write_table(pa.table(cols), src, compression="zstd")
+        _float_parquet(src, rows)
         dataformats.convert(src, idv, no_compress=True)
         os.remove(src)
     ds = dataformats.open(idv)
@@ -195,8 +200,7 @@ def bench_column_numpy(work, rows):
 def bench_to_arrow(work, mb):
     rows = max(1, mb // 4) * (1 << 20) // (4 * 16)
     src = os.path.join(work, "t.parquet")
-    cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
-    pq.write_table(pa.table(cols), src, compression="zstd")
+    _float_parquet(src, rows)
     files = [
         ("IDV deflate", os.path.join(work, "t.idv"), {}),
         ("Bloscpack lz4", os.path.join(work, "t.blp"), {"columns": ["c0"], "codec": "lz4"}),
@@ -218,8 +222,7 @@ def bench_read_ahead(work, mb):
     rows = max(1, mb // 4) * (1 << 20) // (4 * 16)
     src = os.path.join(work, "r.parquet")
     path = os.path.join(work, "r.idv")
-    cols = {f"c{k}": pa.array(np.random.default_rng(k).random(rows, dtype=np.float32)) for k in range(16)}
-    pq.write_table(pa.table(cols), src, compression="zstd")
+    _float_parquet(src, rows)
     dataformats.convert(src, path)
     os.remove(src)
     ds = dataformats.open(path)

@@ -301,6 +301,15 @@ pub struct ReadOptions {
     pub batch_size: usize,
 }
 
+impl ReadOptions {
+    /// The records [`rows`](Self::rows) selects out of `len`, clamped.
+    fn records_of(&self, len: u64) -> std::ops::Range<u64> {
+        let rows = self.rows.clone().unwrap_or(0..len);
+        let end = rows.end.min(len);
+        rows.start.min(end)..end
+    }
+}
+
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
@@ -508,10 +517,7 @@ impl dyn Dataset + '_ {
     /// returned.
     pub fn read_all(&self, opts: &ReadOptions, threads: usize) -> Result<Vec<RecordBatch>, Error> {
         let (columns, schema) = self.projection(opts.columns.as_deref())?;
-        let len = self.len();
-        let rows = opts.rows.clone().unwrap_or(0..len);
-        let end = rows.end.min(len);
-        let start = rows.start.min(end);
+        let std::ops::Range { start, end } = opts.records_of(self.len());
         let batch = opts.batch_size.max(1) as u64;
         let mut batches =
             crate::convert::Batches::new(schema, start..end, batch, None).at_units_of(self);
@@ -698,10 +704,7 @@ impl<'a> BatchReader<'a> {
     fn new(d: Source<'a>, opts: &ReadOptions) -> Result<Self, Error> {
         let ds = d.get();
         let (columns, schema) = ds.projection(opts.columns.as_deref())?;
-        let len = ds.len();
-        let rows = opts.rows.clone().unwrap_or(0..len);
-        let end = rows.end.min(len);
-        let start = rows.start.min(end);
+        let std::ops::Range { start, end } = opts.records_of(ds.len());
         Ok(BatchReader {
             d,
             columns,

@@ -464,6 +464,16 @@ impl Batches {
         Some(r)
     }
 
+    /// The next batch of `columns` of `d`, the ones after it announced.
+    fn next_of(
+        &mut self,
+        d: &dyn Dataset,
+        columns: &[usize],
+    ) -> Option<Result<RecordBatch, Error>> {
+        self.announce(d, columns);
+        self.next_with(|rows| d.read_arrays(columns, rows))
+    }
+
     /// Every batch of `columns` of `d`, handed to `send` in order until the
     /// end, an error (handed on, then the end) or `send` returning `false`:
     /// decoded on `threads` threads, `active` of them at a time, each
@@ -477,16 +487,13 @@ impl Batches {
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
         if threads < 2 || self.end.saturating_sub(self.next) <= self.batch {
-            loop {
-                self.announce(d, columns);
-                let Some(b) = self.next_with(|rows| d.read_arrays(columns, rows)) else {
-                    return;
-                };
+            while let Some(b) = self.next_of(d, columns) {
                 let failed = b.is_err();
                 if !send(b) || failed {
                     return;
                 }
             }
+            return;
         }
         let schema = self.schema.clone();
         let batches = std::cell::RefCell::new(self);
@@ -714,9 +721,7 @@ impl BatchStream for Owned {
         self.batches.schema.clone()
     }
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-        let (d, columns) = (&self.d, &self.columns);
-        self.batches.announce(d.as_ref(), columns);
-        self.batches.next_with(|rows| d.read_arrays(columns, rows))
+        self.batches.next_of(self.d.as_ref(), &self.columns)
     }
     /// Batches decoded on `threads` threads, `active` of them at a time
     /// (each batch's records by one thread), handed on in order.
