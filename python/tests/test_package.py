@@ -176,6 +176,22 @@ def test_to_arrow_on_threads_gives_the_records_in_order(tmp_path, target):
     del it
 
 
+@pytest.mark.parametrize("target", ["mldf", "idv", "blp"])
+def test_column_numpy_on_threads_gives_the_values_in_order(tmp_path, target):
+    n = 300_000
+    ds = dataformats.open(_table_file(tmp_path, n, target))
+    ids = np.arange(n, dtype=np.int64)
+    xs = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
+    for threads in (1, 2, None):
+        got = ds.column_numpy("id", threads=threads)
+        assert got.dtype == np.int64 and np.array_equal(got, ids), threads
+        got = ds.column_numpy("x", threads=threads)
+        assert got.dtype == np.float32 and got.shape == (n, 4), threads
+        assert np.array_equal(got, xs), threads
+    with pytest.raises(ValueError):
+        ds.column_numpy("x", threads=0)
+
+
 def test_a_damaged_block_read_ahead_raises_where_it_is(tmp_path):
     path = _table_file(tmp_path, 300_000, "idv")
     data = bytearray(path.read_bytes())
@@ -189,6 +205,10 @@ def test_a_damaged_block_read_ahead_raises_where_it_is(tmp_path):
         for b in ds.iter_batches(batch_size=5_000):
             seen += b.num_rows
     assert 0 < seen < 300_000
+    # The same block read as one of a column's pieces on a thread.
+    for threads in (1, 2):
+        with pytest.raises(dataformats.FormatError):
+            ds.column_numpy("x", threads=threads)
 
 
 def test_convert_takes_the_clis_options(tmp_path):

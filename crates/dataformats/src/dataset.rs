@@ -434,6 +434,19 @@ pub trait Dataset: Send + Sync {
         check_indices(self, indices)?;
         take_by_runs(self, columns, indices)
     }
+    /// The whole file's bytes when they are in memory (a mapped file, a
+    /// buffer) and [`read_arrays`](Dataset::read_arrays) may return views
+    /// of them instead of copies; `None` (the default) when it never does.
+    /// [`read_column`](trait.Dataset.html#method.read_column) uses it to
+    /// keep a view a view.
+    fn memory(&self) -> Option<&[u8]> {
+        None
+    }
+    /// The caps on what this file may make a reader allocate, as it was
+    /// opened with ([`OpenOptions::limits`]).
+    fn limits(&self) -> crate::core::Limits {
+        crate::core::Limits::default()
+    }
     /// A JSON summary: format, version, records, columns.
     fn summary_json(&self) -> String {
         let mut out = String::new();

@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod adapters;
+mod column;
 pub mod compare;
 pub mod convert;
 pub mod dataset;

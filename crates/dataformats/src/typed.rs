@@ -117,6 +117,37 @@ pub(crate) fn fixed_width(dt: &DataType) -> Option<usize> {
     })
 }
 
+/// Every value of `a` back to back, as [`fixed_array`] takes them: for an
+/// array of a fixed-width type other than boolean (booleans are bits in
+/// Arrow) with no null at any level; `None` for any other array.
+pub(crate) fn fixed_bytes(a: &dyn Array) -> Option<&[u8]> {
+    use arrow_array::cast::AsArray;
+    if a.null_count() > 0 {
+        return None;
+    }
+    match a.data_type() {
+        DataType::Boolean => None,
+        DataType::FixedSizeBinary(_) => {
+            let b = a.as_fixed_size_binary();
+            // A slice of the array slices its value bytes too.
+            b.value_data().get(..b.value_size().checked_mul(b.len())?)
+        }
+        DataType::FixedSizeList(_, _) => {
+            let l = a.as_fixed_size_list();
+            let values = l.values();
+            let w = fixed_width(values.data_type())?;
+            let n = usize::try_from(l.value_length()).ok()?;
+            let start = usize::try_from(l.value_offset(0)).ok()?.checked_mul(w)?;
+            let len = l.len().checked_mul(n)?.checked_mul(w)?;
+            fixed_bytes(values.as_ref())?.get(start..start.checked_add(len)?)
+        }
+        dt => {
+            let b = crate::convert::all_bytes(a);
+            (b.len() == fixed_width(dt)?.checked_mul(a.len())?).then_some(b)
+        }
+    }
+}
+
 fn arrow_err(what: &str, e: arrow_schema::ArrowError) -> Error {
     Error::invalid(format!("{what}: {e}"))
 }

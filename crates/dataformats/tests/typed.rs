@@ -329,6 +329,127 @@ fn read_all_on_threads_equals_reading_in_one_batch() {
     assert!(seen > 0);
 }
 
+/// Where the values of `a` (a fixed-width array, or a fixed-size list of
+/// one) start in memory.
+fn values_at(a: &arrow_data::ArrayData) -> Option<usize> {
+    match a.data_type() {
+        arrow_schema::DataType::FixedSizeList(..) => values_at(a.child_data().first()?),
+        _ => Some(a.buffers().first()?.as_ptr() as usize),
+    }
+}
+
+#[test]
+fn read_column_on_threads_equals_reading_the_column_whole() {
+    let (mut seen, mut views) = (0, 0);
+    for (format, p, valid) in dataformats::core::testing::all_vectors() {
+        let Ok(d) = dataformats::open(&p) else {
+            assert!(!valid, "{format} {}", p.display());
+            continue;
+        };
+        for (j, f) in d.schema().fields().iter().enumerate() {
+            let want = d
+                .read_arrays(&[j], 0..d.len())
+                .map(|mut a| a.pop().unwrap());
+            // A whole read that is a view of the file's memory.
+            let view = want.as_ref().ok().and_then(|a| {
+                let (at, m) = (values_at(&a.to_data())?, d.memory()?);
+                let m = m.as_ptr() as usize..m.as_ptr() as usize + m.len();
+                (d.len() > 1 && m.contains(&at)).then_some(at)
+            });
+            for threads in [1usize, 2, 3] {
+                let got = d.read_column(j, threads);
+                let (want, got) = match (&want, got) {
+                    (Ok(w), Ok(g)) => (w, g),
+                    (Err(_), Err(_)) => continue,
+                    (w, g) => panic!(
+                        "{} column {} threads {threads}: whole {:?}, read_column {:?}",
+                        p.display(),
+                        f.name(),
+                        w.as_ref().map(|a| a.len()),
+                        g.map(|a| a.len())
+                    ),
+                };
+                assert_eq!(got.data_type(), f.data_type(), "{}", p.display());
+                assert_eq!(
+                    got.to_data(),
+                    want.to_data(),
+                    "{} column {} threads {threads}",
+                    p.display(),
+                    f.name()
+                );
+                if let Some(at) = view {
+                    assert_eq!(
+                        values_at(&got.to_data()),
+                        Some(at),
+                        "{}: a view stays one",
+                        p.display()
+                    );
+                    views += 1;
+                }
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0 && views > 0, "{seen} columns, {views} views");
+}
+
+#[test]
+fn read_column_keeps_to_the_limits_the_file_was_opened_with() {
+    // Each column read whole against the same column on threads, with room
+    // for a piece of it but not for all of it: both fail, or both succeed
+    // with the same values.
+    let mut refused = 0;
+    for (_, p, valid) in dataformats::core::testing::all_vectors() {
+        if !valid {
+            continue;
+        }
+        let d = dataformats::open(&p).unwrap();
+        for (j, f) in d.schema().fields().iter().enumerate() {
+            let Ok(Some(full)) = d.read_column(j, 1).map(|a| {
+                let bytes = a.to_data().get_slice_memory_size().ok()? as u64;
+                (bytes > 64).then_some(bytes)
+            }) else {
+                continue;
+            };
+            let opts = dataformats::OpenOptions {
+                limits: dataformats::core::Limits::default().with_max_alloc(full / 2),
+                ..Default::default()
+            };
+            let Ok(small) = dataformats::open_with(&p, &opts) else {
+                continue;
+            };
+            let want = small
+                .read_arrays(&[j], 0..small.len())
+                .map(|mut a| a.pop().unwrap());
+            let got = small.read_column(j, 2);
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert_eq!(w.to_data(), g.to_data(), "{}", p.display()),
+                (Err(_), Err(_)) => refused += 1,
+                (w, g) => panic!(
+                    "{} column {}: whole {:?}, read_column {:?}",
+                    p.display(),
+                    f.name(),
+                    w.map(|a| a.len()),
+                    g.map(|a| a.len())
+                ),
+            }
+        }
+    }
+    assert!(refused > 0);
+}
+
+#[test]
+fn read_column_refuses_a_column_it_does_not_have() {
+    let (_, p, _) = dataformats::core::testing::all_vectors()
+        .into_iter()
+        .find(|(_, _, valid)| *valid)
+        .unwrap();
+    let d = dataformats::open(&p).unwrap();
+    let n = d.schema().fields().len();
+    let e = d.read_column(n, 2).unwrap_err().to_string();
+    assert!(e.contains(&format!("no column {n}")), "{e}");
+}
+
 #[test]
 fn splits_cut_where_stored_units_start() {
     use dataformats::dataset::split_at_starts;

@@ -297,6 +297,28 @@ impl Dataset {
         batch_capsules(py, batch)
     }
 
+    /// Column `name` of every record as one batch (`(arrow_schema,
+    /// arrow_array)` capsules), decoded on `threads` threads (0: every
+    /// core): the facade's `read_column`.
+    #[pyo3(signature = (name, threads=0))]
+    fn read_column<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let d = self.d.clone();
+        let batch = py
+            .detach(|| -> Result<RecordBatch, DatasetError> {
+                let (idx, schema) = d.projection(Some(std::slice::from_ref(&name)))?;
+                let column = idx.first().copied().unwrap_or_default();
+                let array = d.read_column(column, threads)?;
+                Ok(RecordBatch::try_new(schema, vec![array])?)
+            })
+            .map_err(|e| py_err(py, &e))?;
+        batch_capsules(py, batch)
+    }
+
     /// A reader of batches for `iter_batches`.
     #[pyo3(signature = (columns=None, start=None, end=None, batch_size=65536))]
     fn batches(

@@ -219,6 +219,14 @@ impl Blp {
 }
 
 impl Dataset for Blp {
+    fn memory(&self) -> Option<&[u8]> {
+        self.0.source().as_slice()
+    }
+
+    fn limits(&self) -> crate::core::Limits {
+        self.4
+    }
+
     fn format(&self) -> Format {
         Format::Bloscpack
     }

@@ -63,6 +63,10 @@ impl Blz {
 }
 
 impl Dataset for Blz {
+    fn limits(&self) -> crate::core::Limits {
+        self.limits
+    }
+
     fn format(&self) -> Format {
         Format::Blz
     }

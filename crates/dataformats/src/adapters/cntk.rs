@@ -295,6 +295,14 @@ impl Cntk {
 }
 
 impl Dataset for Cntk {
+    fn memory(&self) -> Option<&[u8]> {
+        self.r.source().as_slice()
+    }
+
+    fn limits(&self) -> crate::core::Limits {
+        self.limits
+    }
+
     fn format(&self) -> Format {
         Format::Cntk
     }

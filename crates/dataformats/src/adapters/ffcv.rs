@@ -103,6 +103,10 @@ struct Ffcv(
 );
 
 impl Dataset for Ffcv {
+    fn limits(&self) -> crate::core::Limits {
+        self.2
+    }
+
     fn format(&self) -> Format {
         Format::Ffcv
     }

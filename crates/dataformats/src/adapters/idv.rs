@@ -297,6 +297,14 @@ impl Idv {
 }
 
 impl Dataset for Idv {
+    fn memory(&self) -> Option<&[u8]> {
+        self.r.source().as_slice()
+    }
+
+    fn limits(&self) -> crate::core::Limits {
+        self.limits
+    }
+
     fn format(&self) -> Format {
         Format::Idv
     }

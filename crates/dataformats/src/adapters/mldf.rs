@@ -171,6 +171,14 @@ fn announce_metadata(r: &crate::mldf::Reader, rows: std::ops::Range<u64>) {
 }
 
 impl Dataset for Mldf {
+    fn memory(&self) -> Option<&[u8]> {
+        self.0.source().as_slice()
+    }
+
+    fn limits(&self) -> crate::core::Limits {
+        self.2
+    }
+
     fn format(&self) -> Format {
         Format::Mldf
     }

@@ -52,6 +52,10 @@ fn format_names() -> arrow_array::ArrayRef {
 }
 
 impl Dataset for Tbl2 {
+    fn limits(&self) -> crate::core::Limits {
+        self.2
+    }
+
     fn format(&self) -> Format {
         Format::Tbl2
     }

@@ -436,6 +436,11 @@ impl Batches {
         Some(rows)
     }
 
+    /// Every batch's records, in order (the walk is used up).
+    pub(crate) fn ranges(mut self) -> Vec<std::ops::Range<u64>> {
+        std::iter::from_fn(|| self.take()).collect()
+    }
+
     /// The batch of `arrays` read for `rows`.
     fn make(
         schema: &SchemaRef,

@@ -213,12 +213,16 @@ class Dataset:
                 return
             yield _batch(capsules)
 
-    def column_numpy(self, name: str) -> Any:
+    def column_numpy(self, name: str, threads: Optional[int] = None) -> Any:
         """Column ``name`` as a NumPy array: a read-only view of the file's
         memory when its values are fixed-width and stored uncompressed (and
-        aligned), else decoded once. Tensors come as (rows, *shape); text,
-        bytes and nested values as an object array."""
-        batch = _batch(self._native.read_batch(0, self.num_rows, [name]))
+        aligned), else decoded once, fixed-width values of compressed blocks
+        and chunks on ``threads`` threads (None: every core). Tensors come
+        as (rows, *shape); text, bytes and nested values as an object
+        array."""
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
+        batch = _batch(self._native.read_column(name, threads or 0))
         out = _to_numpy(batch.column(0), batch.schema.field(0))
         if isinstance(out, list):
             arr = np.empty(len(out), dtype=object)
