@@ -135,11 +135,15 @@ impl Limits {
     pub fn alloc_zeroed(&self, what: &'static str, bytes: u64) -> Result<Vec<u8>> {
         let n = self.check_alloc(what, bytes)?;
         let mut v = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| Error::LimitExceeded {
-            what,
-            requested: bytes,
-            limit: self.max_alloc,
-        })?;
+        // A large buffer in 2 MiB pages where the kernel allows: zeroing it
+        // faults once per 2 MiB, not once per 4 KiB.
+        if !crate::buffers::reserve_large(&mut v, n) {
+            return Err(Error::LimitExceeded {
+                what,
+                requested: bytes,
+                limit: self.max_alloc,
+            });
+        }
         v.resize(n, 0);
         Ok(v)
     }

@@ -84,8 +84,10 @@ impl dyn Dataset + '_ {
         let Ok(size) = self.limits().check_alloc("column", total) else {
             return whole();
         };
+        // Reserved, not written: the threads fault its pages in as they
+        // fill them (in 2 MiB pages where the kernel allows).
         let mut out: Vec<u8> = Vec::new();
-        if out.try_reserve_exact(size).is_err() {
+        if !crate::core::buffers::reserve_large(&mut out, size) {
             return whole();
         }
         let mut places = Vec::with_capacity(pieces.len());
@@ -97,6 +99,9 @@ impl dyn Dataset + '_ {
             };
             places.push((rows.clone(), place));
             rest = tail;
+        }
+        if !rest.is_empty() {
+            return whole();
         }
         let mut places = places.into_iter();
         match places.next() {
@@ -126,11 +131,10 @@ impl dyn Dataset + '_ {
             Err(Stop::Whole) => return whole(),
             Err(Stop::Failed(e)) => return Err(e),
         }
-        // SAFETY: the pieces cover records `0..len` in order without a gap
-        // (they are one walk over them), their places cover the first
-        // `size` bytes of `out`'s spare capacity in the same order, and
-        // every place was written in full (each piece's values had exactly
-        // its place's length), or the function returned above.
+        // SAFETY: the places cut the first `size` bytes of `out`'s spare
+        // capacity into consecutive slices with none left over (checked
+        // above), and every place was written in full (each piece's values
+        // had exactly its place's length), or the function returned above.
         unsafe { out.set_len(size) };
         crate::typed::fixed_array(
             &dt,
