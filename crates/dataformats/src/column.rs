@@ -49,7 +49,13 @@ impl dyn Dataset + '_ {
             Some(w @ 1..) if !holds_bits(&dt) => w as u64,
             _ => return whole(),
         };
+        // Beyond the file's limits the whole read gives the reader's own
+        // error (or succeeds where it can); checked before the pieces are
+        // planned, whose number grows with the records a file claims.
         let Some(total) = len.checked_mul(width) else {
+            return whole();
+        };
+        let Ok(size) = self.limits().check_alloc("column", total) else {
             return whole();
         };
         let threads = match threads {
@@ -79,11 +85,6 @@ impl dyn Dataset + '_ {
         if self.memory().is_some_and(|m| inside(head_bytes, m)) {
             return whole();
         }
-        // Refused (beyond the file's limits, or no memory): the whole read
-        // gives the reader's own error, or succeeds where it can.
-        let Ok(size) = self.limits().check_alloc("column", total) else {
-            return whole();
-        };
         // Reserved, not written: the threads fault its pages in as they
         // fill them (in 2 MiB pages where the kernel allows).
         let mut out: Vec<u8> = Vec::new();
@@ -181,4 +182,98 @@ fn fill(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
 fn inside(part: &[u8], all: &[u8]) -> bool {
     let (p, a) = (part.as_ptr() as usize, all.as_ptr() as usize);
     p >= a && p.saturating_add(part.len()) <= a.saturating_add(all.len())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+    use crate::Format;
+    use crate::dataset::{Dataset, Error};
+
+    /// A file that claims `len` float64 records and refuses, as a reader
+    /// does, any read beyond its limits; it counts the records asked of it.
+    struct Claims {
+        len: u64,
+        asked: AtomicU64,
+        reads: AtomicU64,
+        schema: SchemaRef,
+    }
+
+    impl Dataset for Claims {
+        fn format(&self) -> Format {
+            Format::Mldf
+        }
+        fn version(&self) -> String {
+            "test".into()
+        }
+        fn len(&self) -> u64 {
+            self.len
+        }
+        fn validate_with(&self, _: &mut dyn crate::core::Progress) -> Result<(), Error> {
+            Ok(())
+        }
+        fn schema(&self) -> SchemaRef {
+            self.schema.clone()
+        }
+        fn limits(&self) -> crate::core::Limits {
+            crate::core::Limits::fuzzing()
+        }
+        fn read_arrays(
+            &self,
+            _: &[usize],
+            rows: std::ops::Range<u64>,
+        ) -> Result<Vec<arrow_array::ArrayRef>, Error> {
+            let n = rows.end.saturating_sub(rows.start);
+            self.asked.fetch_add(n, Ordering::Relaxed);
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.limits()
+                .check_alloc("values", n.saturating_mul(8))
+                .map_err(Error::limit)?;
+            let v = arrow_array::Float64Array::from(vec![1.5; usize::try_from(n).unwrap()]);
+            Ok(vec![Arc::new(v)])
+        }
+    }
+
+    fn claiming(len: u64) -> Claims {
+        Claims {
+            len,
+            asked: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            schema: Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)])),
+        }
+    }
+
+    #[test]
+    fn a_column_beyond_the_limits_is_refused_before_it_is_planned() {
+        // 2^60 records: planning its pieces alone would take more memory
+        // than there is; the whole read is refused by the reader instead.
+        let d = claiming(1 << 60);
+        let e = (&d as &dyn Dataset).read_column(0, 2).unwrap_err();
+        assert!(e.to_string().contains("limit"), "{e}");
+        // One read: the whole column, refused.
+        assert_eq!(d.reads.load(Ordering::Relaxed), 1);
+        assert_eq!(d.asked.load(Ordering::Relaxed), 1 << 60);
+    }
+
+    #[test]
+    fn a_column_within_the_limits_is_read_in_pieces() {
+        let d = claiming(100_000);
+        let a = (&d as &dyn Dataset).read_column(0, 3).unwrap();
+        assert_eq!(a.len(), 100_000);
+        assert_eq!(a.null_count(), 0);
+        let v = a
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
+        assert!(v.values().iter().all(|&x| x == 1.5));
+        // Every record was asked for once, in pieces (not whole as well).
+        assert_eq!(d.asked.load(Ordering::Relaxed), 100_000);
+        assert!(d.reads.load(Ordering::Relaxed) > 1);
+    }
 }

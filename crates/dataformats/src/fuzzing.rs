@@ -5,8 +5,9 @@
 /// [`Limits::fuzzing`](crate::core::Limits::fuzzing) (64 MiB, below the
 /// fuzzer's 256 MiB allocation limit): the typed schema, every batch of
 /// every column (and each column alone) of the first records, their JSON
-/// lines, then the convenience view's records one by one and in batches,
-/// validation and the summary. Nothing may panic or allocate without bound.
+/// lines, each whole column read on two threads, then the convenience
+/// view's records one by one and in batches, validation and the summary.
+/// Nothing may panic or allocate without bound.
 pub fn open_bytes(data: &[u8]) {
     let opts = crate::OpenOptions::with_limits(crate::core::Limits::fuzzing());
     let Ok(d) = crate::open_bytes_with(data.to_vec(), &opts) else {
@@ -31,6 +32,10 @@ pub fn open_bytes(data: &[u8]) {
     }
     for f in schema.fields() {
         let _ = d.read_batch(Some(std::slice::from_ref(f.name())), 0..64);
+    }
+    for j in 0..schema.fields().len() {
+        // On two threads: in pieces where the values are decoded.
+        let _ = d.read_column(j, 2);
     }
     let _ = d.columns();
     let _ = d.summary_json();
