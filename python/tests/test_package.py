@@ -190,6 +190,9 @@ def test_column_numpy_on_threads_gives_the_values_in_order(tmp_path, target):
         assert np.array_equal(got, xs), threads
     with pytest.raises(ValueError):
         ds.column_numpy("x", threads=0)
+    # Far more threads than cores: as many as help are started.
+    assert np.array_equal(ds.column_numpy("x", threads=100_000), xs)
+    assert ds.to_arrow(threads=100_000).column("id").to_pylist() == list(range(n))
 
 
 def test_a_damaged_block_read_ahead_raises_where_it_is(tmp_path):

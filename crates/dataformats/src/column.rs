@@ -60,7 +60,7 @@ impl dyn Dataset + '_ {
         };
         let threads = match threads {
             0 => crate::core::parallel::threads_for(total, 0),
-            n => n,
+            n => crate::dataset::workers(n),
         };
         if threads < 2 {
             return whole();

@@ -534,7 +534,7 @@ impl dyn Dataset + '_ {
         let batch = opts.batch_size.max(1) as u64;
         let mut batches =
             crate::convert::Batches::new(schema, start..end, batch, None).at_units_of(self);
-        let threads = crate::core::parallel::threads(threads);
+        let threads = workers(threads);
         let mut out = Vec::new();
         let mut failed = None;
         batches.send_all(
@@ -588,6 +588,14 @@ impl dyn Dataset + '_ {
             failed: false,
         }
     }
+}
+
+/// The worker threads to start for a request of `threads` (0: every
+/// core): at most four per core, since more only wait, and a request far
+/// beyond that would fail to start them.
+pub(crate) fn workers(threads: usize) -> usize {
+    let cores = crate::core::parallel::threads(0);
+    crate::core::parallel::threads(threads).min(cores.saturating_mul(4))
 }
 
 /// Cuts `0..len` into at most `parts` (at least 1) non-empty ranges of
