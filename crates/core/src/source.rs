@@ -290,22 +290,13 @@ impl Source {
     /// hold them without a copy. `None` when `sub` does not lie inside this
     /// source's memory (or the source reads a file by positioned reads).
     pub fn share(&self, sub: &[u8]) -> Option<SharedBytes> {
-        let all = self.as_slice()?;
-        let base = all.as_ptr() as usize;
-        let at = (sub.as_ptr() as usize).checked_sub(base)?;
-        let end = at.checked_add(sub.len())?;
-        if end > all.len() {
-            return None;
-        }
+        let range = range_within(self.as_slice()?, sub)?;
         let owner = match &self.inner {
             Inner::Map(m) => Owner::Map(Arc::clone(m)),
             Inner::Owned(b) => Owner::Owned(Arc::clone(b)),
             Inner::File { .. } | Inner::Ranges(_) => return None,
         };
-        Some(SharedBytes {
-            owner,
-            range: at..end,
-        })
+        Some(SharedBytes { owner, range })
     }
 
     /// True when [`Source::bytes`] borrows instead of copying.
@@ -443,6 +434,14 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
         }
     }
     Ok(())
+}
+
+/// Where `sub` lies in `all`, by address: `None` when it is not (all of
+/// it) inside `all`'s memory.
+pub fn range_within(all: &[u8], sub: &[u8]) -> Option<std::ops::Range<usize>> {
+    let at = (sub.as_ptr() as usize).checked_sub(all.as_ptr() as usize)?;
+    let end = at.checked_add(sub.len())?;
+    (end <= all.len()).then_some(at..end)
 }
 
 #[cfg(test)]

@@ -82,7 +82,11 @@ impl dyn Dataset + '_ {
         let Some(head_bytes) = crate::typed::fixed_bytes(head.as_ref()) else {
             return whole();
         };
-        if self.memory().is_some_and(|m| inside(head_bytes, m)) {
+        if self
+            .memory()
+            .and_then(|m| crate::core::source::range_within(m, head_bytes))
+            .is_some()
+        {
             return whole();
         }
         // Reserved, not written: the threads fault its pages in as they
@@ -176,12 +180,6 @@ fn fill(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         d.write(s);
     }
-}
-
-/// Whether `part` lies within `all` in memory.
-fn inside(part: &[u8], all: &[u8]) -> bool {
-    let (p, a) = (part.as_ptr() as usize, all.as_ptr() as usize);
-    p >= a && p.saturating_add(part.len()) <= a.saturating_add(all.len())
 }
 
 #[cfg(test)]
