@@ -195,6 +195,63 @@ def test_column_numpy_on_threads_gives_the_values_in_order(tmp_path, target):
     assert ds.to_arrow(threads=100_000).column("id").to_pylist() == list(range(n))
 
 
+def _forked_read(path, q):
+    """In a forked child: the file read again on two threads, as sums."""
+    d = dataformats.open(path)
+    t = d.to_arrow(threads=2)
+    x = d.column_numpy("x", threads=2)
+    q.put((t.num_rows, int(np.asarray(t.column("id")).sum()), float(x.sum(dtype=np.float64))))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_children_forked_after_reads_on_threads_read_the_same(tmp_path):
+    # A fork taken while the parent holds memory its worker threads
+    # allocated (and their locks may have been taken), as a DataLoader's
+    # workers are forked after the dataset was opened and read: the
+    # children read on threads of their own and get the same values.
+    import multiprocessing
+
+    n = 300_000
+    path = _table_file(tmp_path, n, "blp")
+    ds = dataformats.open(path)
+    held = ds.to_arrow(threads=2)
+    xs = ds.column_numpy("x", threads=2)
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    children = [ctx.Process(target=_forked_read, args=(str(path), q)) for _ in range(2)]
+    for c in children:
+        c.start()
+    got = [q.get(timeout=120) for _ in children]
+    for c in children:
+        c.join(timeout=120)
+    assert [c.exitcode for c in children] == [0, 0]
+    want = (n, n * (n - 1) // 2, float(np.arange(4 * n, dtype=np.float64).sum()))
+    assert got == [want, want]
+    # What the parent held through the fork is unchanged.
+    assert held.column("id").to_pylist() == list(range(n))
+    assert float(xs.sum(dtype=np.float64)) == want[2]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/statm")
+def test_tables_read_again_and_again_give_their_memory_back(tmp_path):
+    # Each table's buffers are freed when pyarrow drops it (and reused by
+    # the next): thirty reads of a 7 MB table keep the process within a few
+    # tables of where it started.
+    def resident():
+        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
+
+    ds = dataformats.open(_table_file(tmp_path, 300_000, "blp"))
+    size = ds.to_arrow().nbytes
+    for _ in range(3):
+        ds.to_arrow()
+    before = resident()
+    for _ in range(30):
+        t = ds.to_arrow()
+        assert t.num_rows == 300_000
+        del t
+    assert resident() - before < 8 * size, (resident() - before, size)
+
+
 def test_a_damaged_block_read_ahead_raises_where_it_is(tmp_path):
     path = _table_file(tmp_path, 300_000, "idv")
     data = bytearray(path.read_bytes())
