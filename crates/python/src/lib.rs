@@ -7,6 +7,8 @@
 //! memory map stays a view of the map in pyarrow and in NumPy. Decoding runs
 //! with the GIL released.
 
+mod alloc;
+
 use std::ffi::CString;
 use std::sync::{Arc, Mutex, mpsc};
 
