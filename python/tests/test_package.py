@@ -206,7 +206,7 @@ def _forked_read(path, q):
 @pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
 def test_children_forked_after_reads_on_threads_read_the_same(tmp_path):
     # A fork taken while the parent holds memory its worker threads
-    # allocated (and their locks may have been taken), as a DataLoader's
+    # allocated (from both of the module's allocators), as a DataLoader's
     # workers are forked after the dataset was opened and read: the
     # children read on threads of their own and get the same values.
     import multiprocessing

@@ -8,10 +8,11 @@
 //! 160 MB column on two threads about 38,000 page faults and 78 ms of
 //! kernel time a call, 67 ms against 28 ms on one thread. mimalloc keeps
 //! freed blocks for the next call: 23 ms on two threads. All of mimalloc
-//! was tried first and lost 25 to 30% on MLDF, whose reads make many small
-//! blocks; so only blocks of [`LARGE`] bytes or more (Arrow buffers, the
-//! decoders' chunk and block buffers) go to it, and small ones stay with
-//! glibc (docs/performance.md, 2026-11-28, late evening).
+//! was tried first and made MLDF's `to_arrow` 25 to 30% slower (the cause
+//! was not found); with small blocks left to glibc nothing was lost there.
+//! So only blocks of [`LARGE`] bytes or more (Arrow buffers, the decoders'
+//! chunk and block buffers) go to mimalloc (docs/performance.md,
+//! 2026-11-28, late evening).
 //!
 //! mimalloc is built with local-dynamic TLS, as a library loaded by
 //! `dlopen` must be, and without its own huge-page advice (the buffers of
@@ -24,7 +25,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 use mimalloc::MiMalloc;
 
-/// Blocks of at least this many bytes come from mimalloc.
+/// Blocks of at least this many bytes come from mimalloc: the values of a
+/// `to_arrow` batch of 65,536 float32 and anything larger.
 pub(crate) const LARGE: usize = 256 << 10;
 
 /// Large blocks from mimalloc, the rest from the C library's malloc.
