@@ -54,6 +54,7 @@
 
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod atomic;
 pub mod buffers;
 pub mod checksum;
