@@ -298,13 +298,7 @@ fn column(
                 return crate::typed::fixed_array(dt, buf, n, None);
             }
             let mut cells = FixedCells::new(dt, n, limits)?;
-            for i in rows {
-                match val(i)? {
-                    M::Missing => cells.push(None)?,
-                    M::NdArray(b) => cells.push(Some(&b))?,
-                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
-                }
-            }
+            r.fixed_cells(j, rows, fe(Format::Mldf), |cell| cells.push(cell))?;
             cells.finish(dt)
         }
         T::Int | T::Float | T::NdArray { .. } => {
@@ -316,25 +310,26 @@ fn column(
                 }
             );
             let mut cells = FixedCells::new(dt, n, limits)?;
-            for i in rows {
-                match val(i)? {
-                    M::Missing => cells.push(None)?,
-                    M::Int(x) => cells.push(Some(&x.to_le_bytes()))?,
-                    M::Float(x) => cells.push(Some(&x.to_le_bytes()))?,
-                    M::NdArray(b) if bf16 => {
-                        let wide: Vec<u8> = b
-                            .chunks_exact(2)
-                            .flat_map(|c| {
-                                (u32::from(u16::from_le_bytes(c.try_into().unwrap_or([0; 2])))
-                                    << 16)
-                                    .to_le_bytes()
-                            })
-                            .collect();
-                        cells.push(Some(&wide))?
+            if bf16 {
+                // Each bfloat16 widened to the float32 with the same bits on top.
+                let mut wide = Vec::new();
+                r.fixed_cells(j, rows, fe(Format::Mldf), |cell| match cell {
+                    Some(b) => {
+                        wide.clear();
+                        wide.extend(b.chunks_exact(2).flat_map(|c| {
+                            [
+                                0,
+                                0,
+                                c.first().copied().unwrap_or(0),
+                                c.get(1).copied().unwrap_or(0),
+                            ]
+                        }));
+                        cells.push(Some(&wide))
                     }
-                    M::NdArray(b) => cells.push(Some(&b))?,
-                    _ => return Err(Error::invalid(format!("sample {i}: not a {}", ty.name()))),
-                }
+                    None => cells.push(None),
+                })?;
+            } else {
+                r.fixed_cells(j, rows, fe(Format::Mldf), |cell| cells.push(cell))?;
             }
             cells.finish(dt)
         }
