@@ -359,14 +359,36 @@ impl Reader {
         )?)
     }
 
-    /// Binary search of the allocation table for `ptr`.
-    fn find_alloc(&self, ptr: u64) -> Result<Option<(u64, Alloc)>> {
+    /// The allocation whose pointer is `ptr`, and its index: entry `hint`
+    /// is tried first (validation passes the entry after the last one
+    /// found, which is the one a file written in sample order holds next),
+    /// then a binary search of the table, on the bytes in place when the
+    /// file is in memory.
+    fn find_alloc(&self, ptr: u64, hint: u64) -> Result<Option<(u64, Alloc)>> {
+        if hint < self.num_allocs {
+            let a = self.allocation(hint)?;
+            if a.ptr == ptr {
+                return Ok(Some((hint, a)));
+            }
+        }
+        let table = usize::try_from(self.header.alloc_table_ptr)
+            .ok()
+            .zip(usize::try_from(self.num_allocs * ALLOC_ENTRY_SIZE).ok())
+            .and_then(|(at, len)| self.src.as_slice()?.get(at..at.checked_add(len)?));
         let (mut lo, mut hi) = (0u64, self.num_allocs);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let a = self.allocation(mid)?;
-            match a.ptr.cmp(&ptr) {
-                std::cmp::Ordering::Equal => return Ok(Some((mid, a))),
+            // An entry's pointer is its first eight bytes.
+            let in_place = table.and_then(|t| {
+                let at = usize::try_from(mid * ALLOC_ENTRY_SIZE).ok()?;
+                Some(u64::from_le_bytes(t.get(at..at + 8)?.try_into().ok()?))
+            });
+            let at = match in_place {
+                Some(p) => p,
+                None => self.allocation(mid)?.ptr,
+            };
+            match at.cmp(&ptr) {
+                std::cmp::Ordering::Equal => return Ok(Some((mid, self.allocation(mid)?))),
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
             }
@@ -599,7 +621,12 @@ impl Reader {
 
     /// The value with the checks of §9.2 step 3; `seen` (validation) tracks
     /// referenced allocations.
-    fn value_checked(&self, i: u64, j: usize, mut seen: Option<Seen<'_>>) -> Result<Value<'_>> {
+    fn value_checked(
+        &self,
+        i: u64,
+        j: usize,
+        mut seen: Option<&mut Seen<'_>>,
+    ) -> Result<Value<'_>> {
         let (f, rec_at) = self.record_at(i, j)?;
         let full = self.src.bytes(rec_at, u64::from(f.metadata_size))?;
         let rec_len = u64::from(f.metadata_size) - if f.nullable { TRAILER_SIZE } else { 0 };
@@ -741,7 +768,8 @@ impl Reader {
         } else {
             let compressed = self.header.flags & FLAG_COMPRESSED != 0;
             let entry = if compressed || seen.is_some() {
-                match self.find_alloc(data_ptr)? {
+                let hint = seen.as_ref().map_or(u64::MAX, |s| s.next);
+                match self.find_alloc(data_ptr, hint)? {
                     Some(e) => Some(e),
                     None => {
                         return Err(
@@ -940,15 +968,16 @@ impl Reader {
         let unseen = match self.values_on_threads(count, progress) {
             Some(Ok(unseen)) => unseen,
             _ => {
-                let mut seen = vec![false; count];
+                let mut flags = vec![false; count];
+                let mut seen = Seen::new(Marks::Serial(&mut flags));
                 for i in 0..h.num_samples {
                     for (j, f) in self.fields.iter().enumerate() {
-                        self.value_checked(i, j, Some(Seen::Serial(&mut seen)))
+                        self.value_checked(i, j, Some(&mut seen))
                             .map_err(|e| e.in_value(i, &f.name))?;
                     }
                     progress.advance(i + 1, h.num_samples);
                 }
-                seen.iter().position(|s| !s)
+                flags.iter().position(|s| !s)
             }
         };
         let opaque = self
@@ -988,9 +1017,10 @@ impl Reader {
             || Ok(runs.next()),
             |run: std::ops::Range<u64>| -> Result<u64> {
                 let end = run.end;
+                let mut seen = Seen::new(Marks::Shared(&bits));
                 for i in run {
                     for (j, f) in self.fields.iter().enumerate() {
-                        self.value_checked(i, j, Some(Seen::Shared(&bits)))
+                        self.value_checked(i, j, Some(&mut seen))
                             .map_err(|e| e.in_value(i, &f.name))?;
                     }
                 }
@@ -1010,23 +1040,37 @@ impl Reader {
     }
 }
 
-/// The allocations values referenced so far, during validation: one flag
-/// each on one thread, or bits shared by the threads.
-enum Seen<'a> {
+/// What validation keeps as it checks values: the allocations referenced
+/// so far, and the entry to look at first for the next one.
+struct Seen<'a> {
+    marks: Marks<'a>,
+    /// The entry after the last allocation found.
+    next: u64,
+}
+
+/// The allocations values referenced so far: one flag each on one thread,
+/// or bits shared by the threads.
+enum Marks<'a> {
     Serial(&'a mut Vec<bool>),
     Shared(&'a [std::sync::atomic::AtomicU64]),
 }
 
-impl Seen<'_> {
-    /// Marks allocation `k` referenced: false if it already was (an index
-    /// past the table is left alone; the table check refuses it before).
+impl<'a> Seen<'a> {
+    fn new(marks: Marks<'a>) -> Self {
+        Seen { marks, next: 0 }
+    }
+
+    /// Marks allocation `k` referenced (and looks after it for the next
+    /// one): false if it already was (an index past the table is left
+    /// alone; the table check refuses it before).
     fn mark(&mut self, k: u64) -> bool {
+        self.next = k.saturating_add(1);
         let Ok(k) = usize::try_from(k) else {
             return true;
         };
-        match self {
-            Seen::Serial(v) => v.get_mut(k).is_none_or(|s| !std::mem::replace(s, true)),
-            Seen::Shared(bits) => bits.get(k / 64).is_none_or(|w| {
+        match &mut self.marks {
+            Marks::Serial(v) => v.get_mut(k).is_none_or(|s| !std::mem::replace(s, true)),
+            Marks::Shared(bits) => bits.get(k / 64).is_none_or(|w| {
                 let bit = 1u64 << (k % 64);
                 w.fetch_or(bit, std::sync::atomic::Ordering::Relaxed) & bit == 0
             }),
