@@ -4,6 +4,17 @@
 
 use std::path::PathBuf;
 
+/// A new file path in `dir` (created if missing), named from `stem`, the
+/// process id and a counter: no two calls in one process return the same
+/// path, so tests running on threads of one process never share a file.
+pub fn fresh_path(dir: &std::path::Path, stem: &str, ext: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir.join(format!("{stem}-{}-{call}.{ext}", std::process::id()))
+}
+
 /// The shared vectors of `format`: `$DATAFORMATS_VECTORS/<format>`, or
 /// `../shared/vectors/<format>` beside the project. `None` (with a message)
 /// when the folder is missing; a panic when it is missing under `CI=true`,

@@ -17,13 +17,11 @@ fn arr(i: u64) -> Vec<u8> {
 /// A file of N samples: `id` (INT), `x` (f32[2,3], nullable; missing for
 /// the samples in `missing`), written with `opts`.
 fn file(missing: &[u64], opts: WriterOptions) -> Vec<u8> {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("df-mldf-contig-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Tests run on threads of one process: each call writes its own file.
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let p = dir.join(format!("c-{call}.mldf"));
+    let p = dataformats_core::testing::fresh_path(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "df-mldf-contig",
+        "mldf",
+    );
     let fields = vec![
         Field::new("id", FieldType::Int),
         Field::new(

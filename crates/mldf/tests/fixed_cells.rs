@@ -16,13 +16,11 @@ const N: u64 = 200;
 /// N samples: `id` (INT), `y` (FLOAT, nullable), `x` (f32[2,3], nullable);
 /// `y` and `x` are missing in every seventh sample.
 fn file(compressed: bool) -> Vec<u8> {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("df-mldf-cells-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Tests run on threads of one process: each call writes its own file.
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let p = dir.join(format!("c-{call}.mldf"));
+    let p = dataformats_core::testing::fresh_path(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "df-mldf-cells",
+        "mldf",
+    );
     let fields = vec![
         Field::new("id", FieldType::Int),
         Field::new("y", FieldType::Float).with_nullable(true),
