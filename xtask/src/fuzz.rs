@@ -11,6 +11,9 @@ struct Options {
     seconds: u64,
     replay: bool,
     seed: Option<u64>,
+    /// Build without optimizations: a build several times quicker, for a
+    /// smoke run, at the price of fewer runs a second.
+    dev: bool,
     targets: Vec<String>,
 }
 
@@ -19,6 +22,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         seconds: 60,
         replay: false,
         seed: None,
+        dev: false,
         targets: Vec::new(),
     };
     let mut it = args.iter();
@@ -33,6 +37,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 o.seed = Some(v.parse().map_err(|e| format!("--seed {v}: {e}"))?);
             }
             "--replay" => o.replay = true,
+            "--dev" => o.dev = true,
             s if s.starts_with('-') => return Err(format!("fuzz: unknown option `{s}`")),
             t => o.targets.push(t.to_string()),
         }
@@ -94,7 +99,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         let artifacts = fuzz_dir().join("artifacts").join(t);
         fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
 
-        let mut cmd = fuzz_run(t, nightly);
+        let mut cmd = fuzz_run(t, nightly, opts.dev);
         if opts.replay {
             cmd.arg(&regressions);
             cmd.arg("--");
@@ -106,13 +111,14 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         } else {
             let seeded = seed(t, &corpus)?;
             println!(
-                "fuzz: {t} for {}s ({}; {seeded} seed(s) added)",
+                "fuzz: {t} for {}s ({}{}; {seeded} seed(s) added)",
                 opts.seconds,
                 if nightly {
                     "nightly, AddressSanitizer"
                 } else {
                     "stable, no sanitizer"
-                }
+                },
+                if opts.dev { ", unoptimized" } else { "" }
             );
             cmd.arg(&corpus);
             cmd.arg("--");
@@ -146,13 +152,13 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             });
         }
     }
-    report(&failures, nightly);
+    report(&failures, nightly, opts.dev);
     Ok(failures.is_empty())
 }
 
 /// `cargo fuzz run TARGET`: nightly with AddressSanitizer, or stable
-/// without a sanitizer.
-fn fuzz_run(target: &str, nightly: bool) -> Command {
+/// without a sanitizer; optimized unless `dev`.
+fn fuzz_run(target: &str, nightly: bool, dev: bool) -> Command {
     let mut cmd = Command::new("cargo");
     if nightly {
         cmd.arg("+nightly");
@@ -160,6 +166,9 @@ fn fuzz_run(target: &str, nightly: bool) -> Command {
     cmd.args(["fuzz", "run"]);
     if !nightly {
         cmd.args(["-s", "none"]);
+    }
+    if dev {
+        cmd.arg("--dev");
     }
     cmd.arg(target);
     cmd
@@ -186,7 +195,7 @@ const PRINT_INPUT_MAX: usize = 4096;
 /// Prints, last, what failed and enough to reproduce it from a log alone:
 /// each saved input (as hex when small) and the lines of its replay that say
 /// what went wrong. CI logs are often read from the end, so this goes there.
-fn report(failures: &[Failure], nightly: bool) {
+fn report(failures: &[Failure], nightly: bool, dev: bool) {
     if failures.is_empty() {
         return;
     }
@@ -199,7 +208,7 @@ fn report(failures: &[Failure], nightly: bool) {
             if bytes.len() <= PRINT_INPUT_MAX {
                 println!("  hex: {}", hex(&bytes));
             }
-            for line in replay_summary(&f.target, p, nightly) {
+            for line in replay_summary(&f.target, p, nightly, dev) {
                 println!("  | {line}");
             }
         }
@@ -211,8 +220,8 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Runs `target` once on `input` and keeps the lines that name the failure.
-fn replay_summary(target: &str, input: &Path, nightly: bool) -> Vec<String> {
-    let mut cmd = fuzz_run(target, nightly);
+fn replay_summary(target: &str, input: &Path, nightly: bool, dev: bool) -> Vec<String> {
+    let mut cmd = fuzz_run(target, nightly, dev);
     cmd.arg(input)
         .args(["--", "-runs=1", "-malloc_limit_mb=256"]);
     cmd.current_dir(crate::project_root());
