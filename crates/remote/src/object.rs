@@ -214,6 +214,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Makes rustls on ring the process's TLS provider, once, unless the program
+/// installed one of its own first (which is then used as it is). The stores'
+/// HTTP client asks for the process's provider when it is built, and has none
+/// of its own.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // An error means another thread installed one just now: it serves.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
 /// The store for `url` (configured from the environment) and the object's
 /// path in it.
 pub(crate) fn store_for(
@@ -257,6 +271,7 @@ pub(crate) fn store_for(
     if let Some(store) = lock(stores).get(&key) {
         return Ok((store.clone(), path));
     }
+    install_tls_provider();
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => Arc::new(
             AmazonS3Builder::from_env()
@@ -766,6 +781,41 @@ fn permanent(e: &object_store::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `https` URL speaks TLS through the provider installed here (the
+    /// HTTP client has none of its own and would panic without one): the
+    /// server, which answers in plain text, receives a TLS handshake, and the
+    /// open is an error naming the URL, not a panic.
+    #[test]
+    fn https_urls_speak_tls_and_a_failed_handshake_is_an_error() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let (first_bytes, seen) = std::sync::mpsc::channel();
+        let server = std::thread::spawn(move || {
+            // The client may retry; every connection gets the same answer.
+            for stream in listener.incoming().take(8) {
+                let Ok(mut stream) = stream else { break };
+                let mut first = [0u8; 3];
+                let got = stream.read_exact(&mut first).map(|()| first);
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+                if first_bytes.send(got.ok()).is_err() {
+                    break;
+                }
+            }
+        });
+        let url = format!("https://127.0.0.1:{port}/data/train.tbl");
+        let opts = RemoteOptions::default().retries(0);
+        let err = ObjectSource::open(&url, &opts).expect_err("no TLS server there");
+        assert!(err.to_string().contains(&url), "{err}");
+        // A TLS record of type handshake (22), version 3.x: a ClientHello.
+        let first = seen.recv().expect("the server saw a connection");
+        assert_eq!(first.map(|b| (b[0], b[1])), Some((0x16, 0x03)));
+        drop(seen);
+        // Unblock the accept loop if it waits for another connection.
+        let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+        server.join().expect("server thread");
+    }
 
     #[test]
     fn split_covers_the_range_in_order() {
