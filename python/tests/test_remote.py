@@ -197,7 +197,12 @@ def big(s3, tmp_path_factory):
     """A 100 MB IDV, MLDF and TBL v2 file, local and in the `big` bucket."""
     d = tmp_path_factory.mktemp("big")
     rng = np.random.default_rng(7)
-    table = pa.table({f"c{i}": rng.standard_normal(ROWS) for i in range(8)})
+    # Not nullable: an MLDF sample of 8 nullable float64 fields takes 153
+    # bytes (245 MB in all) against 89, and moto answers each ranged GET by
+    # reading the whole object, so a scan costs (GETs x object size): the
+    # three fault scans below took 130 s of a CI run at 245 MB.
+    schema = pa.schema([pa.field(f"c{i}", pa.float64(), nullable=False) for i in range(8)])
+    table = pa.table({f"c{i}": rng.standard_normal(ROWS) for i in range(8)}, schema=schema)
     pq.write_table(table, d / "t.parquet", compression="none")
     out = {}
     for ext in ("idv", "mldf"):
