@@ -151,6 +151,14 @@ pub fn open_with(url: &str, opts: &RemoteOptions) -> Result<Source, Error> {
     Ok(Source::from_ranges(Arc::new(object)))
 }
 
+/// Opens the object at `url` whose length a [`list`] gave as `len`, with
+/// default [`RemoteOptions`] and without asking its length again; an object
+/// that is no longer `len` bytes long fails the first read.
+pub fn open_listed(url: &str, len: u64) -> Result<Source, Error> {
+    let object = ObjectSource::open_listed(url, len, &RemoteOptions::default())?;
+    Ok(Source::from_ranges(Arc::new(object)))
+}
+
 /// The objects whose names start with the prefix `url` names, taken as a
 /// directory (`s3://bucket/data/table.bcolz`: everything under
 /// `data/table.bcolz/`): each one's name relative to the prefix (parts

@@ -95,6 +95,9 @@ struct Shared {
     url: String,
     store: Arc<dyn ObjectStore>,
     path: ObjectPath,
+    /// The object's length when opened: every answer must be of an object
+    /// of this length (one that changed since is an error, never a value).
+    size: u64,
     requests: AtomicU64,
     bytes: AtomicU64,
     /// Requests in flight at once for this object, at most.
@@ -321,17 +324,9 @@ impl ObjectSource {
     pub fn open(url: &str, opts: &RemoteOptions) -> Result<Self, Error> {
         let parsed = crate::parse(url)?;
         let (store, path) = store_for(&parsed, url)?;
-        let shared = Arc::new(Shared {
-            url: url.to_string(),
-            store,
-            path,
-            requests: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            permits: tokio::sync::Semaphore::new(opts.concurrency.max(1)),
-        });
         let head = {
-            let s = shared.clone();
-            runtime::block_on(async move { s.store.head(&s.path).await })
+            let (store, path) = (store.clone(), path.clone());
+            runtime::block_on(async move { store.head(&path).await })
         }
         .map_err(|source| Error::Io {
             url: url.to_string(),
@@ -341,9 +336,38 @@ impl ObjectSource {
             url: url.to_string(),
             source,
         })?;
-        Ok(ObjectSource {
+        Ok(Self::with_size(url, store, path, head.size, opts))
+    }
+
+    /// Opens the object at `url` whose length a listing gave as `len`
+    /// ([`list`](crate::list)), without asking the store again: one request
+    /// fewer for each object of a directory read from a prefix. An object
+    /// that is no longer `len` bytes long fails the first read.
+    pub fn open_listed(url: &str, len: u64, opts: &RemoteOptions) -> Result<Self, Error> {
+        let parsed = crate::parse(url)?;
+        let (store, path) = store_for(&parsed, url)?;
+        Ok(Self::with_size(url, store, path, len, opts))
+    }
+
+    fn with_size(
+        url: &str,
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        size: u64,
+        opts: &RemoteOptions,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            url: url.to_string(),
+            store,
+            path,
+            size,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            permits: tokio::sync::Semaphore::new(opts.concurrency.max(1)),
+        });
+        ObjectSource {
             shared,
-            len: head.size,
+            len: size,
             opts: RemoteOptions {
                 concurrency: opts.concurrency.max(1),
                 part_size: opts.part_size.max(64 << 10),
@@ -352,7 +376,7 @@ impl ObjectSource {
             },
             ahead: Mutex::new(Ahead::default()),
             whole: Mutex::new(None),
-        })
+        }
     }
 
     /// The whole object (at most [`SMALL`] bytes), fetched by the first
@@ -701,6 +725,16 @@ async fn get_once(shared: &Shared, r: Range<u64>) -> Result<Pieces, object_store
         .store
         .get_opts(&shared.path, GetOptions::new().with_range(Some(r.clone())))
         .await?;
+    if answer.meta.size != shared.size {
+        return Err(object_store::Error::Generic {
+            store: "range",
+            source: format!(
+                "the object is now {} bytes long, not {} as when it was opened",
+                answer.meta.size, shared.size
+            )
+            .into(),
+        });
+    }
     if answer.range != r {
         return Err(object_store::Error::Generic {
             store: "range",
@@ -781,6 +815,115 @@ fn permanent(e: &object_store::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tiny HTTP server of one object (`body`) on loopback answering
+    /// `HEAD` and ranged `GET`s; returns its port and the request lines seen.
+    fn serve_object(body: Vec<u8>) -> (u16, Arc<Mutex<Vec<String>>>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (body, log) = (body.clone(), log.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut out = stream;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let mut range = None;
+                        loop {
+                            let mut h = String::new();
+                            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if h == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) = h.to_ascii_lowercase().strip_prefix("range: bytes=") {
+                                let (a, b) = v.trim().split_once('-').expect("a-b");
+                                range = Some((
+                                    a.parse::<usize>().expect("a"),
+                                    b.parse::<usize>().expect("b"),
+                                ));
+                            }
+                        }
+                        lock(&log).push(line.trim().to_string());
+                        let total = body.len();
+                        let reply = match (line.starts_with("HEAD"), range) {
+                            (true, _) => {
+                                format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n")
+                                    .into_bytes()
+                            }
+                            (false, Some((a, b))) => {
+                                let part = &body[a..=b.min(total - 1)];
+                                let mut r = format!(
+                                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{}/{total}\r\nContent-Length: {}\r\n\r\n",
+                                    a + part.len() - 1,
+                                    part.len()
+                                )
+                                .into_bytes();
+                                r.extend_from_slice(part);
+                                r
+                            }
+                            (false, None) => {
+                                let mut r =
+                                    format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n")
+                                        .into_bytes();
+                                r.extend_from_slice(&body);
+                                r
+                            }
+                        };
+                        if out.write_all(&reply).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    /// An object opened at the length a listing gave is read without a
+    /// `HEAD`; one whose length is no longer that fails its first read,
+    /// naming both lengths, and gives no bytes.
+    #[test]
+    fn a_listed_object_is_read_without_head_and_a_changed_one_is_an_error() {
+        let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let (port, seen) = serve_object(body.clone());
+        let url = format!("http://127.0.0.1:{port}/dir/chunk.blp");
+        let opts = RemoteOptions::default().retries(0);
+
+        let src = ObjectSource::open_listed(&url, body.len() as u64, &opts).expect("open");
+        let mut got = vec![0u8; body.len()];
+        src.read_range(0, &mut got).expect("read");
+        assert_eq!(got, body);
+        let lines = lock(&seen).clone();
+        assert!(!lines.is_empty(), "the object was fetched");
+        assert!(lines.iter().all(|l| l.starts_with("GET ")), "{lines:?}");
+
+        // Listed as longer, and as shorter, than it is now.
+        for listed in [body.len() as u64 + 100, body.len() as u64 - 100] {
+            let src = ObjectSource::open_listed(&url, listed, &opts).expect("open");
+            let mut buf = vec![0u8; 64];
+            let err = src.read_range(0, &mut buf).expect_err("changed length");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("now {} bytes long, not {listed}", body.len())),
+                "{text}"
+            );
+        }
+
+        // Opened by HEAD, the same object reads the same.
+        let src = ObjectSource::open(&url, &opts).expect("open");
+        assert_eq!(src.len(), body.len() as u64);
+        assert!(lock(&seen).iter().any(|l| l.starts_with("HEAD ")));
+    }
 
     /// An `https` URL speaks TLS through the provider installed here (the
     /// HTTP client has none of its own and would panic without one): the
