@@ -14,6 +14,8 @@ struct Options {
     /// Build without optimizations: a build several times quicker, for a
     /// smoke run, at the price of fewer runs a second.
     dev: bool,
+    /// Targets run at once (each libFuzzer process uses one core).
+    jobs: usize,
     targets: Vec<String>,
 }
 
@@ -23,6 +25,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         replay: false,
         seed: None,
         dev: false,
+        jobs: 1,
         targets: Vec::new(),
     };
     let mut it = args.iter();
@@ -35,6 +38,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--seed" => {
                 let v = it.next().ok_or("--seed needs a number")?;
                 o.seed = Some(v.parse().map_err(|e| format!("--seed {v}: {e}"))?);
+            }
+            "--jobs" => {
+                let v = it.next().ok_or("--jobs needs a number")?;
+                o.jobs = v.parse().map_err(|e| format!("--jobs {v}: {e}"))?;
+                if o.jobs == 0 {
+                    return Err("--jobs must be at least 1".into());
+                }
             }
             "--replay" => o.replay = true,
             "--dev" => o.dev = true,
@@ -91,85 +101,169 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     // A failed stable probe cached here makes later runs fail (toolchain.md).
     let _ = fs::remove_file(fuzz_dir().join("target/.rustc_info.json"));
 
-    let mut failures: Vec<Failure> = Vec::new();
-    for t in &targets {
-        let corpus = fuzz_dir().join("corpus").join(t);
-        let regressions = corpus.join("regressions");
-        fs::create_dir_all(&regressions).map_err(|e| format!("{}: {e}", regressions.display()))?;
-        let artifacts = fuzz_dir().join("artifacts").join(t);
-        fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
+    // Build first (its output streamed), so that the runs below, several at
+    // once with their output held until each ends, only run.
+    let mut build = fuzz_command("build", nightly, opts.dev);
+    if let [only] = targets.as_slice() {
+        build.arg(only);
+    }
+    build.current_dir(crate::project_root());
+    let built = build
+        .status()
+        .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    if !built.success() {
+        return Err("fuzz: building the targets failed".into());
+    }
 
-        let mut cmd = fuzz_run(t, nightly, opts.dev);
-        if opts.replay {
-            cmd.arg(&regressions);
-            cmd.arg("--");
-            cmd.arg("-runs=0");
-            println!(
-                "fuzz: replaying {} saved input(s) of {t}",
-                count_files(&regressions)
-            );
-        } else {
-            let seeded = seed(t, &corpus)?;
-            println!(
-                "fuzz: {t} for {}s ({}{}; {seeded} seed(s) added)",
-                opts.seconds,
-                if nightly {
-                    "nightly, AddressSanitizer"
-                } else {
-                    "stable, no sanitizer"
-                },
-                if opts.dev { ", unoptimized" } else { "" }
-            );
-            cmd.arg(&corpus);
-            cmd.arg("--");
-            cmd.arg(format!("-max_total_time={}", opts.seconds));
-            if let Some(seed) = opts.seed {
-                cmd.arg(format!("-seed={seed}"));
-            }
-        }
-        cmd.arg("-malloc_limit_mb=256");
-        cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
-        cmd.current_dir(crate::project_root());
-        let before = files_in(&artifacts);
-        let status = cmd
-            .status()
-            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
-        if status.success() {
-            println!("fuzz: {t}: ok");
-        } else {
-            println!(
-                "fuzz: {t}: FAILED (crash inputs in {}; minimise one and save it under {})",
-                artifacts.display(),
-                regressions.display()
-            );
-            let inputs = files_in(&artifacts)
-                .into_iter()
-                .filter(|p| !before.contains(p))
-                .collect();
-            failures.push(Failure {
-                target: t.clone(),
-                inputs,
+    let mut runs = Vec::with_capacity(targets.len());
+    for t in &targets {
+        runs.push(prepare(t, &opts, nightly)?);
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let print = std::sync::Mutex::new(());
+    std::thread::scope(|s| {
+        for _ in 0..opts.jobs.min(runs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { return };
+                    let outcome = execute(run, nightly, opts.dev);
+                    let _guard = print.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    println!("{}", run.banner);
+                    match outcome {
+                        Ok(out) => {
+                            use std::io::Write;
+                            let mut so = std::io::stdout().lock();
+                            let _ = so.write_all(&out.stdout);
+                            let _ = so.write_all(&out.stderr);
+                            let _ = so.flush();
+                            if out.status.success() {
+                                println!("fuzz: {}: ok", run.target);
+                                continue;
+                            }
+                            println!(
+                                "fuzz: {}: FAILED (crash inputs in {}; minimise one and save it under {})",
+                                run.target,
+                                run.artifacts.display(),
+                                run.regressions.display()
+                            );
+                        }
+                        Err(e) => println!("fuzz: {}: FAILED: cannot run cargo fuzz: {e}", run.target),
+                    }
+                    let inputs = files_in(&run.artifacts)
+                        .into_iter()
+                        .filter(|p| !run.before.contains(p))
+                        .collect();
+                    failures
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(Failure {
+                            target: run.target.clone(),
+                            inputs,
+                        });
+                }
             });
         }
-    }
+    });
+    let mut failures = failures
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    failures.sort_by(|a, b| a.target.cmp(&b.target));
     report(&failures, nightly, opts.dev);
     Ok(failures.is_empty())
 }
 
-/// `cargo fuzz run TARGET`: nightly with AddressSanitizer, or stable
+/// One target's run, ready to start.
+struct Run {
+    target: String,
+    /// The line printed before its output.
+    banner: String,
+    regressions: PathBuf,
+    artifacts: PathBuf,
+    /// The files in `artifacts` before the run.
+    before: Vec<PathBuf>,
+    /// What follows `cargo fuzz run TARGET`.
+    args: Vec<std::ffi::OsString>,
+}
+
+/// Makes `target`'s folders (and, for a fuzzing run, its seeds) and the
+/// arguments of its run.
+fn prepare(target: &str, opts: &Options, nightly: bool) -> Result<Run, String> {
+    let corpus = fuzz_dir().join("corpus").join(target);
+    let regressions = corpus.join("regressions");
+    fs::create_dir_all(&regressions).map_err(|e| format!("{}: {e}", regressions.display()))?;
+    let artifacts = fuzz_dir().join("artifacts").join(target);
+    fs::create_dir_all(&artifacts).map_err(|e| format!("{}: {e}", artifacts.display()))?;
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let banner;
+    if opts.replay {
+        args.push(regressions.clone().into());
+        args.push("--".into());
+        args.push("-runs=0".into());
+        banner = format!(
+            "fuzz: replaying {} saved input(s) of {target}",
+            count_files(&regressions)
+        );
+    } else {
+        let seeded = seed(target, &corpus)?;
+        banner = format!(
+            "fuzz: {target} for {}s ({}{}; {seeded} seed(s) added)",
+            opts.seconds,
+            if nightly {
+                "nightly, AddressSanitizer"
+            } else {
+                "stable, no sanitizer"
+            },
+            if opts.dev { ", unoptimized" } else { "" }
+        );
+        args.push(corpus.into());
+        args.push("--".into());
+        args.push(format!("-max_total_time={}", opts.seconds).into());
+        if let Some(seed) = opts.seed {
+            args.push(format!("-seed={seed}").into());
+        }
+    }
+    args.push("-malloc_limit_mb=256".into());
+    args.push(format!("-artifact_prefix={}/", artifacts.display()).into());
+    Ok(Run {
+        target: target.to_string(),
+        banner,
+        before: files_in(&artifacts),
+        regressions,
+        artifacts,
+        args,
+    })
+}
+
+/// Runs one prepared target to its end, its output held.
+fn execute(run: &Run, nightly: bool, dev: bool) -> std::io::Result<std::process::Output> {
+    let mut cmd = fuzz_run(&run.target, nightly, dev);
+    cmd.args(&run.args);
+    cmd.current_dir(crate::project_root());
+    cmd.output()
+}
+
+/// `cargo fuzz SUBCOMMAND`: nightly with AddressSanitizer, or stable
 /// without a sanitizer; optimized unless `dev`.
-fn fuzz_run(target: &str, nightly: bool, dev: bool) -> Command {
+fn fuzz_command(subcommand: &str, nightly: bool, dev: bool) -> Command {
     let mut cmd = Command::new("cargo");
     if nightly {
         cmd.arg("+nightly");
     }
-    cmd.args(["fuzz", "run"]);
+    cmd.args(["fuzz", subcommand]);
     if !nightly {
         cmd.args(["-s", "none"]);
     }
     if dev {
         cmd.arg("--dev");
     }
+    cmd
+}
+
+/// `cargo fuzz run TARGET` with the flags of [`fuzz_command`].
+fn fuzz_run(target: &str, nightly: bool, dev: bool) -> Command {
+    let mut cmd = fuzz_command("run", nightly, dev);
     cmd.arg(target);
     cmd
 }

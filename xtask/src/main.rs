@@ -2,7 +2,7 @@
 //!
 //! - `cargo xtask conformance [--vectors DIR] [--format NAME]`: check every
 //!   shared vector against our readers.
-//! - `cargo xtask fuzz [--seconds N] [--seed N] [--replay] [--dev] [TARGET...]`: run the
+//! - `cargo xtask fuzz [--seconds N] [--seed N] [--replay] [--dev] [--jobs N] [TARGET...]`: run the
 //!   cargo-fuzz targets, or replay their saved regression inputs.
 //! - `cargo xtask scale [--venv DIR] [--factor N]`: the Ray cluster tests
 //!   with N times the files.
@@ -30,7 +30,7 @@ tasks:
       beside the project) against our readers: one PASS/FAIL/UNSUPPORTED line each,
       then `conformance: N passed, M failed, K unsupported`. Fails on any FAIL, and
       when the folder is missing under CI=true.
-  fuzz [--seconds N] [--seed N] [--replay] [--dev] [TARGET...]
+  fuzz [--seconds N] [--seed N] [--replay] [--dev] [--jobs N] [TARGET...]
       Run each cargo-fuzz target (default: all) for N seconds (default 60), nightly
       with AddressSanitizer when a nightly toolchain is installed, else `-s none` on
       stable. --seed fixes libFuzzer's random seed (CI uses one, so a smoke run can
@@ -38,7 +38,8 @@ tasks:
       fuzz/corpus/*/regressions. Failures are summarised last, with each crashing
       input in hex and the lines of its replay that name the fault. --dev builds the
       targets unoptimized: a build about 3x quicker, for a smoke run (CI), with far
-      fewer runs a second.
+      fewer runs a second. The targets are built first; --jobs N then runs N of them
+      at once (default 1), each one's output printed when it ends.
   bench --compare [cntk] [bloscpack] [idv] [tbl2] [mldf] [--ctf2bin PATH] [--mb N]
       The project and each reference tool on the same generated input, alternating,
       medians of 5 pairs, with the load: ctf2bin.py (--ctf2bin, DATAFORMATS_CTF2BIN
