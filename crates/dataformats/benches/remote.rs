@@ -9,11 +9,11 @@
 //!
 //! The file (DATAFORMATS_BENCH_MB megabytes, default 1024, of uncompressed
 //! float64 columns as IDV) is written into a temporary directory (under
-//! DATAFORMATS_BENCH_DIR when set) and served from there by a small server
-//! written for this bench: it answers the S3 GET and HEAD requests of one
-//! bucket, by path, with byte ranges read from the file (threads, positioned
-//! reads). It checks no signatures, keeps no state and so costs little per
-//! request, unlike moto (Python; each ranged GET costs time in proportion to
+//! DATAFORMATS_BENCH_DIR when set) and served from there by the loopback
+//! object server of `dataformats_remote::testing`: it answers the S3 GET and
+//! HEAD requests of one bucket, by path, with byte ranges read from the file
+//! (threads, positioned reads). It checks no signatures, keeps no state and
+//! so costs little per request, unlike moto (Python; each ranged GET costs time in proportion to
 //! the object), which the Python bench `python/bench/bench_remote.py` uses.
 //! What this measures is the client: request planning, concurrency and
 //! copies. It reads whole `s3://` and `http://` URLs through
@@ -28,9 +28,8 @@
 )]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::net::TcpStream;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,6 +37,7 @@ use arrow_array::{ArrayRef, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use dataformats::convert::{self, ConvertOptions, Report, Target};
 use dataformats::dataset::BatchStream;
+use dataformats_remote::testing::ObjectServer;
 
 const COLUMNS: usize = 8;
 const BATCH: u64 = 65536;
@@ -93,105 +93,6 @@ fn write_file(path: &Path, megabytes: u64) {
         &mut |_| {},
     )
     .expect("write the bench file");
-}
-
-/// Serves the files under `root` on 127.0.0.1: `GET`/`HEAD /BUCKET/KEY`
-/// (path style; the bucket is the first directory), with `Range:
-/// bytes=A-B`. One thread per connection, connections kept alive.
-fn serve(root: PathBuf) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let root = root.clone();
-            std::thread::spawn(move || {
-                let _ = connection(conn, &root);
-            });
-        }
-    });
-    port
-}
-
-fn connection(conn: TcpStream, root: &Path) -> std::io::Result<()> {
-    conn.set_nodelay(true)?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut out = conn;
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_string();
-        let target = parts.next().unwrap_or("").to_string();
-        let mut range: Option<(u64, Option<u64>)> = None;
-        let mut body_len = 0u64;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h)? == 0 {
-                return Ok(());
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            let Some((name, value)) = h.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("range") {
-                range = value.strip_prefix("bytes=").and_then(|r| {
-                    let (a, b) = r.split_once('-')?;
-                    Some((a.parse().ok()?, b.parse().ok()))
-                });
-            } else if name.eq_ignore_ascii_case("content-length") {
-                body_len = value.parse().unwrap_or(0);
-            }
-        }
-        // Requests with bodies are not served; drain them.
-        std::io::copy(&mut (&mut reader).take(body_len), &mut std::io::sink())?;
-        let path = target
-            .split('?')
-            .next()
-            .unwrap_or("")
-            .trim_start_matches('/');
-        let file = std::fs::File::open(root.join(path));
-        let Ok(file) = file else {
-            out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?;
-            continue;
-        };
-        let size = file.metadata()?.len();
-        let (start, end) = match range {
-            Some((a, b)) => (a, b.map_or(size, |b| (b + 1).min(size))),
-            None => (0, size),
-        };
-        let status = if range.is_some() {
-            "206 Partial Content"
-        } else {
-            "200 OK"
-        };
-        let mut head = format!(
-            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nETag: \"bench\"\r\n\
-             Last-Modified: Thu, 26 Nov 2026 00:00:00 GMT\r\nAccept-Ranges: bytes\r\n",
-            end - start
-        );
-        if range.is_some() {
-            head += &format!("Content-Range: bytes {start}-{}/{size}\r\n", end - 1);
-        }
-        head += "\r\n";
-        out.write_all(head.as_bytes())?;
-        if method == "HEAD" {
-            continue;
-        }
-        let mut at = start;
-        while at < end {
-            let n = (end - at).min(buf.len() as u64) as usize;
-            file.read_exact_at(&mut buf[..n], at)?;
-            out.write_all(&buf[..n])?;
-            at += n as u64;
-        }
-    }
 }
 
 /// Reads every column of every record in batches (as `iter_batches` in
@@ -272,11 +173,12 @@ fn main() {
     let file = bucket.join("f.idv");
     write_file(&file, megabytes);
     let size = std::fs::metadata(&file).expect("bench file").len();
-    let port = serve(dir.path().to_path_buf());
+    let server = ObjectServer::directory(dir.path()).expect("object server");
+    let port = server.port();
     // SAFETY: set before any other thread of this process reads the
     // environment (the server threads do not).
     unsafe {
-        std::env::set_var("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
+        std::env::set_var("AWS_ENDPOINT_URL", server.endpoint());
         std::env::set_var("AWS_ALLOW_HTTP", "true");
         std::env::set_var("AWS_ACCESS_KEY_ID", "bench");
         std::env::set_var("AWS_SECRET_ACCESS_KEY", "bench");
@@ -284,7 +186,7 @@ fn main() {
     }
     let local = format!("file://{}", file.display());
     let s3 = "s3://bench/f.idv".to_string();
-    let http = format!("http://127.0.0.1:{port}/bench/f.idv");
+    let http = server.url("bench/f.idv");
     let expect = scan(&local);
     assert_eq!(scan(&s3), expect, "s3:// reads what the file holds");
     assert_eq!(scan(&http), expect, "http:// reads what the file holds");

@@ -45,6 +45,8 @@
 
 mod object;
 mod runtime;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod upload;
 
 use std::sync::Arc;

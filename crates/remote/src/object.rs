@@ -816,96 +816,24 @@ fn permanent(e: &object_store::Error) -> bool {
 mod tests {
     use super::*;
 
-    /// A tiny HTTP server of one object (`body`) on loopback answering
-    /// `HEAD` and ranged `GET`s; returns its port and the request lines seen.
-    fn serve_object(body: Vec<u8>) -> (u16, Arc<Mutex<Vec<String>>>) {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("address").port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let (body, log) = (body.clone(), log.clone());
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                    let mut out = stream;
-                    loop {
-                        let mut line = String::new();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let mut range = None;
-                        loop {
-                            let mut h = String::new();
-                            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            if h == "\r\n" {
-                                break;
-                            }
-                            if let Some(v) = h.to_ascii_lowercase().strip_prefix("range: bytes=") {
-                                let (a, b) = v.trim().split_once('-').expect("a-b");
-                                range = Some((
-                                    a.parse::<usize>().expect("a"),
-                                    b.parse::<usize>().expect("b"),
-                                ));
-                            }
-                        }
-                        lock(&log).push(line.trim().to_string());
-                        let total = body.len();
-                        let reply = match (line.starts_with("HEAD"), range) {
-                            (true, _) => {
-                                format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n")
-                                    .into_bytes()
-                            }
-                            (false, Some((a, b))) => {
-                                let part = &body[a..=b.min(total - 1)];
-                                let mut r = format!(
-                                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{}/{total}\r\nContent-Length: {}\r\n\r\n",
-                                    a + part.len() - 1,
-                                    part.len()
-                                )
-                                .into_bytes();
-                                r.extend_from_slice(part);
-                                r
-                            }
-                            (false, None) => {
-                                let mut r =
-                                    format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n")
-                                        .into_bytes();
-                                r.extend_from_slice(&body);
-                                r
-                            }
-                        };
-                        if out.write_all(&reply).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        (port, seen)
-    }
-
     /// An object opened at the length a listing gave is read without a
     /// `HEAD`; one whose length is no longer that fails its first read,
     /// naming both lengths, and gives no bytes.
     #[test]
     fn a_listed_object_is_read_without_head_and_a_changed_one_is_an_error() {
         let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
-        let (port, seen) = serve_object(body.clone());
-        let url = format!("http://127.0.0.1:{port}/dir/chunk.blp");
+        let server = crate::testing::ObjectServer::objects([("dir/chunk.blp", body.clone())])
+            .expect("server");
+        let url = server.url("dir/chunk.blp");
         let opts = RemoteOptions::default().retries(0);
 
         let src = ObjectSource::open_listed(&url, body.len() as u64, &opts).expect("open");
         let mut got = vec![0u8; body.len()];
         src.read_range(0, &mut got).expect("read");
         assert_eq!(got, body);
-        let lines = lock(&seen).clone();
-        assert!(!lines.is_empty(), "the object was fetched");
-        assert!(lines.iter().all(|l| l.starts_with("GET ")), "{lines:?}");
+        let seen = server.requests();
+        assert!(!seen.is_empty(), "the object was fetched");
+        assert!(seen.iter().all(|r| r.method == "GET"), "{seen:?}");
 
         // Listed as longer, and as shorter, than it is now.
         for listed in [body.len() as u64 + 100, body.len() as u64 - 100] {
@@ -922,7 +850,7 @@ mod tests {
         // Opened by HEAD, the same object reads the same.
         let src = ObjectSource::open(&url, &opts).expect("open");
         assert_eq!(src.len(), body.len() as u64);
-        assert!(lock(&seen).iter().any(|l| l.starts_with("HEAD ")));
+        assert!(server.requests().iter().any(|r| r.method == "HEAD"));
     }
 
     /// An `https` URL speaks TLS through the provider installed here (the
