@@ -53,6 +53,7 @@ pub struct ObjectServer {
 impl ObjectServer {
     /// Serves the files under `root`: the object at path `a/b` is the file
     /// `root/a/b`, read when asked for (a file may change between requests).
+    /// A path with a `..` component is not found.
     pub fn directory(root: impl Into<PathBuf>) -> io::Result<Self> {
         Self::start(Objects::Directory(root.into()))
     }
@@ -214,6 +215,8 @@ fn serve(conn: TcpStream, objects: &Objects, log: &Mutex<Vec<Request>>) -> io::R
             continue;
         }
         let body = match objects {
+            // Nothing outside the directory: no `..`, no absolute path.
+            Objects::Directory(_) if head.path.split('/').any(|c| c == "..") => None,
             Objects::Directory(root) => std::fs::File::open(root.join(&head.path))
                 .ok()
                 .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
@@ -414,6 +417,16 @@ mod tests {
         std::fs::write(dir.path().join("b/k"), &object).expect("write");
         let server = ObjectServer::directory(dir.path()).expect("start");
         check(&server, &object);
+        // Nothing above the directory is served.
+        std::fs::write(dir.path().join("b/secret"), b"x").expect("write");
+        let inner = ObjectServer::directory(dir.path().join("b/sub")).expect("start");
+        std::fs::create_dir(dir.path().join("b/sub")).expect("mkdir");
+        let stream = TcpStream::connect(("127.0.0.1", inner.port())).expect("connect");
+        let mut conn = BufReader::new(stream);
+        for path in ["/../secret", "/x/../../secret", "//../secret"] {
+            let (s, _, _) = ask(&mut conn, &format!("GET {path} HTTP/1.1\r\n\r\n"));
+            assert_eq!(s, "HTTP/1.1 404 Not Found", "{path}");
+        }
         let port = server.port();
         drop(server);
         // Stopped: a connection may still be accepted by the system, but no
