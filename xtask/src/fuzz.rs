@@ -1,6 +1,7 @@
 //! `cargo xtask fuzz`: run the cargo-fuzz targets, or replay saved inputs.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -121,7 +122,6 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());
-    let print = std::sync::Mutex::new(());
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.min(runs.len()) {
             s.spawn(|| {
@@ -129,28 +129,31 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(run) = runs.get(i) else { return };
                     let outcome = execute(run, nightly, opts.dev);
-                    let _guard = print.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    println!("{}", run.banner);
+                    // Held while this run's lines are printed, so that they
+                    // stay together.
+                    let mut so = std::io::stdout().lock();
+                    let _ = writeln!(so, "{}", run.banner);
                     match outcome {
                         Ok(out) => {
-                            use std::io::Write;
-                            let mut so = std::io::stdout().lock();
                             let _ = so.write_all(&out.stdout);
                             let _ = so.write_all(&out.stderr);
-                            let _ = so.flush();
                             if out.status.success() {
-                                println!("fuzz: {}: ok", run.target);
+                                let _ = writeln!(so, "fuzz: {}: ok", run.target);
                                 continue;
                             }
-                            println!(
+                            let _ = writeln!(
+                                so,
                                 "fuzz: {}: FAILED (crash inputs in {}; minimise one and save it under {})",
                                 run.target,
                                 run.artifacts.display(),
                                 run.regressions.display()
                             );
                         }
-                        Err(e) => println!("fuzz: {}: FAILED: cannot run cargo fuzz: {e}", run.target),
+                        Err(e) => {
+                            let _ = writeln!(so, "fuzz: {}: FAILED: cannot run cargo fuzz: {e}", run.target);
+                        }
                     }
+                    drop(so);
                     let inputs = files_in(&run.artifacts)
                         .into_iter()
                         .filter(|p| !run.before.contains(p))

@@ -82,7 +82,6 @@ const WINDOWS: usize = 4;
 #[derive(Debug)]
 pub struct ObjectSource {
     shared: Arc<Shared>,
-    len: u64,
     opts: RemoteOptions,
     ahead: Mutex<Ahead>,
     /// A small object's bytes, fetched whole by its first read.
@@ -367,7 +366,6 @@ impl ObjectSource {
         });
         ObjectSource {
             shared,
-            len: size,
             opts: RemoteOptions {
                 concurrency: opts.concurrency.max(1),
                 part_size: opts.part_size.max(64 << 10),
@@ -386,20 +384,20 @@ impl ObjectSource {
         if let Some(w) = slot.as_ref() {
             return Ok(w.clone());
         }
-        let parts = split(0..self.len, self.opts.part_size);
+        let parts = split(0..self.shared.size, self.opts.part_size);
         let shared = self.shared.clone();
         let retries = self.opts.retries;
         let got = runtime::block_on(async move { fetch_parts(&shared, parts, retries).await })?
             .map_err(|e| {
                 io::Error::other(format!(
                     "fetching the whole object (bytes 0..{}): {e}",
-                    self.len
+                    self.shared.size
                 ))
             })?;
-        if got.len() as u64 != self.len {
+        if got.len() as u64 != self.shared.size {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("received {} of {} bytes", got.len(), self.len),
+                format!("received {} of {} bytes", got.len(), self.shared.size),
             ));
         }
         let got = Arc::new(got);
@@ -535,7 +533,7 @@ impl ObjectSource {
     /// rest of `w` is used.
     fn extend(&self, ahead: &mut Ahead, w: &Window, pos: u64) {
         let newest = ahead.windows.back().map(|b| b.range.end);
-        if newest != Some(w.range.end) || w.range.end >= self.len {
+        if newest != Some(w.range.end) || w.range.end >= self.shared.size {
             return;
         }
         if pos < w.range.start + (w.range.end - w.range.start) / 2 {
@@ -546,7 +544,7 @@ impl ObjectSource {
     }
 
     fn push_window(&self, ahead: &mut Ahead, start: u64, size: u64) {
-        let end = start.saturating_add(size).min(self.len);
+        let end = start.saturating_add(size).min(self.shared.size);
         if start >= end {
             return;
         }
@@ -563,7 +561,7 @@ impl ObjectSource {
 
 impl RangeRead for ObjectSource {
     fn len(&self) -> u64 {
-        self.len
+        self.shared.size
     }
 
     /// Starts fetching `ranges` now: sorted, neighbours closer than
@@ -571,7 +569,7 @@ impl RangeRead for ObjectSource {
     /// 256 MiB in all; reads of them then wait for these fetches instead of
     /// asking again. Small objects are fetched whole anyway.
     fn prefetch(&self, ranges: &[Range<u64>]) {
-        if self.len <= SMALL || ranges.is_empty() {
+        if self.shared.size <= SMALL || ranges.is_empty() {
             return;
         }
         let merged = merge(ranges, MERGE_GAP);
@@ -584,7 +582,7 @@ impl RangeRead for ObjectSource {
                 .chain(ahead.windows.iter())
                 .any(|w| w.range.start <= r.start && r.end <= w.range.end);
             let size = r.end - r.start;
-            if held || r.end > self.len {
+            if held || r.end > self.shared.size {
                 continue;
             }
             if size > budget {
@@ -609,9 +607,9 @@ impl RangeRead for ObjectSource {
         }
         let end = offset
             .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.len)
+            .filter(|&e| e <= self.shared.size)
             .ok_or(io::ErrorKind::UnexpectedEof)?;
-        if self.len <= SMALL {
+        if self.shared.size <= SMALL {
             let whole = self.whole()?;
             let from = usize::try_from(offset).map_err(io::Error::other)?;
             if whole.copy_to(from, buf) != buf.len() {
