@@ -12,13 +12,11 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 # maturin first: the build needs it. The other packages (pyarrow, numpy,
 # Ray, moto: mostly downloading and unpacking) are installed while cargo
-# compiles the wheel, their output kept in a log shown if they fail. Without
-# byte-compiling every module at install (Ray alone has thousands): Python
-# compiles the ones a program imports when it first imports them.
+# compiles the wheel, their output kept in a log shown if they fail.
 "$venv/bin/pip" install -q "$(grep -E '^maturin' "$reqs")"
 pip_log=$(mktemp)
 trap 'rm -f "$pip_log"' EXIT
-"$venv/bin/pip" install -q --no-compile -r "$reqs" > "$pip_log" 2>&1 &
+"$venv/bin/pip" install -q -r "$reqs" > "$pip_log" 2>&1 &
 pip_pid=$!
 rm -rf target/wheels
 build_rc=0
