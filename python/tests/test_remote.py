@@ -192,26 +192,32 @@ def test_a_missing_object_is_a_clean_error(s3):
 ROWS = 1_600_000  # 8 float64 columns: 102 MB of values
 
 
+def float_columns(d: Path, rows: int, seed: int) -> Path:
+    """A Parquet file in `d` of 8 float64 columns of `rows` random values.
+    Not nullable: an MLDF sample of 8 nullable float64 fields takes 153
+    bytes against 89, and moto answers each ranged GET by reading the whole
+    object, so a scan costs (GETs x object size)."""
+    rng = np.random.default_rng(seed)
+    schema = pa.schema([pa.field(f"c{i}", pa.float64(), nullable=False) for i in range(8)])
+    table = pa.table({f"c{i}": rng.standard_normal(rows) for i in range(8)}, schema=schema)
+    pq.write_table(table, d / "t.parquet", compression="none")
+    return d / "t.parquet"
+
+
 @pytest.fixture(scope="module")
 def big(s3, tmp_path_factory):
     """A 100 MB IDV, MLDF and TBL v2 file, local and in the `big` bucket."""
     d = tmp_path_factory.mktemp("big")
-    rng = np.random.default_rng(7)
-    # Not nullable: an MLDF sample of 8 nullable float64 fields takes 153
-    # bytes (245 MB in all) against 89, and moto answers each ranged GET by
-    # reading the whole object, so a scan costs (GETs x object size): the
-    # three fault scans below took 130 s of a CI run at 245 MB.
-    schema = pa.schema([pa.field(f"c{i}", pa.float64(), nullable=False) for i in range(8)])
-    table = pa.table({f"c{i}": rng.standard_normal(ROWS) for i in range(8)}, schema=schema)
-    pq.write_table(table, d / "t.parquet", compression="none")
+    table = float_columns(d, ROWS, 7)
     out = {}
     for ext in ("idv", "mldf"):
         p = d / f"t.{ext}"
         opts = {"no_compress": True} if ext == "idv" else {}
-        dataformats.convert(d / "t.parquet", p, **opts)
+        dataformats.convert(table, p, **opts)
         out[ext] = p
     # TBL v2 from a tar of 10,000 samples of 10 KB.
     tar = d / "t.tar"
+    rng = np.random.default_rng(8)
     with tarfile.open(tar, "w") as t:
         for i in range(10_000):
             data = rng.bytes(10_240)
@@ -319,12 +325,8 @@ PART = 4 << 20  # RemoteOptions::default().part_size
 @pytest.fixture(scope="module")
 def scan_file(s3, tmp_path_factory):
     d = tmp_path_factory.mktemp("scan")
-    rng = np.random.default_rng(11)
-    schema = pa.schema([pa.field(f"c{i}", pa.float64(), nullable=False) for i in range(8)])
-    table = pa.table({f"c{i}": rng.standard_normal(SCAN_ROWS) for i in range(8)}, schema=schema)
-    pq.write_table(table, d / "t.parquet", compression="none")
     p = d / "scan.mldf"
-    dataformats.convert(d / "t.parquet", p)
+    dataformats.convert(float_columns(d, SCAN_ROWS, 11), p)
     assert p.stat().st_size > 40e6, p.stat().st_size
     s3.put("big", p.name, p)
     return p
