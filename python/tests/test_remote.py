@@ -208,12 +208,12 @@ def float_columns(d: Path, rows: int, seed: int) -> Path:
 def big(s3, tmp_path_factory):
     """A 100 MB IDV, MLDF and TBL v2 file, local and in the `big` bucket."""
     d = tmp_path_factory.mktemp("big")
-    table = float_columns(d, ROWS, 7)
+    parquet = float_columns(d, ROWS, 7)
     out = {}
     for ext in ("idv", "mldf"):
         p = d / f"t.{ext}"
         opts = {"no_compress": True} if ext == "idv" else {}
-        dataformats.convert(table, p, **opts)
+        dataformats.convert(parquet, p, **opts)
         out[ext] = p
     # TBL v2 from a tar of 10,000 samples of 10 KB.
     tar = d / "t.tar"
