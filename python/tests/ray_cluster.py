@@ -9,7 +9,7 @@ writes what came back, and stops the cluster and the server:
 
     python ray_cluster.py JOB.json
 
-Ray's servers listen on every interface they have, so `run_job` starts this
+Ray's servers listen on every interface they have, so `start_job` starts this
 script in a network namespace of its own that has only a loopback interface
 (`unshare --net`), when the machine allows one; elsewhere the cluster takes
 a random token (`RAY_AUTH_MODE=token`) so that no other program can join or
@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,33 +61,85 @@ def cluster(workers: int = 2):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Job:
+    """A job of this script running in a child process (see `start_job`)."""
+
+    def __init__(self, job: dict, workdir: Path):
+        self.workdir = workdir
+        self.started = time.monotonic()
+        spec = workdir / "job.json"
+        spec.write_text(json.dumps(job))
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        script = [sys.executable, str(HERE / "ray_cluster.py"), str(spec)]
+        isolated = shutil.which("unshare") and subprocess.run(
+            ["unshare", "--net", "true"], capture_output=True
+        ).returncode == 0
+        if isolated:
+            env["RAY_AUTH_MODE"] = "disabled"
+            cmd = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *script]
+        else:
+            env["RAY_AUTH_MODE"] = "token"
+            env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+            cmd = script
+        self._out = open(workdir / "job.stdout", "w+")
+        self._err = open(workdir / "job.stderr", "w+")
+        # A session of its own: `stop` interrupts the job (whose `finally`
+        # stops the cluster) without signalling pytest.
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._out, stderr=self._err, text=True,
+                                     start_new_session=True)
+
+    def result(self, timeout: int = 1200) -> dict:
+        """Waits for the job (at most `timeout` seconds from its start);
+        returns what it wrote, or raises with the driver's traceback."""
+        left = max(1.0, timeout - (time.monotonic() - self.started))
+        try:
+            code = self.proc.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(f"the Ray job ran past {timeout} s; log in {self.workdir / 'job.log'}")
+        finally:
+            self._log()
+        result = self.workdir / "result.json"
+        if code != 0 or not result.exists():
+            # The driver's own traceback, not the cluster's log lines.
+            lines = [x for x in self._stderr.splitlines() if "[state-dump]" not in x and "(raylet)" not in x]
+            tb = next((i for i, x in enumerate(lines) if x.startswith("Traceback")), max(0, len(lines) - 60))
+            raise AssertionError(
+                f"the Ray job failed ({code}); log in {self.workdir / 'job.log'}:\n" + "\n".join(lines[tb : tb + 80])
+            )
+        return json.loads(result.read_text())
+
+    def stop(self) -> None:
+        """Interrupts the job if it still runs (it stops its cluster on the
+        way out), killing it after two minutes."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log()
+
+    def _log(self) -> None:
+        if self._out.closed:
+            return
+        self._out.seek(0)
+        self._err.seek(0)
+        out, self._stderr = self._out.read(), self._err.read()
+        self._out.close()
+        self._err.close()
+        (self.workdir / "job.log").write_text(out + "\n" + self._stderr)
+
+
+def start_job(job: dict, workdir: Path) -> Job:
+    """Starts `job` on a fresh cluster in a child process, in the background."""
+    return Job(job, workdir)
+
+
 def run_job(job: dict, workdir: Path, timeout: int = 1200) -> dict:
     """Runs `job` on a fresh cluster in a child process; returns its result."""
-    spec = workdir / "job.json"
-    spec.write_text(json.dumps(job))
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    script = [sys.executable, str(HERE / "ray_cluster.py"), str(spec)]
-    isolated = shutil.which("unshare") and subprocess.run(
-        ["unshare", "--net", "true"], capture_output=True
-    ).returncode == 0
-    if isolated:
-        env["RAY_AUTH_MODE"] = "disabled"
-        cmd = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *script]
-    else:
-        env["RAY_AUTH_MODE"] = "token"
-        env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-        cmd = script
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    (workdir / "job.log").write_text(r.stdout + "\n" + r.stderr)
-    result = workdir / "result.json"
-    if r.returncode != 0 or not result.exists():
-        # The driver's own traceback, not the cluster's log lines.
-        lines = [x for x in r.stderr.splitlines() if "[state-dump]" not in x and "(raylet)" not in x]
-        tb = next((i for i, x in enumerate(lines) if x.startswith("Traceback")), max(0, len(lines) - 60))
-        raise AssertionError(
-            f"the Ray job failed ({r.returncode}); log in {workdir / 'job.log'}:\n" + "\n".join(lines[tb : tb + 80])
-        )
-    return json.loads(result.read_text())
+    return start_job(job, workdir).result(timeout)
 
 
 def _work(ray, pa, dfray, address, spec, out, result, env) -> None:

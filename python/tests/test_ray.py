@@ -14,15 +14,17 @@ import io
 import math
 import os
 import random
+import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute
 import pyarrow.ipc
 import pytest
-from ray_cluster import run_job
+import ray_cluster
 
 import dataformats
 import dataformats.ray as dfray
@@ -107,9 +109,9 @@ def make_tars(dir: Path, n: int):
     return out
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
-    work = tmp_path_factory.mktemp("ray")
+def start_job(work: Path):
+    """Makes the job's inputs in `work` and starts it; returns what the
+    `job` fixture gives the tests, the running job in place of its result."""
     (work / "ctf").mkdir()
     (work / "tar").mkdir()
     ctf = make_ctf(work / "ctf", 20 * SCALE)
@@ -130,8 +132,41 @@ def job(tmp_path_factory):
             "tar": {"inputs": [str(p) for p in tars], "output_dir": str(work / "tbl"), "to": "tbl2"},
         },
     }
-    result = run_job(spec, work)
-    return work, result, ctf, tars
+    return work, ray_cluster.start_job(spec, work), ctf, tars
+
+
+# The job started by conftest.py when the tests were collected, if it was.
+EARLY = None
+
+
+def start_job_early():
+    """Starts the job in a folder of its own before the first test runs: the
+    cluster boots (about a minute) while the tests of other files run."""
+    global EARLY
+    EARLY = start_job(Path(tempfile.mkdtemp(prefix="dataformats-ray-")))
+
+
+def stop_job_early():
+    """Stops the job started early if no test took it."""
+    global EARLY
+    if EARLY is not None:
+        work, running, _, _ = EARLY
+        EARLY = None
+        running.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    global EARLY
+    early, EARLY = EARLY, None
+    work, running, ctf, tars = early or start_job(tmp_path_factory.mktemp("ray"))
+    try:
+        yield work, running.result(), ctf, tars
+    finally:
+        running.stop()
+        if early:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def test_the_cluster_has_two_workers(job):
