@@ -7,7 +7,10 @@ _started = []
 def pytest_collection_finish(session):
     # The Ray job of test_ray.py takes about a minute to boot its cluster:
     # it starts as soon as the tests are collected, in the background, and
-    # the tests that need it wait for it when their turn comes.
+    # the tests that need it wait for it when their turn comes. Not when
+    # the tests are only listed.
+    if session.config.option.collectonly:
+        return
     for item in session.items:
         module = getattr(item, "module", None)
         if "job" in getattr(item, "fixturenames", ()) and hasattr(module, "start_job_early"):
