@@ -137,11 +137,6 @@ def start_job(job: dict, workdir: Path) -> Job:
     return Job(job, workdir)
 
 
-def run_job(job: dict, workdir: Path, timeout: int = 1200) -> dict:
-    """Runs `job` on a fresh cluster in a child process; returns its result."""
-    return start_job(job, workdir).result(timeout)
-
-
 def _work(ray, pa, dfray, address, spec, out, result, env) -> None:
     # The workers reach the S3 server (if any) with the driver's settings.
     ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": env} if env else None)
