@@ -7,6 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+mod fast;
+
 use crate::dataset::Error;
 use crate::mldf::{Dtype, Field, FieldType, FieldValue, WriterOptions};
 
@@ -134,6 +136,8 @@ fn blob(v: &Value, base: &Path) -> Result<Vec<u8>, String> {
 /// Parts of a JSON value that a `FieldValue` borrows.
 enum Cell {
     Missing,
+    /// An NDARRAY's bytes, `start..end` of its block's arena.
+    Span(usize, usize),
     Int(i64),
     Float(f64),
     Bytes(Vec<u8>),
@@ -274,11 +278,13 @@ fn cell(f: &Field, v: Option<&Value>, base: &Path) -> Result<Cell, String> {
     })
 }
 
-/// The value the writer takes for `c` in field `f`.
-fn field_value<'a>(f: &Field, c: &'a Cell) -> FieldValue<'a> {
+/// The value the writer takes for `c` in field `f`, whose [`Cell::Span`]
+/// points into `arena`.
+fn field_value<'a>(f: &Field, c: &'a Cell, arena: &'a [u8]) -> FieldValue<'a> {
     use FieldValue as F;
     match c {
         Cell::Missing => F::Missing,
+        Cell::Span(start, end) => F::NdArray(arena.get(*start..*end).unwrap_or_default()),
         Cell::Int(x) => F::Int(*x),
         Cell::Float(x) => F::Float(*x),
         Cell::Bytes(b) if matches!(f.ty, FieldType::NdArray { .. }) => F::NdArray(b),
@@ -303,6 +309,17 @@ fn field_value<'a>(f: &Field, c: &'a Cell) -> FieldValue<'a> {
     }
 }
 
+/// The cells of a line read the general way: parsed into a document, each
+/// field's member converted; the message of the first error (the JSON's,
+/// else the first field's in schema order).
+fn general_row(line: &str, fields: &[Field], base: &Path) -> Result<Vec<Cell>, String> {
+    let row: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    fields
+        .iter()
+        .map(|f| cell(f, row.get(&f.name), base).map_err(|m| format!("field {:?}: {m}", f.name)))
+        .collect()
+}
+
 /// A block of whole lines of the input, with the 0-based number of its
 /// first line.
 struct Block {
@@ -310,10 +327,16 @@ struct Block {
     text: Vec<u8>,
 }
 
-/// A block's lines as cells, in order; an error ends the block.
+/// A block's lines as cells, in order: a row per non-blank line, each
+/// `fields` cells long; an error ends the block.
 struct Rows {
     bytes: u64,
-    rows: Vec<Result<(usize, Vec<Cell>), Error>>,
+    /// Each row's 0-based line number.
+    lines: Vec<usize>,
+    cells: Vec<Cell>,
+    /// The NDARRAY bytes the cells' spans point into.
+    arena: Vec<u8>,
+    error: Option<Error>,
 }
 
 /// Input text is parsed in blocks of whole lines of about this size.
@@ -341,6 +364,7 @@ pub(crate) fn write(
         }
     };
     let fields = &schema.fields;
+    let plan = fast::Plan::new(fields);
     let has_json = fields.iter().any(|f| f.ty == FieldType::Json);
     let mut w =
         crate::mldf::Writer::create(output, fields.clone(), schema.writer).map_err(Error::Mldf)?;
@@ -370,7 +394,13 @@ pub(crate) fn write(
         Ok(Some(Block { first_line, text }))
     };
     let parse = |block: Block| -> Rows {
-        let mut rows = Vec::new();
+        let mut rows = Rows {
+            bytes: block.text.len() as u64,
+            lines: Vec::new(),
+            cells: Vec::new(),
+            arena: Vec::new(),
+            error: None,
+        };
         for (k, piece) in block.text.split_inclusive(|&b| b == b'\n').enumerate() {
             let ln = block.first_line + k;
             // As `BufRead::lines`: without its `\n`, and a `\r` before it.
@@ -386,7 +416,7 @@ pub(crate) fn write(
                 })
                 .and_then(|line| {
                     if line.trim().is_empty() {
-                        return Ok(None);
+                        return Ok(false);
                     }
                     if has_json && let Some(lit) = crate::core::json::wide_integer(line) {
                         return Err(loc(
@@ -396,46 +426,48 @@ pub(crate) fn write(
                             ),
                         ));
                     }
-                    let row: Value =
-                        serde_json::from_str(line).map_err(|e| loc(ln, e.to_string()))?;
-                    fields
-                        .iter()
-                        .map(|f| {
-                            cell(f, row.get(&f.name), base)
-                                .map_err(|m| loc(ln, format!("field {:?}: {m}", f.name)))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                        .map(|cells| Some((ln, cells)))
+                    let (cells, arena) = (rows.cells.len(), rows.arena.len());
+                    if let Some(p) = &plan {
+                        if p.row(line.as_bytes(), &mut rows.cells, &mut rows.arena) {
+                            return Ok(true);
+                        }
+                        rows.cells.truncate(cells);
+                        rows.arena.truncate(arena);
+                    }
+                    rows.cells
+                        .extend(general_row(line, fields, base).map_err(|m| loc(ln, m))?);
+                    Ok(true)
                 });
             match row {
-                Ok(None) => {}
-                Ok(Some(r)) => rows.push(Ok(r)),
+                Ok(false) => {}
+                Ok(true) => rows.lines.push(ln),
                 Err(e) => {
-                    rows.push(Err(e));
+                    rows.error = Some(e);
                     break;
                 }
             }
         }
-        Rows {
-            bytes: block.text.len() as u64,
-            rows,
-        }
+        rows
     };
     let threads = crate::core::parallel::threads_for(size, threads);
     let mut read = 0u64;
     crate::core::parallel::ordered(threads, next, parse, |block| {
         read += block.bytes;
         progress(read);
-        for row in block.rows {
-            let (ln, cells) = row?;
-            let values: Vec<_> = fields
-                .iter()
-                .zip(&cells)
-                .map(|(f, c)| field_value(f, c))
-                .collect();
+        let mut values = Vec::with_capacity(fields.len());
+        let n = fields.len();
+        for (i, &ln) in block.lines.iter().enumerate() {
+            let cells = block.cells.get(i * n..(i + 1) * n).unwrap_or_default();
+            values.clear();
+            values.extend(
+                fields
+                    .iter()
+                    .zip(cells)
+                    .map(|(f, c)| field_value(f, c, &block.arena)),
+            );
             w.add_sample(&values).map_err(|e| loc(ln, e.to_string()))?;
         }
-        Ok(())
+        block.error.map_or(Ok(()), Err)
     })?;
     let n = w.samples();
     w.finish().map_err(Error::Mldf)?;
