@@ -3,9 +3,9 @@
 //! A table-driven CRC handles one or two bytes per step; on x86-64 with
 //! carry-less multiplication the bulk of a buffer is folded instead, 64
 //! bytes per step in four independent lanes (256 bytes per step in sixteen
-//! lanes where the CPU multiplies 512-bit registers, VPCLMULQDQ with
-//! AVX-512), and only the folded 16 bytes and the last few bytes go through
-//! the table.
+//! lanes where the CPU multiplies 256-bit registers, VPCLMULQDQ with AVX2,
+//! or 512-bit ones, with AVX-512), and only the folded 16 bytes and the
+//! last few bytes go through the table.
 //!
 //! Why folding gives the same CRC: read as a polynomial over GF(2), a
 //! message `M` has the CRC (initial value 0) `M·x^16 mod P`, so any message
@@ -39,6 +39,11 @@ const FOLD_MIN: usize = 128;
 #[cfg(target_arch = "x86_64")]
 const WIDE_MIN: usize = 512;
 
+/// Buffers from this long are folded in 256-bit registers where the CPU
+/// can (and 512-bit ones cannot).
+#[cfg(target_arch = "x86_64")]
+const MID_MIN: usize = 256;
+
 /// The register after `data`, starting from `reg` (CRC-16/MODBUS has no
 /// final XOR and no reflection at the end, so the register is the CRC).
 pub(crate) fn update(reg: u16, data: &[u8]) -> u16 {
@@ -47,6 +52,12 @@ pub(crate) fn update(reg: u16, data: &[u8]) -> u16 {
         // SAFETY: the CPU has the features `wide::update` needs (checked
         // just above).
         return unsafe { wide::update(reg, data) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if data.len() >= MID_MIN && mid::available() {
+        // SAFETY: the CPU has the features `mid::update` needs (checked
+        // just above).
+        return unsafe { mid::update(reg, data) };
     }
     #[cfg(target_arch = "x86_64")]
     if data.len() >= FOLD_MIN && std::arch::is_x86_feature_detected!("pclmulqdq") {
@@ -173,6 +184,95 @@ mod fold {
         // SAFETY: `folded` is 16 writable bytes; the store is unaligned.
         unsafe { _mm_storeu_si128(folded.as_mut_ptr().cast(), acc) };
         super::table(super::table(0, &folded), tail)
+    }
+}
+
+/// The same folding two 128-bit blocks per instruction (VPCLMULQDQ on
+/// 256-bit AVX registers): eight registers of 32 bytes, 256 bytes a step.
+/// Measured on 2 vCPUs of an AMD EPYC without AVX-512: the 128-bit fold
+/// runs at about 12 GB/s there, whatever its number of lanes (the
+/// multiplier's throughput bounds it), the 256-bit one at about 25 GB/s.
+#[cfg(target_arch = "x86_64")]
+mod mid {
+    use std::arch::x86_64::{
+        __m256i, _mm_xor_si128, _mm256_castsi256_si128, _mm256_clmulepi64_epi128,
+        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_set_epi64x, _mm256_xor_si256,
+    };
+
+    use super::fold::{BY_128, constants, finish, fold, k};
+
+    const BY_256: (u64, u64) = constants(256);
+    const BY_2048: (u64, u64) = constants(2048);
+
+    /// Registers of 32 bytes folded side by side.
+    const REGS: usize = 8;
+
+    /// Whether this CPU has what [`update`] needs.
+    pub(super) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("vpclmulqdq")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+
+    /// The constants of `c` in each 128-bit lane.
+    #[target_feature(enable = "avx2")]
+    fn k2(c: (u64, u64)) -> __m256i {
+        _mm256_set_epi64x(c.1 as i64, c.0 as i64, c.1 as i64, c.0 as i64)
+    }
+
+    /// Each 128-bit lane of `block` moved by the distance of `k`.
+    #[target_feature(enable = "avx2,vpclmulqdq")]
+    fn fold2(block: __m256i, k: __m256i) -> __m256i {
+        _mm256_xor_si256(
+            _mm256_clmulepi64_epi128::<0x00>(block, k),
+            _mm256_clmulepi64_epi128::<0x11>(block, k),
+        )
+    }
+
+    /// The 32 bytes of `b` from `at`.
+    #[target_feature(enable = "avx2")]
+    fn load2(b: &[u8; 32 * REGS], at: usize) -> __m256i {
+        let at = at.min(32 * (REGS - 1));
+        // SAFETY: `at + 32 <= 32 * REGS`, the length of `b` (clamped just
+        // above); the load is unaligned.
+        unsafe { _mm256_loadu_si256(b.as_ptr().add(at).cast()) }
+    }
+
+    /// [`super::update`] eight registers at a time (under 256 bytes
+    /// through the table).
+    ///
+    /// # Safety
+    /// The CPU must have what [`available`] checks.
+    #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse2")]
+    pub(super) unsafe fn update(reg: u16, data: &[u8]) -> u16 {
+        let mut steps = data
+            .chunks_exact(32 * REGS)
+            .filter_map(|c| c.try_into().ok());
+        let Some(first): Option<&[u8; 32 * REGS]> = steps.next() else {
+            return super::table(reg, data);
+        };
+        let mut regs: [__m256i; REGS] = std::array::from_fn(|i| load2(first, 32 * i));
+        // The register goes into the first two bytes (little-endian).
+        regs[0] = _mm256_xor_si256(regs[0], _mm256_set_epi64x(0, 0, 0, i64::from(reg)));
+        let by_2048 = k2(BY_2048);
+        let mut done = 32 * REGS;
+        for step in steps {
+            for (i, r) in regs.iter_mut().enumerate() {
+                *r = _mm256_xor_si256(fold2(*r, by_2048), load2(step, 32 * i));
+            }
+            done += 32 * REGS;
+        }
+        let by_256 = k2(BY_256);
+        let [mut acc, rest @ ..] = regs;
+        for r in rest {
+            acc = _mm256_xor_si256(fold2(acc, by_256), r);
+        }
+        // The register's two blocks into one: the first moved by 128 bits.
+        let one = _mm_xor_si128(
+            fold(_mm256_castsi256_si128(acc), k(BY_128)),
+            _mm256_extracti128_si256::<1>(acc),
+        );
+        finish(one, data, done)
     }
 }
 
@@ -338,6 +438,10 @@ mod tests {
             if std::arch::is_x86_feature_detected!("pclmulqdq") {
                 // SAFETY: the CPU has carry-less multiplication.
                 impls.push(("fold", |reg, d| unsafe { fold::update(reg, d) }));
+            }
+            if mid::available() {
+                // SAFETY: the CPU has what the 256-bit fold needs.
+                impls.push(("mid", |reg, d| unsafe { mid::update(reg, d) }));
             }
             if wide::available() {
                 // SAFETY: the CPU has what the wide fold needs.
