@@ -320,13 +320,6 @@ fn general_row(line: &str, fields: &[Field], base: &Path) -> Result<Vec<Cell>, S
         .collect()
 }
 
-/// A block of whole lines of the input, with the 0-based number of its
-/// first line.
-struct Block {
-    first_line: usize,
-    text: Vec<u8>,
-}
-
 /// A block's lines as cells, in order: a row per non-blank line, each
 /// `fields` cells long; an error ends the block.
 struct Rows {
@@ -338,9 +331,6 @@ struct Rows {
     arena: Vec<u8>,
     error: Option<Error>,
 }
-
-/// Input text is parsed in blocks of whole lines of about this size.
-const BLOCK: u64 = 1 << 20;
 
 /// Writes one MLDF sample per non-blank line of `input`; returns the
 /// samples written. `progress` gets the bytes read so far.
@@ -355,7 +345,7 @@ pub(crate) fn write(
     threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    use std::io::{BufRead, Read};
+    use super::line_blocks::{LineBlock, LineBlocks, not_utf8};
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| Error::Io {
@@ -371,29 +361,13 @@ pub(crate) fn write(
     let base = input.parent().unwrap_or(Path::new("."));
     let file = std::fs::File::open(input).map_err(io(input))?;
     let size = file.metadata().map_or(0, |m| m.len());
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut blocks = LineBlocks::new(std::io::BufReader::with_capacity(1 << 20, file));
     let loc = |ln: usize, m: String| Error::Data {
         format: Some(crate::Format::Mldf),
         message: format!("{}: line {}: {m}", input.display(), ln + 1),
     };
-    let mut next_line = 0usize;
-    let next = || -> Result<Option<Block>, Error> {
-        let mut text = Vec::new();
-        (&mut reader)
-            .take(BLOCK)
-            .read_to_end(&mut text)
-            .map_err(io(input))?;
-        if text.len() as u64 == BLOCK && text.last() != Some(&b'\n') {
-            reader.read_until(b'\n', &mut text).map_err(io(input))?;
-        }
-        if text.is_empty() {
-            return Ok(None);
-        }
-        let first_line = next_line;
-        next_line += text.iter().filter(|&&b| b == b'\n').count();
-        Ok(Some(Block { first_line, text }))
-    };
-    let parse = |block: Block| -> Rows {
+    let next = || blocks.next_block().map_err(io(input));
+    let parse = |block: LineBlock| -> Rows {
         let mut rows = Rows {
             bytes: block.text.len() as u64,
             lines: Vec::new(),
@@ -401,19 +375,9 @@ pub(crate) fn write(
             arena: Vec::new(),
             error: None,
         };
-        for (k, piece) in block.text.split_inclusive(|&b| b == b'\n').enumerate() {
-            let ln = block.first_line + k;
-            // As `BufRead::lines`: without its `\n`, and a `\r` before it.
-            let body = piece
-                .strip_suffix(b"\n")
-                .map_or(piece, |b| b.strip_suffix(b"\r").unwrap_or(b));
+        for (ln, body) in block.lines() {
             let row = std::str::from_utf8(body)
-                .map_err(|_| {
-                    io(input)(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "stream did not contain valid UTF-8",
-                    ))
-                })
+                .map_err(|_| io(input)(not_utf8()))
                 .and_then(|line| {
                     if line.trim().is_empty() {
                         return Ok(false);

@@ -36,6 +36,8 @@ pub mod idv;
 mod import;
 pub mod json;
 #[cfg(feature = "mldf")]
+mod line_blocks;
+#[cfg(feature = "mldf")]
 pub mod mldf;
 #[cfg(feature = "mldf")]
 pub mod mldf_json;
