@@ -392,7 +392,7 @@ pub(crate) fn write(
                     }
                     let (cells, arena) = (rows.cells.len(), rows.arena.len());
                     if let Some(p) = &plan {
-                        if p.row(line.as_bytes(), &mut rows.cells, &mut rows.arena) {
+                        if p.row(line, &mut rows.cells, &mut rows.arena) {
                             return Ok(true);
                         }
                         rows.cells.truncate(cells);

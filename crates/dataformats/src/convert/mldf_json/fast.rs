@@ -97,7 +97,7 @@ impl<'a> Plan<'a> {
     /// [`Cell::Span`]s point into); `false` when the line is not the plain
     /// case and must be read the general way (what was appended is then
     /// the caller's to take back).
-    pub(super) fn row(&self, line: &[u8], cells: &mut Vec<Cell>, arena: &mut Vec<u8>) -> bool {
+    pub(super) fn row(&self, line: &str, cells: &mut Vec<Cell>, arena: &mut Vec<u8>) -> bool {
         let first = cells.len();
         cells.resize_with(first + self.kinds.len(), || Cell::Missing);
         let Some(row) = cells.get_mut(first..) else {
@@ -106,12 +106,16 @@ impl<'a> Plan<'a> {
         self.read(line, row, arena).is_some()
     }
 
-    fn read(&self, line: &[u8], row: &mut [Cell], arena: &mut Vec<u8>) -> Option<()> {
+    fn read(&self, line: &str, row: &mut [Cell], arena: &mut Vec<u8>) -> Option<()> {
         // Which fields have had their member: a bit each up to 128 fields
         // (a duplicate member is left to the general path, which keeps the
         // last one); larger schemas use a vector.
         let mut seen = Seen::new(row.len());
-        let mut c = Cursor { b: line, i: 0 };
+        let mut c = Cursor {
+            s: line,
+            b: line.as_bytes(),
+            i: 0,
+        };
         c.ws();
         c.expect(b'{')?;
         c.ws();
@@ -119,7 +123,7 @@ impl<'a> Plan<'a> {
             loop {
                 c.ws();
                 c.expect(b'"')?;
-                let key = c.string()?;
+                let key = c.string()?.as_bytes();
                 c.ws();
                 c.expect(b':')?;
                 c.ws();
@@ -215,7 +219,10 @@ const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
+/// A line, and the position reached in it.
 struct Cursor<'a> {
+    s: &'a str,
+    /// `s`'s bytes.
     b: &'a [u8],
     i: usize,
 }
@@ -253,15 +260,16 @@ impl<'a> Cursor<'a> {
     /// A string's bytes after its opening quote, up to the closing one
     /// (eaten); `None` for an escape or a control character (the general
     /// path unescapes, or rejects), or no closing quote.
-    fn string(&mut self) -> Option<&'a [u8]> {
+    fn string(&mut self) -> Option<&'a str> {
         let rest = self.b.get(self.i..)?;
         let end = rest
             .iter()
             .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-        let s = rest.get(..end)?;
         if rest.get(end) != Some(&b'"') {
             return None;
         }
+        // Both ends are ASCII bytes, so on character boundaries.
+        let s = self.s.get(self.i..self.i + end)?;
         self.i += end + 1;
         Some(s)
     }
@@ -344,7 +352,7 @@ impl<'a> Cursor<'a> {
         }
         // Rust's reading is correctly rounded too, and takes every JSON
         // number.
-        let text = std::str::from_utf8(self.b.get(start..self.i)?).ok()?;
+        let text = self.s.get(start..self.i)?;
         let v: f64 = text.parse().ok()?;
         v.is_finite().then_some(Num::F(v))
     }
@@ -372,7 +380,7 @@ impl<'a> Cursor<'a> {
             }
             Kind::Text => {
                 self.expect(b'"')?;
-                let s = std::str::from_utf8(self.string()?).ok()?;
+                let s = self.string()?;
                 Some(Cell::Text(s.to_owned()))
             }
             Kind::Other { .. } => None,
@@ -737,7 +745,7 @@ mod tests {
             for _ in 0..4000 {
                 let text = line(&mut rng, &names);
                 let (mut cells, mut arena) = (vec![Cell::Int(7)], vec![9u8]);
-                let fast = plan.row(text.as_bytes(), &mut cells, &mut arena);
+                let fast = plan.row(&text, &mut cells, &mut arena);
                 let general = super::super::general_row(&text, &fields, Path::new("."));
                 total += 1;
                 if !fast {
@@ -778,7 +786,7 @@ mod tests {
         ];
         let plan = Plan::new(&fields).expect("distinct names");
         let (mut cells, mut arena) = (Vec::new(), Vec::new());
-        let line = br#" {"id": -3, "score": 0.25, "x": [1, -2.5, 3e2], "name": "a b", "other": {"k": [null, true]}} "#;
+        let line = r#" {"id": -3, "score": 0.25, "x": [1, -2.5, 3e2], "name": "a b", "other": {"k": [null, true]}} "#;
         assert!(plan.row(line, &mut cells, &mut arena));
         let got: Vec<String> = cells.iter().map(|c| norm(c, &arena)).collect();
         let x: Vec<u8> = [1f32, -2.5, 300.0]
@@ -796,7 +804,7 @@ mod tests {
         );
         // An absent member and a null are missing.
         cells.clear();
-        assert!(plan.row(br#"{"id": null}"#, &mut cells, &mut arena));
+        assert!(plan.row(r#"{"id": null}"#, &mut cells, &mut arena));
         assert!(cells.iter().all(|c| matches!(c, Cell::Missing)));
         // Two fields of one name: no plan.
         let twice = vec![
