@@ -250,6 +250,201 @@ where
     })
 }
 
+/// Work handed over one item at a time (pushed, where [`ordered`] pulls),
+/// done on worker threads of the pool's own, the results taken back on
+/// the pushing thread in the order the items were pushed. For a writer
+/// whose caller gives it data piece by piece: each piece is pushed as it
+/// is ready and the results are written out as they come back, in order,
+/// while later pieces are still being worked on.
+///
+/// At most `max_items` items, of at most `max_bytes` bytes together (as
+/// the pusher counts them; one item always fits), are in flight: pushing
+/// past either first hands the oldest results to `done`, so memory stays
+/// bounded whatever the input. A panic in `work` is resumed on the
+/// pushing thread when its result is taken. Dropping the pool drops what
+/// is still queued and waits for the workers to finish the item each
+/// holds.
+///
+/// ```
+/// use dataformats_core::parallel::OrderedPool;
+///
+/// let mut pool = OrderedPool::new(3, 8, 1 << 20, |x: u64| x * x).unwrap();
+/// let mut squares = Vec::new();
+/// for x in 1..=100u64 {
+///     pool.push(x, 8, |y| {
+///         squares.push(y);
+///         Ok::<_, ()>(())
+///     })
+///     .unwrap();
+/// }
+/// pool.finish(|y| {
+///     squares.push(y);
+///     Ok::<_, ()>(())
+/// })
+/// .unwrap();
+/// assert_eq!(squares, (1..=100u64).map(|x| x * x).collect::<Vec<_>>());
+/// ```
+pub struct OrderedPool<I, O> {
+    jobs: Option<mpsc::Sender<(u64, I)>>,
+    results: mpsc::Receiver<(u64, std::thread::Result<O>)>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    /// Set when the pool is dropped: queued items are skipped.
+    closed: Arc<AtomicBool>,
+    /// The bytes of each item in flight, oldest first.
+    in_flight: std::collections::VecDeque<usize>,
+    bytes: usize,
+    pushed: u64,
+    taken: u64,
+    /// Results that came back before an older one.
+    waiting: BTreeMap<u64, O>,
+    max_items: usize,
+    max_bytes: usize,
+}
+
+impl<I, O> std::fmt::Debug for OrderedPool<I, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderedPool")
+            .field("workers", &self.workers.len())
+            .field("in_flight", &self.in_flight.len())
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I: Send + 'static, O: Send + 'static> OrderedPool<I, O> {
+    /// A pool of `threads` workers (at least one) running `work`, with at
+    /// most `max_items` items (at least `threads`) and `max_bytes` bytes in
+    /// flight. Fails only when a thread cannot be started.
+    pub fn new(
+        threads: usize,
+        max_items: usize,
+        max_bytes: usize,
+        work: impl Fn(I) -> O + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let threads = threads.max(1);
+        let (job_tx, job_rx) = mpsc::channel::<(u64, I)>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (out_tx, out_rx) = mpsc::channel();
+        let work = Arc::new(work);
+        let closed = Arc::new(AtomicBool::new(false));
+        let mut pool = OrderedPool {
+            jobs: Some(job_tx),
+            results: out_rx,
+            workers: Vec::with_capacity(threads),
+            closed: closed.clone(),
+            in_flight: std::collections::VecDeque::new(),
+            bytes: 0,
+            pushed: 0,
+            taken: 0,
+            waiting: BTreeMap::new(),
+            max_items: max_items.max(threads),
+            max_bytes,
+        };
+        for w in 0..threads {
+            let (job_rx, out_tx, work, closed) =
+                (job_rx.clone(), out_tx.clone(), work.clone(), closed.clone());
+            // On failure the pool is dropped: the workers started so far
+            // see the end of the jobs and are waited for.
+            let worker = std::thread::Builder::new()
+                .name(format!("pool-{w}"))
+                .spawn(move || {
+                    loop {
+                        let job = match job_rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((i, item)) = job else { return };
+                        if closed.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let out = std::panic::catch_unwind(AssertUnwindSafe(|| work(item)));
+                        let failed = out.is_err();
+                        if out_tx.send((i, out)).is_err() || failed {
+                            return;
+                        }
+                    }
+                })?;
+            pool.workers.push(worker);
+        }
+        Ok(pool)
+    }
+
+    /// Hands `item` (counted as `bytes`) to the workers, after handing the
+    /// oldest results to `done` until it fits; an error of `done` is
+    /// returned at once (the item is then not pushed).
+    pub fn push<E>(
+        &mut self,
+        item: I,
+        bytes: usize,
+        mut done: impl FnMut(O) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while !self.in_flight.is_empty()
+            && (self.in_flight.len() >= self.max_items
+                || self.bytes.saturating_add(bytes) > self.max_bytes)
+        {
+            done(self.take_oldest())?;
+        }
+        // The workers hold the receiver until the pool is dropped (the
+        // sender lives as long as the pool), and one that panicked has its
+        // panic waiting in `results`, taken (and resumed) before any later
+        // result.
+        if let Some(jobs) = &self.jobs
+            && jobs.send((self.pushed, item)).is_ok()
+        {
+            self.pushed += 1;
+            self.in_flight.push_back(bytes);
+            self.bytes += bytes;
+        }
+        Ok(())
+    }
+
+    /// Hands every result still to come to `done`, in order.
+    pub fn finish<E>(&mut self, mut done: impl FnMut(O) -> Result<(), E>) -> Result<(), E> {
+        while !self.in_flight.is_empty() {
+            done(self.take_oldest())?;
+        }
+        Ok(())
+    }
+
+    /// Items pushed whose results have not been taken.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Waits for the oldest result in flight (there is one).
+    fn take_oldest(&mut self) -> O {
+        loop {
+            if let Some(out) = self.waiting.remove(&self.taken) {
+                self.taken += 1;
+                if let Some(b) = self.in_flight.pop_front() {
+                    self.bytes -= b;
+                }
+                return out;
+            }
+            match self.results.recv() {
+                Ok((i, Ok(out))) => {
+                    self.waiting.insert(i, out);
+                }
+                Ok((_, Err(panic))) => std::panic::resume_unwind(panic),
+                // Every worker gone with no panic to pass on: cannot
+                // happen while the pool holds the jobs' sender (a worker
+                // ends early only by a panic, which comes first).
+                Err(_) => std::panic::resume_unwind(Box::new("the pool's workers ended")),
+            }
+        }
+    }
+}
+
+impl<I, O> Drop for OrderedPool<I, O> {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,6 +644,134 @@ mod tests {
             },
             |_| Ok(()),
         );
+    }
+
+    /// Pushes 0..n (item x counted as `bytes(x)` bytes) to a pool of
+    /// `threads` whose work sleeps now and then, so that later items finish
+    /// first; what `done` got, the most items and bytes in flight at once,
+    /// and the result.
+    fn run_pool(
+        threads: usize,
+        n: u64,
+        max_items: usize,
+        max_bytes: usize,
+        bytes: impl Fn(u64) -> usize,
+        fail_done_at: Option<u64>,
+    ) -> (Vec<u64>, usize, usize, Result<(), String>) {
+        use std::sync::atomic::AtomicUsize;
+        let running = Arc::new(AtomicUsize::new(0));
+        let r = running.clone();
+        let mut pool = OrderedPool::new(threads, max_items, max_bytes, move |x: u64| {
+            r.fetch_add(1, Ordering::SeqCst);
+            if x.is_multiple_of(3) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            r.fetch_sub(1, Ordering::SeqCst);
+            x * 10
+        })
+        .unwrap();
+        let mut seen = Vec::new();
+        let (mut most_items, mut most_bytes) = (0, 0);
+        let mut done = |o: u64| {
+            if Some(o / 10) == fail_done_at {
+                return Err(format!("done {}", o / 10));
+            }
+            seen.push(o);
+            Ok(())
+        };
+        let mut result = Ok(());
+        for x in 0..n {
+            if let Err(e) = pool.push(x, bytes(x), &mut done) {
+                result = Err(e);
+                break;
+            }
+            most_items = most_items.max(pool.in_flight());
+            most_bytes = most_bytes.max(pool.bytes);
+        }
+        if result.is_ok() {
+            result = pool.finish(&mut done);
+        }
+        assert!(running.load(Ordering::SeqCst) <= threads);
+        (seen, most_items, most_bytes, result)
+    }
+
+    #[test]
+    fn a_pool_gives_the_results_in_the_order_pushed() {
+        let want: Vec<u64> = (0..300).map(|x| x * 10).collect();
+        for t in [1, 2, 3, 8] {
+            let (seen, most, _, r) = run_pool(t, 300, 6, usize::MAX, |_| 1, None);
+            assert_eq!(r, Ok(()));
+            assert_eq!(seen, want, "{t} threads");
+            assert!(most <= 6.max(t), "{most} items in flight, {t} threads");
+        }
+    }
+
+    #[test]
+    fn a_pool_keeps_its_bytes_in_flight_bounded() {
+        // Items of 1 to 100 bytes, at most 250 in flight; an item larger
+        // than the bound still goes through, alone.
+        let size = |x: u64| {
+            if x == 77 {
+                1000
+            } else {
+                (x % 100 + 1) as usize
+            }
+        };
+        let (seen, _, most, r) = run_pool(2, 200, 64, 250, size, None);
+        assert_eq!(r, Ok(()));
+        assert_eq!(seen, (0..200).map(|x| x * 10).collect::<Vec<_>>());
+        assert_eq!(most, 1000, "the large item alone");
+        let (_, _, most, _) = run_pool(2, 200, 64, 250, |x| (x % 100 + 1) as usize, None);
+        assert!(most <= 250, "{most} bytes in flight");
+    }
+
+    #[test]
+    fn an_error_of_done_in_a_pool_stops_at_that_item() {
+        for t in [1, 3] {
+            let (seen, _, _, r) = run_pool(t, 100, 4, usize::MAX, |_| 1, Some(41));
+            assert_eq!(r, Err("done 41".to_string()), "{t} threads");
+            assert_eq!(seen, (0..41).map(|x| x * 10).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_pool_dropped_with_work_queued_ends() {
+        use std::sync::atomic::AtomicUsize;
+        let worked = Arc::new(AtomicUsize::new(0));
+        let w = worked.clone();
+        let mut pool = OrderedPool::new(2, 1000, usize::MAX, move |x: u64| {
+            w.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            x
+        })
+        .unwrap();
+        for x in 0..500 {
+            pool.push(x, 1, |_| Ok::<_, ()>(())).unwrap();
+        }
+        drop(pool);
+        // The workers finished the items they held and skipped the rest
+        // (pushing took far less than one item's 5 ms).
+        let n = worked.load(Ordering::SeqCst);
+        assert!(
+            n < 250,
+            "{n} of 500 queued items were worked on after the drop"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "bang")]
+    fn a_panic_in_a_pool_reaches_the_pusher() {
+        let mut pool = OrderedPool::new(2, 4, usize::MAX, |x: u64| {
+            if x == 9 {
+                panic!("bang");
+            }
+            x
+        })
+        .unwrap();
+        for x in 0..50 {
+            pool.push(x, 1, |_| Ok::<_, ()>(())).unwrap();
+        }
+        let _ = pool.finish(|_| Ok::<_, ()>(()));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use dataformats_core::AtomicFile;
 use dataformats_core::codec::{self, Codec};
+use dataformats_core::parallel::OrderedPool;
 
 use crate::encode::{check, encode};
 use crate::error::{Error, ErrorKind, Result};
@@ -16,9 +17,17 @@ use crate::values::Values;
 
 /// ML.NET's cap on rows per block.
 pub const DEFAULT_MAX_ROWS_PER_BLOCK: u32 = 8192;
-/// Block groups from this size (estimated from the column types) are
-/// deflated on every core.
+/// From the first block group of this size (estimated from the column
+/// types) on, blocks are deflated on every core.
 const PARALLEL_GROUP_BYTES: u64 = 256 << 10;
+
+/// Bytes of blocks handed to the deflating threads and not yet written, at
+/// most (a larger block goes alone).
+const DEFLATING_BYTES: usize = 64 << 20;
+
+/// What a deflating thread gives back for a column's block: the column,
+/// the block's decoded length and its deflated bytes.
+type Deflated = (usize, usize, std::result::Result<Vec<u8>, String>);
 
 /// ML.NET's cap on the bytes of one block group (one block of every column).
 pub const DEFAULT_MAX_BYTES_PER_BLOCK_GROUP: u64 = 80 << 20;
@@ -74,9 +83,12 @@ impl Default for WriterOptions {
     }
 }
 
-/// Writes an IDV file block by block: memory holds one block group (one
-/// block of every column) plus 16 bytes per written block. The file appears
-/// at its path when [`Writer::finish`] succeeds.
+/// Writes an IDV file block by block: memory holds the block group being
+/// filled (one block of every column), the blocks still being deflated
+/// (at most 64 MiB of them) and 16 bytes per written block. Large files
+/// are deflated on every core, blocks of several groups at once, and
+/// written in order, so the file is the same whatever the number of
+/// threads. The file appears at its path when [`Writer::finish`] succeeds.
 #[derive(Debug)]
 pub struct Writer {
     out: BufWriter<AtomicFile>,
@@ -87,6 +99,10 @@ pub struct Writer {
     pending: Vec<Values>,
     rows: u64,
     lookups: Vec<Vec<BlockEntry>>,
+    /// Threads to deflate on (0: every core).
+    threads: usize,
+    /// The deflating threads, from the first large block group on.
+    deflater: Option<OrderedPool<(usize, Vec<u8>), Deflated>>,
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -161,7 +177,16 @@ impl Writer {
             opts,
             rpb,
             rows: 0,
+            threads: 0,
+            deflater: None,
         })
+    }
+
+    /// Deflates on `threads` threads (0, the default: every core; 1: only
+    /// the calling thread). The file is the same either way. Takes effect
+    /// for the block groups not yet started on threads.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
     }
 
     /// Rows per block in use.
@@ -225,10 +250,6 @@ impl Writer {
             Some(p) if !p.is_empty() => p.len() as u64,
             _ => return Ok(()),
         };
-        // Columns are encoded here in order and deflated on every core
-        // when the group is large enough to be worth threads; the blocks
-        // are written in column order either way, so the file does not
-        // depend on the number of threads.
         let deflate = self.opts.compression == Compression::Deflate;
         let level = self.opts.level as i32;
         let group_bytes: u64 = self
@@ -236,68 +257,78 @@ impl Writer {
             .iter()
             .map(|c| fixed_row_bytes(&c.ty).saturating_mul(rows))
             .sum();
-        // Deflating 256 KiB takes milliseconds, far more than starting a
-        // thread; smaller groups (and every small file) stay on this one.
-        let threads = if deflate && self.columns.len() > 1 && group_bytes >= PARALLEL_GROUP_BYTES {
-            dataformats_core::parallel::threads(0)
-        } else {
-            1
-        };
+        // Deflating 256 KiB takes milliseconds, far more than handing it
+        // to a thread; files of small groups (every small file) stay on
+        // this one. Once the threads are there, every later block goes
+        // through them, so the blocks come out in order.
+        if deflate && self.deflater.is_none() && group_bytes >= PARALLEL_GROUP_BYTES {
+            let threads = dataformats_core::parallel::threads(self.threads);
+            if threads > 1 {
+                let pool = OrderedPool::new(
+                    threads,
+                    4 * threads,
+                    DEFLATING_BYTES,
+                    move |(i, raw): (usize, Vec<u8>)| -> Deflated {
+                        let stored = codec::compress(Codec::Deflate, &raw, Some(level))
+                            .map_err(|e| e.to_string());
+                        (i, raw.len(), stored)
+                    },
+                )
+                .map_err(io)?;
+                self.deflater = Some(pool);
+            }
+        }
         let Writer {
             out,
             pos,
             columns,
             pending,
             lookups,
+            deflater,
             ..
         } = self;
-        let mut next = columns.iter().zip(pending.iter_mut()).enumerate();
-        dataformats_core::parallel::ordered(
-            threads,
-            || {
-                let Some((i, (c, p))) = next.next() else {
-                    return Ok(None);
-                };
-                let mut raw = Vec::new();
-                encode(&c.ty, p, &mut raw);
-                *p = p.empty_like();
-                Ok(Some((i, raw)))
-            },
-            |(i, raw): (usize, Vec<u8>)| -> Result<(usize, usize, Vec<u8>)> {
-                let raw_len = raw.len();
-                if !deflate {
-                    return Ok((i, raw_len, raw));
+        for (i, (c, p)) in columns.iter().zip(pending.iter_mut()).enumerate() {
+            let mut raw = Vec::new();
+            encode(&c.ty, p, &mut raw);
+            *p = p.empty_like();
+            let mut put = |d: Deflated| put_block(out, pos, lookups, columns, d);
+            match deflater {
+                Some(pool) => {
+                    let n = raw.len();
+                    pool.push((i, raw), n, put)?;
                 }
-                let stored = codec::compress(Codec::Deflate, &raw, Some(level))
-                    .map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
-                Ok((i, raw_len, stored))
-            },
-            |r| {
-                let (i, raw_len, stored) = r?;
-                if raw_len > i32::MAX as usize || stored.len() > i32::MAX as usize {
-                    let name = columns.get(i).map_or("", |c| c.name.as_str());
-                    return Err(arg(format!(
-                        "column {name:?}: a block above 2 GiB; use fewer rows per block"
-                    )));
+                None if deflate => {
+                    let stored = codec::compress(Codec::Deflate, &raw, Some(level))
+                        .map_err(|e| e.to_string());
+                    put((i, raw.len(), stored))?;
                 }
-                out.write_all(&stored).map_err(io)?;
-                if let Some(l) = lookups.get_mut(i) {
-                    l.push(BlockEntry {
-                        offset: *pos,
-                        compressed_len: stored.len() as u32,
-                        decompressed_len: raw_len as u32,
-                    });
-                }
-                *pos += stored.len() as u64;
-                Ok(())
-            },
-        )
+                None => put((i, raw.len(), Ok(raw)))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every block still being deflated.
+    fn drain(&mut self) -> Result<()> {
+        let Writer {
+            out,
+            pos,
+            columns,
+            lookups,
+            deflater,
+            ..
+        } = self;
+        match deflater {
+            Some(pool) => pool.finish(|d| put_block(out, pos, lookups, columns, d)),
+            None => Ok(()),
+        }
     }
 
     /// Writes the last block group, lookup tables, annotations, the table of
     /// contents, the tail and the header, and moves the file into place.
     pub fn finish(mut self) -> Result<()> {
         self.flush_group()?;
+        self.drain()?;
         let comp_byte = match self.opts.compression {
             Compression::Deflate => 1u8,
             _ => 0u8,
@@ -385,6 +416,34 @@ impl Writer {
         let f = self.out.into_inner().map_err(|e| io(e.into_error()))?;
         f.finish().map_err(io)
     }
+}
+
+/// Writes column `i`'s block (deflated, or stored as it is) at `pos` and
+/// enters it in the column's lookup table.
+fn put_block(
+    out: &mut BufWriter<AtomicFile>,
+    pos: &mut u64,
+    lookups: &mut [Vec<BlockEntry>],
+    columns: &[ColumnSpec],
+    (i, raw_len, stored): Deflated,
+) -> Result<()> {
+    let stored = stored.map_err(|e| Error::new(ErrorKind::Io, e))?;
+    if raw_len > i32::MAX as usize || stored.len() > i32::MAX as usize {
+        let name = columns.get(i).map_or("", |c| c.name.as_str());
+        return Err(arg(format!(
+            "column {name:?}: a block above 2 GiB; use fewer rows per block"
+        )));
+    }
+    out.write_all(&stored).map_err(io)?;
+    if let Some(l) = lookups.get_mut(i) {
+        l.push(BlockEntry {
+            offset: *pos,
+            compressed_len: stored.len() as u32,
+            decompressed_len: raw_len as u32,
+        });
+    }
+    *pos += stored.len() as u64;
+    Ok(())
 }
 
 /// Bytes per row of a column whose values have a fixed size (text and

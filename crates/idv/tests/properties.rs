@@ -256,60 +256,76 @@ fn validate_fails_where_a_read_in_file_order_fails_first() {
 
 /// Block groups large enough to be deflated on several threads: every
 /// block lands at the offset its lookup entry gives, blocks follow each
-/// other in group then column order without a gap, and every value reads
-/// back.
+/// other in group then column order without a gap, every value reads
+/// back, and the file is byte for byte the one written on one thread, for
+/// one column (blocks of several groups deflated at once) and for four.
 #[test]
 fn blocks_deflated_on_threads_are_written_in_order() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("df-idv-parallel-write-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("groups.idv");
     let rows = 900_000usize;
     let mut rng = dataformats_core::rng::SplitMix64::new(12);
-    let columns: Vec<Vec<f64>> = (0..4)
+    let all: Vec<Vec<f64>> = (0..4)
         .map(|k| {
             (0..rows)
                 .map(|i| (i as f64 * 0.01 + k as f64).sin() + (rng.next_u64() % 1000) as f64)
                 .collect()
         })
         .collect();
-    let specs = (0..4)
-        .map(|k| ColumnSpec::new(format!("x{k}"), ColumnType::Scalar(ItemType::F64)))
-        .collect();
-    let mut w = Writer::create(
-        &path,
-        specs,
-        WriterOptions {
-            compression: Compression::Deflate,
-            rows_per_block: Some(200_000),
-            level: 1,
-        },
-    )
-    .unwrap();
-    // Uneven batches, so groups fill across calls.
-    let mut at = 0;
-    for n in [1, 150_000, 333_333, 416_666] {
-        let batch: Vec<Values> = columns
-            .iter()
-            .map(|c| Values::F64(c[at..at + n].to_vec()))
-            .collect();
-        w.write_batch(&batch).unwrap();
-        at += n;
-    }
-    w.finish().unwrap();
-    let r = Reader::open(&path).unwrap();
-    r.validate().unwrap();
-    assert_eq!(r.block_count(), 5);
-    let mut next = r.lookup(0).unwrap()[0].offset;
-    for b in 0..r.block_count() as usize {
-        for c in 0..4 {
-            let e = r.lookup(c).unwrap()[b];
-            assert_eq!(e.offset, next, "column {c}, block {b}");
-            next += u64::from(e.compressed_len);
+    for ncols in [1, 4] {
+        let columns = &all[..ncols];
+        let write = |threads: usize| {
+            let path = dir.join(format!("groups-{ncols}-{threads}.idv"));
+            let specs = (0..ncols)
+                .map(|k| ColumnSpec::new(format!("x{k}"), ColumnType::Scalar(ItemType::F64)))
+                .collect();
+            let mut w = Writer::create(
+                &path,
+                specs,
+                WriterOptions {
+                    compression: Compression::Deflate,
+                    rows_per_block: Some(200_000),
+                    level: 1,
+                },
+            )
+            .unwrap();
+            w.set_threads(threads);
+            // Uneven batches, so groups fill across calls.
+            let mut at = 0;
+            for n in [1, 150_000, 333_333, 416_666] {
+                let batch: Vec<Values> = columns
+                    .iter()
+                    .map(|c| Values::F64(c[at..at + n].to_vec()))
+                    .collect();
+                w.write_batch(&batch).unwrap();
+                at += n;
+            }
+            w.finish().unwrap();
+            path
+        };
+        let path = write(3);
+        let r = Reader::open(&path).unwrap();
+        r.validate().unwrap();
+        assert_eq!(r.block_count(), 5);
+        let mut next = r.lookup(0).unwrap()[0].offset;
+        for b in 0..r.block_count() as usize {
+            for c in 0..ncols {
+                let e = r.lookup(c).unwrap()[b];
+                assert_eq!(e.offset, next, "{ncols} columns: column {c}, block {b}");
+                next += u64::from(e.compressed_len);
+            }
         }
-    }
-    for (k, want) in columns.iter().enumerate() {
-        assert_eq!(&r.column::<f64>(&format!("x{k}")).unwrap(), want, "x{k}");
+        for (k, want) in columns.iter().enumerate() {
+            assert_eq!(&r.column::<f64>(&format!("x{k}")).unwrap(), want, "x{k}");
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        for threads in [1, 2, 0] {
+            assert!(
+                std::fs::read(write(threads)).unwrap() == bytes,
+                "{ncols} columns: the file written on {threads} thread(s) differs"
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
