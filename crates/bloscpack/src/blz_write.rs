@@ -202,6 +202,29 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     f.finish().map_err(|e| Error::from(e).in_file(path))
 }
 
+/// Writes a new file inside a directory that is still being built under
+/// a temporary name: no temporary file of its own and no sync here (the
+/// directory appears only when renamed, after [`sync_files`]).
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = std::fs::File::create_new(path).map_err(|e| Error::from(e).in_file(path))?;
+    f.write_all(bytes).map_err(|e| Error::from(e).in_file(path))
+}
+
+/// Syncs `paths` (files, then the directories holding them) to the disk.
+/// Synced one after the other once all are written, the first sync
+/// commits what the file system recorded of all of them, so each later
+/// one finds little left to do: a file synced as soon as it is written
+/// costs a commit of its own (833 chunk files of a 256 MB bcolz column
+/// took 1,666 syncs, a file's and its directory's each).
+fn sync_files<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    for p in paths {
+        std::fs::File::open(p)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::from(e).in_file(p))?;
+    }
+    Ok(())
+}
+
 fn write_json(path: &Path, v: &Value) -> Result<()> {
     let mut s = python_json(v);
     s.push('\n');
@@ -339,7 +362,7 @@ impl CArrayWriter {
                     .join("data")
                     .join(format!("__{}.blp", self.nchunks));
                 let bytes = chunk_file_bytes(&self.buf, &self.params)?;
-                write_file(&path, &bytes)?;
+                write_new_file(&path, &bytes)?;
                 self.cbytes += bytes.len() as u64 - 16;
                 self.nchunks += 1;
                 self.len += self.chunklen;
@@ -359,15 +382,29 @@ impl CArrayWriter {
             ));
         }
         let dir = self.dir()?.to_path_buf();
+        let mut files = self.nchunks;
         if !self.buf.is_empty() {
             let bytes = chunk_file_bytes(&self.buf, &self.params)?;
-            write_file(
+            write_new_file(
                 &dir.join("data").join(format!("__{}.blp", self.nchunks)),
                 &bytes,
             )?;
             self.cbytes += bytes.len() as u64 - 16;
             self.len += self.buf.len() as u64 / self.atomsize;
+            files += 1;
         }
+        // Every chunk file, then the directories, on the disk before the
+        // array appears under its name.
+        let data = dir.join("data");
+        let chunks: Vec<PathBuf> = (0..files)
+            .map(|i| data.join(format!("__{i}.blp")))
+            .collect();
+        sync_files(
+            chunks
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([data.as_path(), dir.as_path()]),
+        )?;
         let mut shape = vec![self.len];
         shape.extend_from_slice(&self.trailing);
         write_meta(
@@ -383,6 +420,10 @@ impl CArrayWriter {
         write_json(&dir.join("__attrs__"), &self.attrs)?;
         std::fs::rename(&dir, &self.target).map_err(|e| Error::from(e).in_file(&self.target))?;
         self.temp = None;
+        // The rename itself, in the directory that now holds the array.
+        if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_files([parent])?;
+        }
         CArray::open(&self.target)
     }
 }
