@@ -1135,6 +1135,29 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
     assert!(errors.iter().all(|e| e == &errors[0]), "{errors:?}");
 }
 
+/// A conversion to IDV deflates on the threads it is given, and the file
+/// is the same on one thread, on three and on every core.
+#[test]
+fn idv_targets_are_the_same_on_any_number_of_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let blp = dir.path().join("in.blp");
+    float_blp(&blp, &[100_000, 5], 1 << 20);
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let out = dir.path().join(format!("t{threads}.idv"));
+        let opts = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        convert(&blp, &out, &opts).unwrap();
+        files.push(std::fs::read(&out).unwrap());
+    }
+    let r = dataformats::idv::Reader::open(dir.path().join("t1.idv")).unwrap();
+    r.validate().unwrap();
+    assert!(r.block_count() > 1, "{} block groups", r.block_count());
+    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+}
+
 /// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
 /// that hold a whole number of 40-byte rows only every 131,072 rows, five
 /// batches' worth) are cut into batches of about `BATCH_BYTES`, still

@@ -606,11 +606,13 @@ fn first_null(a: &dyn Array, ty: &ColumnType) -> Option<usize> {
     })
 }
 
-/// Writes every batch of `input` to the IDV file `output`.
+/// Writes every batch of `input` to the IDV file `output`, deflating on
+/// `threads` threads (0: every core).
 pub(crate) fn write(
     input: &mut dyn BatchStream,
     output: &std::path::Path,
     opts: &IdvOptions,
+    threads: usize,
     lossy: bool,
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
@@ -661,6 +663,7 @@ pub(crate) fn write(
     report.check(lossy)?;
     let kvs: Vec<Option<StringArray>> = specs.iter().map(key_values).collect();
     let mut w = Writer::create(output, specs.clone(), opts.writer).map_err(Error::Idv)?;
+    w.set_threads(threads);
     let mut written = 0u64;
     let mut null_counts: Vec<(Option<u64>, u64)> = vec![(None, 0); cols.len()];
     let mut batch: Option<RecordBatch> = first;

@@ -204,8 +204,9 @@ pub struct ConvertOptions {
     pub batch_size: usize,
     /// Threads a conversion may use (0: every core): a format's batches
     /// are decoded on all of them but the writer's; CNTK text → CBF, JSON
-    /// lines → MLDF and tar → TBL v2 parse or compress on that many. The
-    /// output does not depend on it.
+    /// lines → MLDF and tar → TBL v2 parse or compress on that many, and
+    /// an IDV target is deflated on that many. The output does not depend
+    /// on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
@@ -1160,7 +1161,15 @@ fn write_target(
         #[cfg(feature = "cntk")]
         Target::Cntk => cntk::write(stream, output, &opts.cntk, opts.lossy, report, progress),
         #[cfg(feature = "idv")]
-        Target::Idv => idv::write(stream, output, &opts.idv, opts.lossy, report, progress),
+        Target::Idv => idv::write(
+            stream,
+            output,
+            &opts.idv,
+            opts.threads,
+            opts.lossy,
+            report,
+            progress,
+        ),
         #[cfg(feature = "bloscpack")]
         Target::Bloscpack => bloscpack::write(
             stream,
