@@ -277,8 +277,8 @@ pub struct ConvertArgs {
     #[arg(long)]
     lossy: bool,
     /// Threads the conversion may use (0: every core; the output does not
-    /// depend on it). Used by CNTK text -> binary, JSON lines -> MLDF and
-    /// tar -> TBL v2.
+    /// depend on it): decoding the input's batches, CNTK text -> binary,
+    /// JSON lines -> MLDF, tar -> TBL v2 and deflating IDV output.
     #[arg(long, alias = "workers", default_value_t = 0)]
     threads: usize,
     /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.
