@@ -210,7 +210,7 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
     f.write_all(bytes).map_err(|e| Error::from(e).in_file(path))
 }
 
-/// Syncs `paths` (files, then the directories holding them) to the disk.
+/// Syncs the files `paths` to the disk.
 /// Synced one after the other once all are written, the first sync
 /// commits what the file system recorded of all of them, so each later
 /// one finds little left to do: a file synced as soon as it is written
@@ -223,6 +223,17 @@ fn sync_files<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
             .map_err(|e| Error::from(e).in_file(p))?;
     }
     Ok(())
+}
+
+/// Syncs directories `paths` (what they list: files created, renamed in).
+/// Where a directory cannot be opened as a file (Windows), there is
+/// nothing to sync and nothing is done.
+fn sync_dirs<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    if cfg!(unix) {
+        sync_files(paths)
+    } else {
+        Ok(())
+    }
 }
 
 fn write_json(path: &Path, v: &Value) -> Result<()> {
@@ -399,12 +410,8 @@ impl CArrayWriter {
         let chunks: Vec<PathBuf> = (0..files)
             .map(|i| data.join(format!("__{i}.blp")))
             .collect();
-        sync_files(
-            chunks
-                .iter()
-                .map(PathBuf::as_path)
-                .chain([data.as_path(), dir.as_path()]),
-        )?;
+        sync_files(chunks.iter().map(PathBuf::as_path))?;
+        sync_dirs([data.as_path(), dir.as_path()])?;
         let mut shape = vec![self.len];
         shape.extend_from_slice(&self.trailing);
         write_meta(
@@ -422,7 +429,7 @@ impl CArrayWriter {
         self.temp = None;
         // The rename itself, in the directory that now holds the array.
         if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_files([parent])?;
+            sync_dirs([parent])?;
         }
         CArray::open(&self.target)
     }
