@@ -195,21 +195,7 @@ where
             let out_tx = out_tx.clone();
             let (job_rx, work, closed) = (&job_rx, &work, &closed);
             s.spawn(move || {
-                loop {
-                    if !active.wait_turn(w, closed) {
-                        return;
-                    }
-                    let job = match job_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((i, item)) = job else { return };
-                    let out = std::panic::catch_unwind(AssertUnwindSafe(|| work(item)));
-                    let failed = out.is_err();
-                    if out_tx.send((i, out)).is_err() || failed {
-                        return;
-                    }
-                }
+                while active.wait_turn(w, closed) && serve_one(job_rx, &out_tx, work, || false) {}
             });
         }
         drop(out_tx);
@@ -248,6 +234,31 @@ where
         }
         end.unwrap_or(Ok(()))
     })
+}
+
+/// One step of a worker thread: takes the next numbered item from `jobs`
+/// (unless `skip` says the run was closed meanwhile), runs `work` on it
+/// and sends the result, or the panic that ended it, to `results`. False
+/// when the worker is to stop: no more items, the run closed, nobody to
+/// take the result, or `work` panicked (the panic is the last thing the
+/// worker sends).
+fn serve_one<I, O>(
+    jobs: &Mutex<mpsc::Receiver<(u64, I)>>,
+    results: &mpsc::Sender<(u64, std::thread::Result<O>)>,
+    work: &(impl Fn(I) -> O + ?Sized),
+    skip: impl Fn() -> bool,
+) -> bool {
+    let job = match jobs.lock() {
+        Ok(rx) => rx.recv(),
+        Err(_) => return false,
+    };
+    let Ok((i, item)) = job else { return false };
+    if skip() {
+        return false;
+    }
+    let out = std::panic::catch_unwind(AssertUnwindSafe(|| work(item)));
+    let failed = out.is_err();
+    results.send((i, out)).is_ok() && !failed
 }
 
 /// Work handed over one item at a time (pushed, where [`ordered`] pulls),
@@ -348,21 +359,7 @@ impl<I: Send + 'static, O: Send + 'static> OrderedPool<I, O> {
             let worker = std::thread::Builder::new()
                 .name(format!("pool-{w}"))
                 .spawn(move || {
-                    loop {
-                        let job = match job_rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok((i, item)) = job else { return };
-                        if closed.load(Ordering::Acquire) {
-                            return;
-                        }
-                        let out = std::panic::catch_unwind(AssertUnwindSafe(|| work(item)));
-                        let failed = out.is_err();
-                        if out_tx.send((i, out)).is_err() || failed {
-                            return;
-                        }
-                    }
+                    while serve_one(&job_rx, &out_tx, &*work, || closed.load(Ordering::Acquire)) {}
                 })?;
             pool.workers.push(worker);
         }
