@@ -453,6 +453,10 @@ pub struct ConvertReport {
     pub sequences: u64,
     /// Samples over all streams.
     pub samples: u64,
+    /// Samples as the file's chunk table counts them: each sequence as
+    /// many as its longest stream has (what a reader gives as the
+    /// number of sample rows).
+    pub records: u64,
     /// Negative sparse indices written as is (only with
     /// [`Chunking::Ctf2bin`]); a file with any is invalid.
     pub negative_indices: u64,
@@ -761,8 +765,18 @@ impl Assembler {
                 }
             })
             .collect();
+        let rows = self
+            .acc
+            .iter()
+            .map(|x| match x {
+                Acc::Dense { samples, .. } => u64::from(*samples),
+                Acc::Sparse { used, .. } => *used as u64,
+            })
+            .max()
+            .unwrap_or(0);
         self.w.add_sequence(&data)?;
         self.report.sequences += 1;
+        self.report.records += rows;
         for a in &mut self.acc {
             match a {
                 Acc::Dense { samples, bytes } => {
@@ -1435,7 +1449,17 @@ mod tests {
             match r {
                 Ok(rep) => {
                     assert_eq!(progress, text.len());
-                    Ok((rep, bytes.expect("the output exists after success")))
+                    let bytes = bytes.expect("the output exists after success");
+                    // The report counts the rows the file's chunk table gives.
+                    let table = crate::read::Reader::from_bytes(bytes.clone()).unwrap();
+                    let rows: u64 = table
+                        .chunks()
+                        .iter()
+                        .map(|c| u64::from(c.num_samples))
+                        .sum();
+                    assert_eq!(rep.records, rows);
+                    assert!(rep.records <= rep.samples);
+                    Ok((rep, bytes))
                 }
                 Err(e) => {
                     assert!(bytes.is_none(), "no output after {e}");
