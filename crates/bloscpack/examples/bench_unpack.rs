@@ -165,17 +165,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect();
             let out = std::cell::RefCell::new(out);
+            // Raw c-blosc, one thread, chunk after chunk.
+            let raw_decode = || {
+                let mut out = out.borrow_mut();
+                for (src, dst) in &chunks {
+                    blosc::decompress_into(&file[src.clone()], &mut out[dst.clone()], 1)
+                        .expect("raw decode");
+                }
+            };
             let [memcpy, raw, unpack, digests, par] = rounds(
                 runs,
                 &mut [
                     &mut || out.borrow_mut().copy_from_slice(black_box(&data)),
-                    &mut || {
-                        let mut out = out.borrow_mut();
-                        for (src, dst) in &chunks {
-                            blosc::decompress_into(&file[src.clone()], &mut out[dst.clone()], 1)
-                                .expect("raw decode");
-                        }
-                    },
+                    &mut || raw_decode(),
                     &mut || fast.read_all_into(&mut out.borrow_mut()).expect("unpack"),
                     &mut || {
                         checked
@@ -231,20 +233,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // Rounds of their own, so raw c-blosc runs again beside it.
             let [raw2, checked_par2] = rounds(
                 runs,
-                &mut [
-                    &mut || {
-                        let mut out = out.borrow_mut();
-                        for (src, dst) in &chunks {
-                            blosc::decompress_into(&file[src.clone()], &mut out[dst.clone()], 1)
-                                .expect("raw decode");
-                        }
-                    },
-                    &mut || {
-                        checked
-                            .read_all_into_parallel(&mut out.borrow_mut())
-                            .expect("parallel")
-                    },
-                ],
+                &mut [&mut || raw_decode(), &mut || {
+                    checked
+                        .read_all_into_parallel(&mut out.borrow_mut())
+                        .expect("parallel")
+                }],
             );
             digest_lines.push(format!(
                 "{name} {}: unpack with digests / raw c-blosc: {:.0}% on one thread plus the \
