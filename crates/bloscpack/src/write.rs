@@ -320,6 +320,21 @@ fn metadata_section(v: &Value, o: &MetadataOptions) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Writes a compressed chunk and its digest at `pos` and enters its offset.
+fn put_chunk<W: Sink>(
+    sink: &mut W,
+    offsets: &mut Vec<i64>,
+    pos: &mut u64,
+    compressed: Compressed,
+) -> Result<()> {
+    let (chunk, digest) = compressed.map_err(|e| Error::new(ErrorKind::InvalidArgument, e))?;
+    sink.write_all(&chunk)?;
+    sink.write_all(digest.as_bytes())?;
+    offsets.push(i64::try_from(*pos).unwrap_or(i64::MAX));
+    *pos += (chunk.len() + digest.as_bytes().len()) as u64;
+    Ok(())
+}
+
 /// A streaming Bloscpack writer.
 ///
 /// The total payload size is declared up front (it fixes the number of
@@ -339,7 +354,21 @@ pub struct Writer<W: Sink> {
     buf: Vec<u8>,
     written: u64,
     total: u64,
+    /// Chunks handed on (written, or compressing on `pool`).
+    chunks: u64,
+    /// Threads asked for by [`Writer::set_threads`] (0: every core).
+    threads: usize,
+    /// Compresses chunks on threads of its own once the payload is large
+    /// enough; results are written in order.
+    pool: Option<dataformats_core::parallel::OrderedPool<Vec<u8>, Compressed>>,
 }
+
+/// A chunk compressed on a pool thread with its digest, or why not.
+type Compressed = std::result::Result<(Vec<u8>, dataformats_core::Digest), String>;
+
+/// Bytes of chunks in flight on the pool at most (handed over but not yet
+/// written).
+const COMPRESSING_BYTES: usize = 64 << 20;
 
 impl Writer<AtomicSink> {
     /// Starts writing the file at `path` (it appears when `finish` succeeds).
@@ -429,7 +458,20 @@ impl<W: Sink> Writer<W> {
             buf: Vec::new(),
             written: 0,
             total,
+            chunks: 0,
+            threads: 0,
+            pool: None,
         })
+    }
+
+    /// Compresses chunks on `threads` threads (0, the default: every core;
+    /// 1: only the calling thread), each chunk on one of them, written in
+    /// order: the file is the same either way. A payload under a few
+    /// megabytes stays on the calling thread. Independent of
+    /// [`WriteOptions::threads`], c-blosc's threads inside one chunk. Takes
+    /// effect before the first chunk is complete.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
     }
 
     /// The header this writer writes.
@@ -438,21 +480,52 @@ impl<W: Sink> Writer<W> {
     }
 
     fn current_chunk_len(&self) -> u64 {
-        let i = self.offsets.len() as u64;
-        self.header.declared_chunk_size(i).unwrap_or(0)
+        self.header.declared_chunk_size(self.chunks).unwrap_or(0)
     }
 
     fn flush_chunk(&mut self) -> Result<()> {
-        let chunk = blosc::compress(&self.buf, &self.opts.blosc(self.typesize))
-            .map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
-        self.sink.write_all(&chunk)?;
-        self.sink
-            .write_all(self.opts.checksum.digest(&chunk).as_bytes())?;
-        self.offsets
-            .push(i64::try_from(self.pos).unwrap_or(i64::MAX));
-        self.pos += (chunk.len() + self.opts.checksum.digest_size()) as u64;
-        self.buf.clear();
-        Ok(())
+        let params = self.opts.blosc(self.typesize);
+        let checksum = self.opts.checksum;
+        if self.pool.is_none() && self.chunks == 0 && self.header.nchunks > 1 {
+            let threads = dataformats_core::parallel::threads_for(self.total, self.threads);
+            if threads > 1 {
+                self.pool = Some(dataformats_core::parallel::OrderedPool::new(
+                    threads,
+                    4 * threads,
+                    COMPRESSING_BYTES,
+                    move |raw: Vec<u8>| -> Compressed {
+                        let chunk = blosc::compress(&raw, &params).map_err(|e| e.to_string())?;
+                        let digest = checksum.digest(&chunk);
+                        Ok((chunk, digest))
+                    },
+                )?);
+            }
+        }
+        self.chunks += 1;
+        let Writer {
+            sink,
+            offsets,
+            pos,
+            buf,
+            pool,
+            ..
+        } = self;
+        match pool {
+            Some(pool) => {
+                let raw = std::mem::replace(buf, Vec::with_capacity(buf.capacity()));
+                let n = raw.len();
+                pool.push(raw, n, |c| put_chunk(sink, offsets, pos, c))
+            }
+            None => {
+                let chunk = blosc::compress(buf, &params).map_err(|e| e.to_string());
+                let done = chunk.map(|c| {
+                    let digest = checksum.digest(&c);
+                    (c, digest)
+                });
+                buf.clear();
+                put_chunk(sink, offsets, pos, done)
+            }
+        }
     }
 
     /// Adds payload bytes.
@@ -508,6 +581,10 @@ impl<W: Sink> Writer<W> {
         if self.total == 0 {
             // One empty chunk, as the reference writes for empty input.
             self.flush_chunk()?;
+        }
+        if let Some(mut pool) = self.pool.take() {
+            let (sink, offsets, pos) = (&mut self.sink, &mut self.offsets, &mut self.pos);
+            pool.finish(|c| put_chunk(sink, offsets, pos, c))?;
         }
         if self.opts.offsets {
             self.sink.seek(SeekFrom::Start(self.offsets_at))?;

@@ -520,3 +520,40 @@ proptest! {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// Chunks compressed on any number of threads give the same file, written
+/// in any pieces, and it reads back; the payloads are large enough for the
+/// writer to start its threads.
+#[test]
+fn chunks_compressed_on_threads_give_the_same_file() {
+    let payload: Vec<u8> = (0..6_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 27) as u8 ^ (i / 1000) as u8)
+        .collect();
+    let write = |o: &WriteOptions, threads: usize, piece: usize| {
+        let mut w = Writer::new(Cursor::new(Vec::new()), payload.len() as u64, None, o).unwrap();
+        w.set_threads(threads);
+        for p in payload.chunks(piece) {
+            w.write_payload(p).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    };
+    for (codec, chunk, checksum) in [
+        (BloscCompressor::BloscLz, 1 << 20, ChecksumKind::Adler32),
+        (BloscCompressor::Lz4, 300_000, ChecksumKind::Sha256),
+        (BloscCompressor::Zstd, 1 << 20, ChecksumKind::None),
+    ] {
+        let o = WriteOptions::default()
+            .codec(codec)
+            .chunk_size(chunk)
+            .checksum(checksum);
+        let one = write(&o, 1, 1 << 20);
+        let back = Reader::from_bytes(one.clone()).unwrap();
+        assert_eq!(back.read_all().unwrap(), payload, "{codec:?}");
+        for (threads, piece) in [(2, 4096), (3, 1 << 20), (0, 777_777)] {
+            assert!(
+                write(&o, threads, piece) == one,
+                "{codec:?}, {threads} threads, pieces of {piece}"
+            );
+        }
+    }
+}

@@ -1158,6 +1158,30 @@ fn idv_targets_are_the_same_on_any_number_of_threads() {
     assert!(files.iter().all(|f| f == &files[0]), "the files differ");
 }
 
+/// A Bloscpack target large enough for its chunks to be compressed on
+/// threads is the same file on any number of them, and holds the input.
+#[test]
+fn bloscpack_targets_are_the_same_on_any_number_of_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.blp");
+    float_blp(&src, &[200_000, 5], 1 << 20);
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let out = dir.path().join(format!("t{threads}.blp"));
+        let opts = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        convert(&src, &out, &opts).unwrap();
+        files.push(std::fs::read(&out).unwrap());
+    }
+    let back = dataformats::bloscpack::Reader::open(dir.path().join("t1.blp")).unwrap();
+    let want = dataformats::bloscpack::Reader::open(&src).unwrap();
+    assert!(back.chunks().len() > 4, "{} chunks", back.chunks().len());
+    assert_eq!(back.read_all().unwrap(), want.read_all().unwrap());
+    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+}
+
 /// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
 /// that hold a whole number of 40-byte rows only every 131,072 rows, five
 /// batches' worth) are cut into batches of about `BATCH_BYTES`, still

@@ -324,11 +324,13 @@ fn unholdable_null(a: &dyn Array, i: usize) -> bool {
         )
 }
 
-/// Writes every batch of `input` to the Bloscpack file `output`.
+/// Writes every batch of `input` to the Bloscpack file `output`, its
+/// chunks compressed on `threads` threads (0: every core).
 pub(crate) fn write(
     input: &mut dyn BatchStream,
     output: &std::path::Path,
     opts: &BloscpackOptions,
+    threads: usize,
     lossy: bool,
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
@@ -413,6 +415,7 @@ pub(crate) fn write(
         )
     };
     let mut w = Writer::create(output, total, meta.as_ref(), &wopts).map_err(Error::Bloscpack)?;
+    w.set_threads(threads);
     spool.seek(SeekFrom::Start(0)).map_err(io)?;
     let mut piece = vec![0u8; 1 << 20];
     loop {

@@ -205,8 +205,8 @@ pub struct ConvertOptions {
     /// Threads a conversion may use (0: every core): a format's batches
     /// are decoded on all of them but the writer's; CNTK text → CBF, JSON
     /// lines → MLDF and tar → TBL v2 parse or compress on that many, and
-    /// an IDV target is deflated on that many. The output does not depend
-    /// on it.
+    /// an IDV target is deflated and a Bloscpack target's chunks are
+    /// compressed on that many. The output does not depend on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
@@ -1175,6 +1175,7 @@ fn write_target(
             stream,
             output,
             &opts.bloscpack,
+            opts.threads,
             opts.lossy,
             report,
             progress,
