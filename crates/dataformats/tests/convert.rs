@@ -1135,6 +1135,24 @@ fn default_batches_follow_chunks_and_threads_keep_their_order() {
     assert!(errors.iter().all(|e| e == &errors[0]), "{errors:?}");
 }
 
+/// Converts `src` to `t{threads}.{ext}` in `dir` on one thread, on three
+/// and on every core; the bytes of each file, and whether they are all the
+/// same.
+fn on_threads(src: &std::path::Path, dir: &std::path::Path, ext: &str) -> (Vec<Vec<u8>>, bool) {
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let out = dir.join(format!("t{threads}.{ext}"));
+        let opts = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        convert(src, &out, &opts).unwrap();
+        files.push(std::fs::read(&out).unwrap());
+    }
+    let same = files.iter().all(|f| f == &files[0]);
+    (files, same)
+}
+
 /// A conversion to IDV deflates on the threads it is given, and the file
 /// is the same on one thread, on three and on every core.
 #[test]
@@ -1142,20 +1160,11 @@ fn idv_targets_are_the_same_on_any_number_of_threads() {
     let dir = tempfile::tempdir().unwrap();
     let blp = dir.path().join("in.blp");
     float_blp(&blp, &[100_000, 5], 1 << 20);
-    let mut files = Vec::new();
-    for threads in [1, 3, 0] {
-        let out = dir.path().join(format!("t{threads}.idv"));
-        let opts = ConvertOptions {
-            threads,
-            ..Default::default()
-        };
-        convert(&blp, &out, &opts).unwrap();
-        files.push(std::fs::read(&out).unwrap());
-    }
+    let (_, same) = on_threads(&blp, dir.path(), "idv");
     let r = dataformats::idv::Reader::open(dir.path().join("t1.idv")).unwrap();
     r.validate().unwrap();
     assert!(r.block_count() > 1, "{} block groups", r.block_count());
-    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+    assert!(same, "the files differ");
 }
 
 /// A Bloscpack target large enough for its chunks to be compressed on
@@ -1165,21 +1174,12 @@ fn bloscpack_targets_are_the_same_on_any_number_of_threads() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("in.blp");
     float_blp(&src, &[200_000, 5], 1 << 20);
-    let mut files = Vec::new();
-    for threads in [1, 3, 0] {
-        let out = dir.path().join(format!("t{threads}.blp"));
-        let opts = ConvertOptions {
-            threads,
-            ..Default::default()
-        };
-        convert(&src, &out, &opts).unwrap();
-        files.push(std::fs::read(&out).unwrap());
-    }
-    let back = dataformats::bloscpack::Reader::open(dir.path().join("t1.blp")).unwrap();
+    let (files, same) = on_threads(&src, dir.path(), "blp");
+    let back = dataformats::bloscpack::Reader::from_bytes(files[0].clone()).unwrap();
     let want = dataformats::bloscpack::Reader::open(&src).unwrap();
     assert!(back.chunks().len() > 4, "{} chunks", back.chunks().len());
     assert_eq!(back.read_all().unwrap(), want.read_all().unwrap());
-    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+    assert!(same, "the files differ");
 }
 
 /// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
