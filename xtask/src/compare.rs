@@ -305,6 +305,24 @@ fn cntk(root: &Path, dir: &Path, ctf2bin: Option<&Path>, mb: u64) -> Result<(), 
         )
     };
     let ours = |threads: &str| ours_on(&input, threads);
+    // `n` more pairs of one-thread and every-core runs of `input`, the
+    // order swapped every pair, added to `one` and `all`.
+    let alternate = |input: &Path, n: usize, one: &mut Vec<f64>, all: &mut Vec<f64>| {
+        for k in 0..n {
+            let mut pair = [("1", 0.0), ("0", 0.0)];
+            if k % 2 == 0 {
+                pair.reverse();
+            }
+            for (threads, secs) in &mut pair {
+                fresh(&ours_out);
+                *secs = ours_on(input, threads)?;
+            }
+            for (threads, secs) in pair {
+                if threads == "1" { &mut *one } else { &mut *all }.push(secs);
+            }
+        }
+        Ok::<_, String>(())
+    };
     let (mut r, mut one, mut all) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..PAIRS {
         fresh(&ref_out);
@@ -321,19 +339,12 @@ fn cntk(root: &Path, dir: &Path, ctf2bin: Option<&Path>, mb: u64) -> Result<(), 
     // one process's start or one busy moment of the machine moves a run by
     // 10 to 20%: more pairs of them (cheap next to ctf2bin.py's seconds),
     // the order swapped every pair, and the median of the pairs' ratios.
-    for k in 0..ONE_ALL_PAIRS.saturating_sub(PAIRS) {
-        let mut pair = [("1", 0.0), ("0", 0.0)];
-        if k % 2 == 0 {
-            pair.reverse();
-        }
-        for (threads, secs) in &mut pair {
-            fresh(&ours_out);
-            *secs = ours(threads)?;
-        }
-        for (threads, secs) in pair {
-            if threads == "1" { &mut one } else { &mut all }.push(secs);
-        }
-    }
+    alternate(
+        &input,
+        ONE_ALL_PAIRS.saturating_sub(PAIRS),
+        &mut one,
+        &mut all,
+    )?;
     let scaling = median(one.iter().zip(&all).map(|(o, a)| o / a).collect());
     let pairs = one.len();
     // The same on ten times the text: on the default input about 9 ms of
@@ -343,18 +354,7 @@ fn cntk(root: &Path, dir: &Path, ctf2bin: Option<&Path>, mb: u64) -> Result<(), 
     let large = dir.join("large.ctf");
     let large_bytes = write_ctf(&large, mb * 10, what.contains("sparse"))?;
     let (mut one_l, mut all_l) = (Vec::new(), Vec::new());
-    for k in 0..PAIRS * 2 + 1 {
-        let mut pair = [("1", 0.0), ("0", 0.0)];
-        if k % 2 == 0 {
-            pair.reverse();
-        }
-        for (threads, secs) in &mut pair {
-            fresh(&ours_out);
-            *secs = ours_on(&large, threads)?;
-        }
-        one_l.push(pair.iter().find(|p| p.0 == "1").map_or(0.0, |p| p.1));
-        all_l.push(pair.iter().find(|p| p.0 == "0").map_or(0.0, |p| p.1));
-    }
+    alternate(&large, PAIRS * 2 + 1, &mut one_l, &mut all_l)?;
     let _ = std::fs::remove_file(&large);
     let scaling_l = median(one_l.iter().zip(&all_l).map(|(o, a)| o / a).collect());
     let (pairs_l, one_l, all_l) = (one_l.len(), median(one_l), median(all_l));

@@ -320,6 +320,13 @@ fn metadata_section(v: &Value, o: &MetadataOptions) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// One chunk's payload compressed, with the digest of the compressed bytes.
+fn compress_chunk(raw: &[u8], params: &BloscParams, checksum: ChecksumKind) -> Compressed {
+    let chunk = blosc::compress(raw, params).map_err(|e| e.to_string())?;
+    let digest = checksum.digest(&chunk);
+    Ok((chunk, digest))
+}
+
 /// Writes a compressed chunk and its digest at `pos` and enters its offset.
 fn put_chunk<W: Sink>(
     sink: &mut W,
@@ -493,11 +500,7 @@ impl<W: Sink> Writer<W> {
                     threads,
                     4 * threads,
                     COMPRESSING_BYTES,
-                    move |raw: Vec<u8>| -> Compressed {
-                        let chunk = blosc::compress(&raw, &params).map_err(|e| e.to_string())?;
-                        let digest = checksum.digest(&chunk);
-                        Ok((chunk, digest))
-                    },
+                    move |raw: Vec<u8>| compress_chunk(&raw, &params, checksum),
                 )?);
             }
         }
@@ -517,11 +520,7 @@ impl<W: Sink> Writer<W> {
                 pool.push(raw, n, |c| put_chunk(sink, offsets, pos, c))
             }
             None => {
-                let chunk = blosc::compress(buf, &params).map_err(|e| e.to_string());
-                let done = chunk.map(|c| {
-                    let digest = checksum.digest(&c);
-                    (c, digest)
-                });
+                let done = compress_chunk(buf, &params, checksum);
                 buf.clear();
                 put_chunk(sink, offsets, pos, done)
             }
