@@ -278,8 +278,8 @@ pub struct ConvertArgs {
     lossy: bool,
     /// Threads the conversion may use (0: every core; the output does not
     /// depend on it): decoding the input's batches, CNTK text -> binary,
-    /// JSON lines -> MLDF, tar -> TBL v2, deflating IDV output and
-    /// compressing Bloscpack chunks.
+    /// JSON lines -> MLDF, deflating IDV output, compressing Bloscpack
+    /// chunks and TBL v2 samples (tar -> TBL v2 too).
     #[arg(long, alias = "workers", default_value_t = 0)]
     threads: usize,
     /// TBL v2: store every sample raw (TurboLoader's --no-compress); IDV: no deflate.

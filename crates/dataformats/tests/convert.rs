@@ -1261,3 +1261,112 @@ fn units_of_a_few_batches_stay_whole() {
         vals(batch.column(1)).as_ref()
     );
 }
+
+/// An MLDF file at `path` of `n` records: an Int64 `id` and a Binary
+/// `data` of `size(i)` bytes, each byte `(i + k) % 251`.
+fn blob_mldf(path: &std::path::Path, n: i64, size: impl Fn(i64) -> usize) {
+    use arrow_array::builder::BinaryBuilder;
+    use arrow_array::{ArrayRef, Int64Array};
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("id", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("data", arrow_schema::DataType::Binary, false),
+    ]));
+    let batches = (0..n)
+        .step_by(500)
+        .map(|start| {
+            let ids: Vec<i64> = (start..(start + 500).min(n)).collect();
+            let mut data = BinaryBuilder::new();
+            for &i in &ids {
+                let v: Vec<u8> = (0..size(i))
+                    .map(|k| ((i as usize + k) % 251) as u8)
+                    .collect();
+                data.append_value(&v);
+            }
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ids)) as ArrayRef,
+                    Arc::new(data.finish()),
+                ],
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut stream = dataformats::BatchIter::from_batches(schema, batches);
+    let mut report = dataformats::convert::Report::default();
+    dataformats::convert::write(
+        Target::Mldf,
+        &mut stream,
+        path,
+        &ConvertOptions::default(),
+        &mut report,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.records, n as u64);
+}
+
+/// Records of large values (50 KB images) make batches of about
+/// `BATCH_BYTES`, not `BATCH_RECORDS` records: the first batch holds a
+/// few records, the rest as many as its values say fit. The lengths, so
+/// the output, are the same on any number of threads, and every record
+/// arrives in order. Small records still make batches of `BATCH_RECORDS`.
+#[test]
+fn batches_of_large_values_hold_about_batch_bytes() {
+    use arrow_array::cast::AsArray;
+    use dataformats::convert::{BATCH_BYTES, BATCH_RECORDS};
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let size = |i: i64| 50_000 + (i % 7) as usize * 100;
+    blob_mldf(&p("big.mldf"), 900, size);
+    let mut files = Vec::new();
+    for threads in [1, 2, 0] {
+        let opts = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        convert(&p("big.mldf"), &p("big.arrow"), &opts).unwrap();
+        files.push(std::fs::read(p("big.arrow")).unwrap());
+        let batches = ipc_batches(&p("big.arrow"));
+        assert_eq!(batches[0].num_rows(), 16, "the first batch");
+        let mut next = 0i64;
+        for b in &batches {
+            let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+            let data = b.column(1).as_binary::<i32>();
+            let bytes: usize = (0..b.num_rows()).map(|r| data.value(r).len()).sum();
+            assert!(
+                bytes as u64 <= BATCH_BYTES,
+                "a batch of {} records, {bytes} bytes",
+                b.num_rows()
+            );
+            for r in 0..b.num_rows() {
+                assert_eq!(ids.value(r), next);
+                assert_eq!(data.value(r).len(), size(next));
+                assert_eq!(data.value(r)[1], ((next + 1) % 251) as u8);
+                next += 1;
+            }
+        }
+        assert_eq!(next, 900);
+        assert!(
+            batches.len() > 900 * 50_000 / BATCH_BYTES as usize,
+            "{} batches",
+            batches.len()
+        );
+    }
+    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+    // Records of a few bytes: batches of BATCH_RECORDS after the first.
+    blob_mldf(&p("small.mldf"), 10_000, |i| (i % 10) as usize);
+    convert(
+        &p("small.mldf"),
+        &p("small.arrow"),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    let rows: Vec<usize> = ipc_batches(&p("small.arrow"))
+        .iter()
+        .map(RecordBatch::num_rows)
+        .collect();
+    let records = BATCH_RECORDS as usize;
+    assert_eq!(rows, [16, records, records, 10_000 - 16 - 2 * records]);
+}

@@ -10,7 +10,7 @@ use crate::dims;
 use crate::error::{Error, ErrorKind, Result, Stage};
 use crate::format::SampleFormat;
 use crate::read::Reader;
-use crate::write::{Compression, SampleInfo, Writer, encode_sample, wfail};
+use crate::write::{Compression, SampleInfo, Writer, wfail};
 
 /// One member's header, as the converter reads it.
 struct MemberHeader {
@@ -159,17 +159,12 @@ fn skip(r: &mut impl Read, n: u64) -> io::Result<bool> {
     Ok(io::copy(&mut r.take(n), &mut io::sink())? == n)
 }
 
-/// A kept member, read and waiting to be encoded.
-struct Member {
-    data: Vec<u8>,
-    info: SampleInfo,
-}
-
 /// Converts a tar stream into a TBL v2 file at `output`.
 ///
-/// `workers` threads compress samples in parallel (1 = on this thread); the
-/// output does not depend on it. `progress` is called with the bytes of each
-/// converted member. Memory holds one batch of members (about 16 MiB).
+/// `workers` threads compress samples in parallel (1 = on this thread; see
+/// [`Writer::set_threads`]); the output does not depend on it. `progress`
+/// is called with the bytes of each converted member. Memory holds the
+/// member being read and at most 64 MiB of members being compressed.
 pub fn tar_to_tbl(
     tar: &mut impl Read,
     output: impl AsRef<Path>,
@@ -178,50 +173,9 @@ pub fn tar_to_tbl(
     mut progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
     let mut w = Writer::create(output, compression)?;
+    w.set_threads(workers.max(1));
     let mut report = ConvertReport::default();
-    let mut batch: Vec<Member> = Vec::new();
-    let mut batch_bytes = 0usize;
-    let flush = |w: &mut Writer, batch: &mut Vec<Member>| -> Result<()> {
-        let encoded: Vec<Result<(Vec<u8>, crate::format::IndexEntry)>> =
-            if workers <= 1 || batch.len() < 2 {
-                batch
-                    .iter()
-                    .map(|m| encode_sample(&m.data, m.info, compression))
-                    .collect()
-            } else {
-                let per = batch.len().div_ceil(workers);
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = batch
-                        .chunks(per)
-                        .map(|part| {
-                            s.spawn(move || {
-                                part.iter()
-                                    .map(|m| encode_sample(&m.data, m.info, compression))
-                                    .collect::<Vec<_>>()
-                            })
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .flat_map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                vec![Err(Error::new(
-                                    ErrorKind::InvalidArgument,
-                                    "a worker panicked",
-                                )
-                                .in_stage(Stage::Write))]
-                            })
-                        })
-                        .collect()
-                })
-            };
-        for r in encoded {
-            let (bytes, mut entry) = r?;
-            w.add_encoded(&bytes, &mut entry)?;
-        }
-        batch.clear();
-        Ok(())
-    };
+    let mut data = Vec::new();
     while let Some(MemberHeader {
         name,
         size,
@@ -240,7 +194,7 @@ pub fn tar_to_tbl(
             .map_err(|_| Error::new(ErrorKind::Tar, "member too large").in_stage(Stage::Write))?;
         // Grown as the bytes arrive: a header claiming more than the tar
         // holds costs no more memory than the bytes that are there.
-        let mut data = Vec::new();
+        data.clear();
         tar.by_ref()
             .take(size)
             .read_to_end(&mut data)
@@ -253,25 +207,17 @@ pub fn tar_to_tbl(
         report.samples += 1;
         report.bytes += size;
         progress(size);
-        batch_bytes += len;
-        batch.push(Member {
-            data,
-            info: SampleInfo {
-                format,
-                width,
-                height,
-            },
-        });
-        if batch_bytes >= 16 << 20 || batch.len() >= 4096 {
-            flush(&mut w, &mut batch)?;
-            batch_bytes = 0;
-        }
+        let info = SampleInfo {
+            format,
+            width,
+            height,
+        };
+        w.add_sample(&data, info)?;
         // Padding; a last member without it is still converted.
         if !skip(tar, padded - size)? {
             break;
         }
     }
-    flush(&mut w, &mut batch)?;
     w.finish()?;
     Ok(report)
 }

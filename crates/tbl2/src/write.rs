@@ -129,38 +129,104 @@ pub fn encode_sample(
     info: SampleInfo,
     compression: Compression,
 ) -> Result<(Vec<u8>, IndexEntry)> {
-    let usize = u32::try_from(data.len())
-        .map_err(|_| werr(ErrorKind::InvalidArgument, "a sample must be under 4 GiB"))?;
+    let mut stored = Vec::new();
+    let entry = encode_sample_into(data, info, compression, &mut stored)?;
+    Ok((stored, entry))
+}
+
+/// [`encode_sample`], appending the stored bytes to `out`.
+fn encode_sample_into(
+    data: &[u8],
+    info: SampleInfo,
+    compression: Compression,
+    out: &mut Vec<u8>,
+) -> Result<IndexEntry> {
+    let uncompressed_size = sample_size(data.len())?;
     let crc = ChecksumKind::Crc16Modbus.digest(data).value().unwrap_or(0) as u16;
-    let mut stored: Option<Vec<u8>> = None;
+    let start = out.len();
+    let mut compressed = false;
     if compression == Compression::Lz4 && !data.is_empty() {
-        let c = codec::compress(Codec::Lz4Block, data, None)
+        let n = codec::compress_append(Codec::Lz4Block, data, None, out)
             .map_err(|e| werr(ErrorKind::InvalidArgument, e.to_string()))?;
-        if c.len() < data.len() {
-            stored = Some(c);
+        compressed = n < data.len();
+        if !compressed {
+            out.truncate(start);
         }
     }
-    let compressed = stored.is_some();
-    let bytes = stored.unwrap_or_else(|| data.to_vec());
-    let entry = IndexEntry {
+    if !compressed {
+        out.extend_from_slice(data);
+    }
+    Ok(IndexEntry {
         offset: 0,
-        size: u32::try_from(bytes.len())
-            .map_err(|_| werr(ErrorKind::InvalidArgument, "sample too large"))?,
-        uncompressed_size: usize,
+        // At most the sample's own size, which fits.
+        size: u32::try_from(out.len() - start).unwrap_or(uncompressed_size),
+        uncompressed_size,
         width: info.width,
         height: info.height,
         format: info.format,
         flags: if compressed { SAMPLE_COMPRESSED } else { 0 },
         checksum: crc,
-    };
-    Ok((bytes, entry))
+    })
+}
+
+/// A sample's length as the index stores it.
+fn sample_size(len: usize) -> Result<u32> {
+    u32::try_from(len).map_err(|_| werr(ErrorKind::InvalidArgument, "a sample must be under 4 GiB"))
+}
+
+/// Sample bytes gathered before they go to the pool as one piece of work.
+const GROUP_BYTES: usize = 1 << 20;
+/// Samples in one piece of work at most (when they are small).
+const GROUP_SAMPLES: usize = 16_384;
+/// Bytes of samples handed to the pool and not yet written, at most.
+const ENCODING_BYTES: usize = 64 << 20;
+
+/// Samples waiting to be encoded on a pool thread: their bytes back to
+/// back, each one's length and info, and the index of the first.
+#[derive(Debug, Default)]
+struct Group {
+    data: Vec<u8>,
+    samples: Vec<(usize, SampleInfo)>,
+    first: u64,
+}
+
+/// A group encoded: the index of its first sample, the stored bytes back
+/// to back and each sample's entry (offset 0); or the first sample that
+/// could not be encoded.
+type Encoded = Result<(u64, Vec<u8>, Vec<IndexEntry>)>;
+
+fn encode_group(g: Group, compression: Compression) -> Encoded {
+    let mut out = Vec::with_capacity(g.data.len());
+    let mut entries = Vec::with_capacity(g.samples.len());
+    let mut rest = g.data.as_slice();
+    for (k, &(len, info)) in g.samples.iter().enumerate() {
+        let (data, after) = rest.split_at(len.min(rest.len()));
+        rest = after;
+        let e = encode_sample_into(data, info, compression, &mut out)
+            .map_err(|e| e.in_sample(g.first + k as u64))?;
+        entries.push(e);
+    }
+    Ok((g.first, out, entries))
+}
+
+/// How the writer encodes samples.
+#[derive(Debug)]
+enum Encoding {
+    /// On the calling thread, until a few megabytes show whether the
+    /// samples are worth a pool.
+    Calling,
+    /// On the calling thread to the end.
+    Serial,
+    /// On a pool of threads, a group at a time.
+    Pool(Box<dataformats_core::parallel::OrderedPool<Group, Encoded>>),
 }
 
 /// A streaming TBL v2 writer.
 ///
 /// Output is byte-for-byte what TurboLoader's `TblWriterV2` writes for the
 /// same `add_sample` / `add_metadata` calls (LZ4 through liblz4's
-/// `LZ4_compress_default`, kept only when strictly smaller).
+/// `LZ4_compress_default`, kept only when strictly smaller), on any
+/// number of threads ([`Writer::set_threads`]).
 #[derive(Debug)]
 pub struct Writer {
     target: PathBuf,
@@ -169,6 +235,15 @@ pub struct Writer {
     data: Spool,
     meta: Spool,
     has_metadata: bool,
+    /// Threads asked for by [`Writer::set_threads`] (0: every core).
+    threads: usize,
+    encoding: Encoding,
+    /// Sample bytes added so far.
+    added: u64,
+    /// Samples not yet handed to the pool.
+    group: Group,
+    /// One sample's stored bytes on the calling thread.
+    scratch: Vec<u8>,
 }
 
 impl Writer {
@@ -182,7 +257,23 @@ impl Writer {
             compression,
             entries: Vec::new(),
             has_metadata: false,
+            threads: 0,
+            encoding: Encoding::Calling,
+            added: 0,
+            group: Group::default(),
+            scratch: Vec::new(),
         })
+    }
+
+    /// Compresses and checksums samples on `threads` threads (0, the
+    /// default: every core; 1: only the calling thread), in groups of
+    /// about a megabyte, written in the order they were added: the file is
+    /// the same either way. The first few megabytes of samples are encoded
+    /// on the calling thread; the pool starts once more come. An error in
+    /// a sample encoded on the pool (one over LZ4's 2 GiB) is returned by
+    /// a later call or by [`Writer::finish`], naming the sample.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads;
     }
 
     /// Number of samples added so far.
@@ -197,16 +288,96 @@ impl Writer {
 
     /// Adds a sample; returns its index.
     pub fn add_sample(&mut self, data: &[u8], info: SampleInfo) -> Result<u64> {
-        let (bytes, mut entry) = encode_sample(data, info, self.compression)?;
-        self.add_encoded(&bytes, &mut entry)
+        let i = self.entries.len() as u64;
+        self.added += data.len() as u64;
+        if matches!(self.encoding, Encoding::Calling)
+            && self.added >= dataformats_core::parallel::MIN_BYTES
+        {
+            self.encoding = match dataformats_core::parallel::threads(self.threads) {
+                t if t > 1 => {
+                    let c = self.compression;
+                    Encoding::Pool(Box::new(
+                        dataformats_core::parallel::OrderedPool::new(
+                            t,
+                            4 * t,
+                            ENCODING_BYTES,
+                            move |g| encode_group(g, c),
+                        )
+                        .map_err(wfail)?,
+                    ))
+                }
+                _ => Encoding::Serial,
+            };
+            self.group.first = i;
+        }
+        if !matches!(self.encoding, Encoding::Pool(_)) {
+            self.scratch.clear();
+            let mut entry = encode_sample_into(data, info, self.compression, &mut self.scratch)
+                .map_err(|e| e.in_sample(i))?;
+            entry.offset = self.data.len;
+            self.data.write(&self.scratch).map_err(wfail)?;
+            self.entries.push(entry);
+            return Ok(i);
+        }
+        // The entry is placed now (metadata may mark it); its stored size,
+        // offset and checksum come back from the pool.
+        self.entries.push(IndexEntry {
+            offset: 0,
+            size: 0,
+            uncompressed_size: sample_size(data.len()).map_err(|e| e.in_sample(i))?,
+            width: info.width,
+            height: info.height,
+            format: info.format,
+            flags: 0,
+            checksum: 0,
+        });
+        self.group.data.extend_from_slice(data);
+        self.group.samples.push((data.len(), info));
+        if self.group.data.len() >= GROUP_BYTES || self.group.samples.len() >= GROUP_SAMPLES {
+            self.push_group()?;
+        }
+        Ok(i)
+    }
+
+    /// Hands the samples gathered so far to the pool (if any).
+    fn push_group(&mut self) -> Result<()> {
+        let Encoding::Pool(pool) = &mut self.encoding else {
+            return Ok(());
+        };
+        if self.group.samples.is_empty() {
+            return Ok(());
+        }
+        let next = Group {
+            data: Vec::with_capacity(self.group.data.capacity()),
+            samples: Vec::new(),
+            first: self.entries.len() as u64,
+        };
+        let g = std::mem::replace(&mut self.group, next);
+        let n = g.data.len();
+        let (data, entries) = (&mut self.data, &mut self.entries);
+        pool.push(g, n, |e| put_group(data, entries, e))
+    }
+
+    /// Writes out every sample handed to the pool.
+    fn drain(&mut self) -> Result<()> {
+        self.push_group()?;
+        if let Encoding::Pool(pool) = &mut self.encoding {
+            let (data, entries) = (&mut self.data, &mut self.entries);
+            pool.finish(|e| put_group(data, entries, e))?;
+        }
+        Ok(())
     }
 
     /// Adds a sample already encoded by [`encode_sample`] (so encoding can run
     /// on other threads while the order of samples stays fixed).
     pub fn add_encoded(&mut self, stored: &[u8], entry: &mut IndexEntry) -> Result<u64> {
+        self.drain()?;
+        self.added += u64::from(entry.uncompressed_size);
         entry.offset = self.data.len;
         self.data.write(stored).map_err(wfail)?;
         self.entries.push(*entry);
+        // Samples added after it are grouped from the next index on.
+        self.group.first = self.entries.len() as u64;
         Ok(self.entries.len() as u64 - 1)
     }
 
@@ -237,6 +408,7 @@ impl Writer {
 
     /// Writes header, index, data and metadata, and renames the file into place.
     pub fn finish(mut self) -> Result<Header> {
+        self.drain()?;
         let n = self.entries.len() as u64;
         let data_start = n * ENTRY_SIZE + HEADER_SIZE;
         let meta_offset = if self.has_metadata {
@@ -277,6 +449,27 @@ impl Writer {
         f.finish().map_err(wfail)?;
         Ok(header)
     }
+}
+
+/// Writes a group's stored bytes to the data spool and completes its
+/// samples' entries (keeping a metadata mark set meanwhile).
+fn put_group(data: &mut Spool, entries: &mut [IndexEntry], encoded: Encoded) -> Result<()> {
+    let (first, bytes, done) = encoded?;
+    let first = usize::try_from(first).unwrap_or(usize::MAX);
+    let slots = entries
+        .get_mut(first..)
+        .and_then(|s| s.get_mut(..done.len()))
+        .ok_or_else(|| werr(ErrorKind::IndexRange, "encoded samples past the index"))?;
+    let mut offset = data.len;
+    for (slot, e) in slots.iter_mut().zip(done) {
+        *slot = IndexEntry {
+            offset,
+            flags: e.flags | (slot.flags & SAMPLE_HAS_METADATA),
+            ..e
+        };
+        offset += u64::from(e.size);
+    }
+    data.write(&bytes).map_err(wfail)
 }
 
 #[cfg(test)]

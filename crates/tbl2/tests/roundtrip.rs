@@ -296,3 +296,99 @@ fn a_header_cut_short_is_too_small() {
     }
     assert!(dataformats_tbl2::parse_header(&h).is_ok());
 }
+
+#[test]
+fn samples_encoded_on_threads_give_the_same_file() {
+    // About 14 MB of samples: the first few megabytes are encoded on the
+    // calling thread, the rest in groups on the pool. Sizes from empty to
+    // over a group; runs that LZ4 shrinks and noise that it does not.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let samples: Vec<Vec<u8>> = (0..3000)
+        .map(|i| {
+            let len = match i % 7 {
+                0 => 0,
+                1 => (next() % 64) as usize,
+                _ if i % 997 == 0 => 1_300_000,
+                _ => (next() % 8000) as usize,
+            };
+            match i % 3 {
+                0 => (0..len).map(|_| next() as u8).collect(),
+                _ => (0..len).map(|k| (k / 50) as u8 ^ (i as u8)).collect(),
+            }
+        })
+        .collect();
+    let info = |i: usize| SampleInfo {
+        format: SampleFormat((i % 5) as u8),
+        width: i as u16,
+        height: (i / 3) as u16,
+    };
+    let write = |compression: Compression, threads: usize| {
+        let p = tmp(&format!("threads-{compression:?}-{threads}.tbl"));
+        let mut w = Writer::create(&p, compression).unwrap();
+        w.set_threads(threads);
+        for (i, s) in samples.iter().enumerate() {
+            if i == 2000 {
+                // A sample encoded by the caller lands in its place too.
+                let (bytes, mut e) =
+                    dataformats_tbl2::encode_sample(s, info(i), compression).unwrap();
+                assert_eq!(w.add_encoded(&bytes, &mut e).unwrap(), i as u64);
+            } else {
+                assert_eq!(w.add_sample(s, info(i)).unwrap(), i as u64);
+            }
+            // Metadata for this sample, and for one added long before
+            // (encoded, or still on the pool).
+            if i % 11 == 0 {
+                w.add_metadata(i as u64, format!("m{i}").as_bytes(), MetadataType::JSON)
+                    .unwrap();
+            }
+            if i % 101 == 50 {
+                w.add_metadata(i as u64 - 40, b"old", MetadataType(3))
+                    .unwrap();
+            }
+        }
+        w.finish().unwrap();
+        std::fs::read(&p).unwrap()
+    };
+    for compression in [Compression::Lz4, Compression::None] {
+        let one = write(compression, 1);
+        let r = Reader::from_bytes(one.clone()).unwrap();
+        r.validate().unwrap();
+        assert_eq!(r.len(), samples.len());
+        for (i, s) in samples.iter().enumerate() {
+            assert_eq!(&*r.read_sample(i).unwrap(), &s[..], "sample {i}");
+            let e = r.entry(i).unwrap();
+            assert_eq!((e.format, e.width, e.height), {
+                let f = info(i);
+                (f.format, f.width, f.height)
+            });
+            let meta = r.read_metadata(i).unwrap().map(|(_, p)| p.into_owned());
+            let want = if i % 11 == 0 {
+                Some(format!("m{i}").into_bytes())
+            } else if i % 101 == 10 && i + 40 < samples.len() {
+                Some(b"old".to_vec())
+            } else {
+                None
+            };
+            assert_eq!(meta, want, "metadata of sample {i}");
+        }
+        if compression == Compression::Lz4 {
+            assert!(
+                (0..r.len())
+                    .any(|i| r.entry(i).unwrap().size < r.entry(i).unwrap().uncompressed_size),
+                "some samples are stored compressed"
+            );
+        }
+        for threads in [2, 3, 0] {
+            assert!(
+                write(compression, threads) == one,
+                "{compression:?} on {threads} threads"
+            );
+        }
+    }
+}

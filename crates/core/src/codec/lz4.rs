@@ -24,6 +24,16 @@ pub(super) fn block_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), Co
 }
 
 pub(super) fn block_compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::new();
+    block_compress_append(src, level, &mut out)?;
+    Ok(out)
+}
+
+pub(super) fn block_compress_append(
+    src: &[u8],
+    level: Option<i32>,
+    out: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
     use ::lz4::block::CompressionMode;
     let mode = match level {
         None | Some(1) => None,
@@ -37,11 +47,17 @@ pub(super) fn block_compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, 
     };
     let bound = ::lz4::block::compress_bound(src.len())
         .map_err(|e| CodecError::arg(BLOCK, e.to_string()))?;
-    let mut out = vec![0u8; bound];
-    let n = ::lz4::block::compress_to_buffer(src, mode, false, &mut out)
-        .map_err(|e| CodecError::arg(BLOCK, e.to_string()))?;
-    out.truncate(n);
-    Ok(out)
+    let start = out.len();
+    out.resize(start + bound, 0);
+    let n = ::lz4::block::compress_to_buffer(
+        src,
+        mode,
+        false,
+        out.get_mut(start..).unwrap_or_default(),
+    );
+    let n = n.map_err(|e| CodecError::arg(BLOCK, e.to_string()));
+    out.truncate(start + *n.as_ref().unwrap_or(&0));
+    n
 }
 
 pub(super) fn frame_decompress_into(src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {

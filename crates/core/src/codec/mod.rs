@@ -255,6 +255,27 @@ pub fn zstd_content_size(src: &[u8]) -> Option<u64> {
     zstd::content_size(src)
 }
 
+/// [`compress`], appending the compressed bytes to `out` (an LZ4 block
+/// goes straight into `out`'s room, so a caller compressing many small
+/// pieces reuses one buffer); returns how many bytes were appended. On an
+/// error `out` is as it was.
+pub fn compress_append(
+    codec: Codec,
+    src: &[u8],
+    level: Option<i32>,
+    out: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
+    match codec {
+        #[cfg(feature = "lz4")]
+        Codec::Lz4Block => lz4::block_compress_append(src, level, out),
+        _ => {
+            let c = compress(codec, src, level)?;
+            out.extend_from_slice(&c);
+            Ok(c.len())
+        }
+    }
+}
+
 /// Compresses `src` with `codec` at `level` (the codec's default when `None`).
 ///
 /// Levels: deflate/zlib 0–9, LZ4 block 1–12 (above 1 uses LZ4-HC; 1 and the

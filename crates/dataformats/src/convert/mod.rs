@@ -199,14 +199,18 @@ pub struct ConvertOptions {
     pub lossy: bool,
     /// Records per batch; 0 (the default): batches of about
     /// [`BATCH_BYTES`] when every column is of fixed width, cut where the
-    /// input's stored units (chunks, blocks) start, else
-    /// [`BATCH_RECORDS`] records.
+    /// input's stored units (chunks, blocks) start; else, for a format
+    /// without such units, a first batch of a few records, then as many
+    /// records as its values say fill [`BATCH_BYTES`] (at most
+    /// [`BATCH_RECORDS`]), so that large images or texts do not make
+    /// large batches; else [`BATCH_RECORDS`] records.
     pub batch_size: usize,
     /// Threads a conversion may use (0: every core): a format's batches
-    /// are decoded on all of them but the writer's; CNTK text → CBF, JSON
-    /// lines → MLDF and tar → TBL v2 parse or compress on that many, and
-    /// an IDV target is deflated and a Bloscpack target's chunks are
-    /// compressed on that many. The output does not depend on it.
+    /// are decoded on all of them but the writer's; CNTK text → CBF and
+    /// JSON lines → MLDF parse on that many, and an IDV target is
+    /// deflated, and a Bloscpack target's chunks and a TBL v2 target's
+    /// samples (tar → TBL v2 too) are compressed on that many. The output
+    /// does not depend on it.
     pub threads: usize,
     /// How the input is opened (limits).
     pub open: OpenOptions,
@@ -240,8 +244,23 @@ pub struct ConvertOptions {
 pub const BATCH_BYTES: u64 = 1 << 20;
 
 /// Records in a batch when [`ConvertOptions::batch_size`] is 0 and a
-/// record's size is not known ahead (text, bytes, lists).
+/// record's size is not known ahead (text, bytes, lists): at most this
+/// many, fewer when their values are large (see
+/// [`ConvertOptions::batch_size`]).
 pub const BATCH_RECORDS: u64 = 4096;
+
+/// Records in the first batch of an input whose batches are fitted to
+/// their values' bytes ([`ConvertOptions::batch_size`]).
+const FIRST_FITTED: u64 = 16;
+
+/// Bytes of the values `b` holds (its arrays' slices, not the buffers they
+/// may be views of).
+fn batch_bytes(b: &RecordBatch) -> u64 {
+    b.columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0) as u64)
+        .sum()
+}
 
 /// The bytes of one record of `schema` when every column is of fixed width
 /// (nulls not counted), else `None`.
@@ -303,11 +322,14 @@ impl ConvertOptions {
 }
 
 /// Gives the pages of a conversion's memory-mapped input back to the
-/// kernel every [`RELEASE_EVERY`] records, so that a pass over a large
-/// file keeps its resident memory flat.
+/// kernel every [`RELEASE_EVERY`] records or [`RELEASE_BYTES`] of values,
+/// so that a pass over a large file keeps its resident memory flat however
+/// large its records.
 pub(crate) struct PageRelease {
     src: crate::core::Source,
     released: u64,
+    /// Bytes of values read since the last release.
+    bytes: u64,
 }
 
 impl PageRelease {
@@ -315,14 +337,18 @@ impl PageRelease {
         PageRelease {
             src,
             released: start,
+            bytes: 0,
         }
     }
 
-    /// Records up to `end` have been read.
-    pub(crate) fn read_to(&mut self, end: u64) {
-        if end.saturating_sub(self.released) >= RELEASE_EVERY {
+    /// Records up to `end` have been read, the last of them `bytes` of
+    /// values.
+    pub(crate) fn read_to(&mut self, end: u64, bytes: u64) {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if end.saturating_sub(self.released) >= RELEASE_EVERY || self.bytes >= RELEASE_BYTES {
             self.src.release_pages();
             self.released = end;
+            self.bytes = 0;
         }
     }
 }
@@ -341,6 +367,10 @@ pub(crate) struct Batches {
     failed: bool,
     pages: Option<PageRelease>,
     ahead: crate::dataset::LookAhead,
+    /// Until the first batch was read, when the batches' length is to be
+    /// fitted to its values ([`by_bytes`](Self::by_bytes)): the most
+    /// records a batch may hold.
+    fit: Option<u64>,
 }
 
 /// The most batches' worth of records a stored unit may hold and still be
@@ -368,7 +398,23 @@ impl Batches {
             failed: false,
             pages,
             ahead: crate::dataset::LookAhead::default(),
+            fit: None,
         }
+    }
+
+    /// Fits the batches' length to their values: the first holds a few
+    /// records, every later one as many as the first one's bytes per
+    /// record say fill [`BATCH_BYTES`], at most the `batch` records asked
+    /// for. Decided from the first batch alone, the lengths are the same
+    /// however many threads decode the batches. Not for an input cut at
+    /// stored units ([`at_units_of`](Self::at_units_of)): a unit is
+    /// decoded whole, so its batch stays whole.
+    pub(crate) fn by_bytes(mut self) -> Self {
+        if self.cuts.is_empty() {
+            self.fit = Some(self.batch);
+            self.batch = self.batch.min(FIRST_FITTED);
+        }
+        self
     }
 
     /// Cuts the batches where `d`'s stored units start
@@ -384,6 +430,10 @@ impl Batches {
         }
         let parts = usize::try_from(parts).unwrap_or(usize::MAX);
         let units = d.splits(parts);
+        if units == crate::dataset::split_at_starts(d.len(), &[], 1, parts) {
+            // Records stored one by one: no unit to keep whole.
+            return self;
+        }
         let (mut cuts, mut at) = (std::collections::VecDeque::new(), self.next);
         for end in units.iter().map(|r| r.end.min(self.end)) {
             if end <= at {
@@ -453,11 +503,16 @@ impl Batches {
         crate::dataset::batch(schema.clone(), arrays?, rows.end - rows.start)
     }
 
-    /// The batch ending at record `end` was read (`ok`: without error).
-    fn done(&mut self, end: u64, ok: bool) {
-        self.failed |= !ok;
+    /// The batch ending at record `end` was read (an error: `None`).
+    fn done(&mut self, end: u64, read: Option<&RecordBatch>) {
+        self.failed |= read.is_none();
+        let bytes = read.map_or(0, batch_bytes);
         if let Some(p) = &mut self.pages {
-            p.read_to(end);
+            p.read_to(end, bytes);
+        }
+        if let (Some(most), Some(b)) = (self.fit.take(), read.filter(|b| b.num_rows() > 0)) {
+            let per_record = bytes.div_ceil(b.num_rows() as u64).max(1);
+            self.batch = (BATCH_BYTES / per_record).clamp(1, most);
         }
     }
 
@@ -468,7 +523,7 @@ impl Batches {
     ) -> Option<Result<RecordBatch, Error>> {
         let rows = self.take()?;
         let r = Self::make(&self.schema, &rows, read(rows.clone()));
-        self.done(rows.end, r.is_ok());
+        self.done(rows.end, r.as_ref().ok());
         Some(r)
     }
 
@@ -494,6 +549,18 @@ impl Batches {
         active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
+        if self.fit.is_some() {
+            // The first batch, which sets the others' length, before any other.
+            match self.next_of(d, columns) {
+                Some(b) => {
+                    let failed = b.is_err();
+                    if !send(b) || failed {
+                        return;
+                    }
+                }
+                None => return,
+            }
+        }
         if threads < 2 || self.end.saturating_sub(self.next) <= self.batch {
             while let Some(b) = self.next_of(d, columns) {
                 let failed = b.is_err();
@@ -523,7 +590,7 @@ impl Batches {
             },
             |(end, r)| {
                 let ok = r.is_ok();
-                batches.borrow_mut().done(end, ok);
+                batches.borrow_mut().done(end, r.as_ref().ok());
                 match send(r) && ok {
                     true => Ok(()),
                     false => Err(()),
@@ -851,8 +918,12 @@ fn open_detected(
     Ok(input)
 }
 
-/// Records read between two releases of the input's mapped pages.
+/// Records read between two releases of the input's mapped pages at most.
 const RELEASE_EVERY: u64 = 32_768;
+
+/// Bytes of values read between two releases of the input's mapped pages
+/// at most.
+const RELEASE_BYTES: u64 = 64 << 20;
 
 fn from_dataset(
     d: Box<dyn Dataset>,
@@ -870,6 +941,9 @@ fn from_dataset(
     );
     if opts.batch_size == 0 {
         batches = batches.at_units_of(d.as_ref());
+        if record_width(&schema).is_none() {
+            batches = batches.by_bytes();
+        }
     }
     Ok(Input {
         from,
@@ -1157,7 +1231,15 @@ fn write_target(
         #[cfg(feature = "mldf")]
         Target::Mldf => mldf::write(stream, output, &opts.mldf, opts.lossy, report, progress),
         #[cfg(feature = "tbl2")]
-        Target::Tbl2 => tbl2::write(stream, output, &opts.tbl2, opts.lossy, report, progress),
+        Target::Tbl2 => tbl2::write(
+            stream,
+            output,
+            &opts.tbl2,
+            opts.threads,
+            opts.lossy,
+            report,
+            progress,
+        ),
         #[cfg(feature = "cntk")]
         Target::Cntk => cntk::write(stream, output, &opts.cntk, opts.lossy, report, progress),
         #[cfg(feature = "idv")]

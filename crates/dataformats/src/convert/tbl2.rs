@@ -240,13 +240,15 @@ fn metadata_code(name: &str) -> Option<u16> {
     })
 }
 
-/// Writes every batch of `input` to the TBL v2 file `output`. A TBL v2
-/// file has no schema of its own, so a source without records becomes an
-/// empty file whatever its columns.
+/// Writes every batch of `input` to the TBL v2 file `output`, samples
+/// compressed on `threads` threads (0: every core). A TBL v2 file has no
+/// schema of its own, so a source without records becomes an empty file
+/// whatever its columns.
 pub(crate) fn write(
     input: &mut dyn BatchStream,
     output: &std::path::Path,
     opts: &Tbl2Options,
+    threads: usize,
     lossy: bool,
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
@@ -281,6 +283,7 @@ pub(crate) fn write(
         crate::tbl2::Compression::None
     };
     let mut w = Writer::create(output, compression).map_err(Error::Tbl2)?;
+    w.set_threads(threads);
     let mut written = 0u64;
     if let Some(p) = p {
         while let Some(b) = input.next_batch() {
