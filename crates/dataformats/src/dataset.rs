@@ -793,6 +793,13 @@ pub trait BatchStream {
     fn schema(&self) -> arrow_schema::SchemaRef;
     /// The next batch; `None` at the end or after an error.
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
+    /// The records the stream will still give unless it fails, when that
+    /// is known ahead (a dataset's records); `None` (the default) when it
+    /// is not. A writer whose file starts with a table of its records
+    /// (TBL v2's index) then writes the rest once, in place.
+    fn records_left(&self) -> Option<u64> {
+        None
+    }
     /// Hands every batch to `send`, in order, until the end, an error
     /// (handed on, then the end) or `send` returning `false`. A stream
     /// whose batches decode apart from each other (a dataset's records)

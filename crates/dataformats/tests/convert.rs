@@ -1370,3 +1370,48 @@ fn batches_of_large_values_hold_about_batch_bytes() {
     let records = BATCH_RECORDS as usize;
     assert_eq!(rows, [16, records, records, 10_000 - 16 - 2 * records]);
 }
+
+/// A TBL v2 target large enough for its samples to be compressed on
+/// threads, written in place after its index (the records are known
+/// ahead), is the same file on any number of threads and holds the input.
+#[test]
+fn tbl2_targets_are_the_same_on_any_number_of_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("in.mldf");
+    let size = |i: i64| 40_000 + (i % 13) as usize * 1000;
+    blob_mldf(&src, 250, size);
+    let lossy = |threads| ConvertOptions {
+        threads,
+        lossy: true,
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let out = dir.path().join(format!("t{threads}.tbl"));
+        let r = convert(&src, &out, &lossy(threads)).unwrap();
+        assert_eq!(r.records, 250);
+        assert!(
+            r.changes
+                .iter()
+                .any(|c| c.field == "id" && c.kind == ChangeKind::Dropped),
+            "{:?}",
+            r.changes
+        );
+        files.push(std::fs::read(&out).unwrap());
+    }
+    let back = dataformats::tbl2::Reader::from_bytes(files[0].clone()).unwrap();
+    back.validate().unwrap();
+    assert_eq!(back.len(), 250);
+    for i in 0..250 {
+        let s = back.read_sample(i).unwrap();
+        assert_eq!(s.len(), size(i as i64));
+        assert_eq!(s[1], ((i + 1) % 251) as u8);
+    }
+    assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+    // No spool file is left beside the outputs.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+}

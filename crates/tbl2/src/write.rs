@@ -99,6 +99,60 @@ impl Drop for Spool {
     }
 }
 
+/// Where sample data goes as it comes.
+#[derive(Debug)]
+enum DataOut {
+    /// A spool file, copied in after the index by [`Writer::finish`].
+    Spool(Spool),
+    /// The target file itself, after room for the header and the index of
+    /// `samples` samples; `len` bytes of data written so far.
+    Direct {
+        file: BufWriter<AtomicFile>,
+        samples: u64,
+        len: u64,
+    },
+}
+
+impl DataOut {
+    /// Bytes of data written so far.
+    fn len(&self) -> u64 {
+        match self {
+            DataOut::Spool(s) => s.len,
+            DataOut::Direct { len, .. } => *len,
+        }
+    }
+
+    fn write(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            DataOut::Spool(s) => s.write(b),
+            DataOut::Direct { file, len, .. } => {
+                file.write_all(b)?;
+                *len += b.len() as u64;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where the data of a file of `samples` samples starts: after the header
+/// and the index, whose end the header's 32-bit `header_size` must hold.
+fn data_start(samples: u64) -> Result<u64> {
+    samples
+        .checked_mul(ENTRY_SIZE)
+        .and_then(|i| i.checked_add(HEADER_SIZE))
+        .filter(|&d| u32::try_from(d).is_ok())
+        .ok_or_else(|| {
+            werr(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{samples} samples: a TBL v2 index ends where the header's 32-bit \
+                     header_size says, so a file holds at most {} samples",
+                    (u64::from(u32::MAX) - HEADER_SIZE) / ENTRY_SIZE
+                ),
+            )
+        })
+}
+
 /// What the writer needs to know about a sample besides its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SampleInfo {
@@ -232,7 +286,7 @@ pub struct Writer {
     target: PathBuf,
     compression: Compression,
     entries: Vec<IndexEntry>,
-    data: Spool,
+    data: DataOut,
     meta: Spool,
     has_metadata: bool,
     /// Threads asked for by [`Writer::set_threads`] (0: every core).
@@ -248,10 +302,40 @@ pub struct Writer {
 
 impl Writer {
     /// Starts a file at `path` (it appears when [`Writer::finish`] succeeds).
+    /// Sample data goes to a spool file beside it, copied in after the
+    /// index when the number of samples is known at the end.
     pub fn create(path: impl AsRef<Path>, compression: Compression) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
+        let data = DataOut::Spool(Spool::create(&target, "data").map_err(wfail)?);
+        Self::with_data(target, compression, data)
+    }
+
+    /// [`Writer::create`] for a file that will hold exactly `samples`
+    /// samples: their data goes straight into the file after room for
+    /// their index, written once instead of spooled and copied.
+    /// [`Writer::finish`] fails (and no file appears) when another number
+    /// of samples was added.
+    pub fn create_sized(
+        path: impl AsRef<Path>,
+        compression: Compression,
+        samples: u64,
+    ) -> Result<Self> {
+        let target = path.as_ref().to_path_buf();
+        let mut file =
+            BufWriter::with_capacity(1 << 20, AtomicFile::create(&target).map_err(wfail)?);
+        file.seek(SeekFrom::Start(data_start(samples)?))
+            .map_err(wfail)?;
+        let data = DataOut::Direct {
+            file,
+            samples,
+            len: 0,
+        };
+        Self::with_data(target, compression, data)
+    }
+
+    fn with_data(target: PathBuf, compression: Compression, data: DataOut) -> Result<Self> {
         Ok(Writer {
-            data: Spool::create(&target, "data").map_err(wfail)?,
+            data,
             meta: Spool::create(&target, "meta").map_err(wfail)?,
             target,
             compression,
@@ -314,7 +398,7 @@ impl Writer {
             self.scratch.clear();
             let mut entry = encode_sample_into(data, info, self.compression, &mut self.scratch)
                 .map_err(|e| e.in_sample(i))?;
-            entry.offset = self.data.len;
+            entry.offset = self.data.len();
             self.data.write(&self.scratch).map_err(wfail)?;
             self.entries.push(entry);
             return Ok(i);
@@ -373,7 +457,7 @@ impl Writer {
     pub fn add_encoded(&mut self, stored: &[u8], entry: &mut IndexEntry) -> Result<u64> {
         self.drain()?;
         self.added += u64::from(entry.uncompressed_size);
-        entry.offset = self.data.len;
+        entry.offset = self.data.len();
         self.data.write(stored).map_err(wfail)?;
         self.entries.push(*entry);
         // Samples added after it are grouped from the next index on.
@@ -410,9 +494,9 @@ impl Writer {
     pub fn finish(mut self) -> Result<Header> {
         self.drain()?;
         let n = self.entries.len() as u64;
-        let data_start = n * ENTRY_SIZE + HEADER_SIZE;
+        let data_start = data_start(n)?;
         let meta_offset = if self.has_metadata {
-            data_start + self.data.len
+            data_start + self.data.len()
         } else {
             0
         };
@@ -435,16 +519,41 @@ impl Writer {
             reserved: [0; 16],
         };
         header.checksum = header.compute_checksum();
-        let mut out =
-            BufWriter::with_capacity(1 << 20, AtomicFile::create(&self.target).map_err(wfail)?);
-        out.write_all(&header.to_bytes()).map_err(wfail)?;
-        for e in &self.entries {
-            let mut e = *e;
-            e.offset += data_start;
-            out.write_all(&e.to_bytes()).map_err(wfail)?;
-        }
-        self.data.copy_into(&mut out).map_err(wfail)?;
-        self.meta.copy_into(&mut out).map_err(wfail)?;
+        let head = |out: &mut BufWriter<AtomicFile>| -> Result<()> {
+            out.write_all(&header.to_bytes()).map_err(wfail)?;
+            for e in &self.entries {
+                let mut e = *e;
+                e.offset += data_start;
+                out.write_all(&e.to_bytes()).map_err(wfail)?;
+            }
+            Ok(())
+        };
+        let out = match self.data {
+            DataOut::Spool(mut data) => {
+                let mut out = BufWriter::with_capacity(
+                    1 << 20,
+                    AtomicFile::create(&self.target).map_err(wfail)?,
+                );
+                head(&mut out)?;
+                data.copy_into(&mut out).map_err(wfail)?;
+                self.meta.copy_into(&mut out).map_err(wfail)?;
+                out
+            }
+            DataOut::Direct {
+                mut file, samples, ..
+            } => {
+                if samples != n {
+                    return Err(werr(
+                        ErrorKind::InvalidArgument,
+                        format!("{samples} samples were announced but {n} added"),
+                    ));
+                }
+                self.meta.copy_into(&mut file).map_err(wfail)?;
+                file.seek(SeekFrom::Start(0)).map_err(wfail)?;
+                head(&mut file)?;
+                file
+            }
+        };
         let f = out.into_inner().map_err(|e| wfail(e.into_error()))?;
         f.finish().map_err(wfail)?;
         Ok(header)
@@ -453,14 +562,14 @@ impl Writer {
 
 /// Writes a group's stored bytes to the data spool and completes its
 /// samples' entries (keeping a metadata mark set meanwhile).
-fn put_group(data: &mut Spool, entries: &mut [IndexEntry], encoded: Encoded) -> Result<()> {
+fn put_group(data: &mut DataOut, entries: &mut [IndexEntry], encoded: Encoded) -> Result<()> {
     let (first, bytes, done) = encoded?;
     let first = usize::try_from(first).unwrap_or(usize::MAX);
     let slots = entries
         .get_mut(first..)
         .and_then(|s| s.get_mut(..done.len()))
         .ok_or_else(|| werr(ErrorKind::IndexRange, "encoded samples past the index"))?;
-    let mut offset = data.len;
+    let mut offset = data.len();
     for (slot, e) in slots.iter_mut().zip(done) {
         *slot = IndexEntry {
             offset,

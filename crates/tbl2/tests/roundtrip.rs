@@ -328,9 +328,12 @@ fn samples_encoded_on_threads_give_the_same_file() {
         width: i as u16,
         height: (i / 3) as u16,
     };
-    let write = |compression: Compression, threads: usize| {
-        let p = tmp(&format!("threads-{compression:?}-{threads}.tbl"));
-        let mut w = Writer::create(&p, compression).unwrap();
+    let write = |compression: Compression, threads: usize, sized: bool| {
+        let p = tmp(&format!("threads-{compression:?}-{threads}-{sized}.tbl"));
+        let mut w = match sized {
+            true => Writer::create_sized(&p, compression, samples.len() as u64).unwrap(),
+            false => Writer::create(&p, compression).unwrap(),
+        };
         w.set_threads(threads);
         for (i, s) in samples.iter().enumerate() {
             if i == 2000 {
@@ -356,7 +359,7 @@ fn samples_encoded_on_threads_give_the_same_file() {
         std::fs::read(&p).unwrap()
     };
     for compression in [Compression::Lz4, Compression::None] {
-        let one = write(compression, 1);
+        let one = write(compression, 1, false);
         let r = Reader::from_bytes(one.clone()).unwrap();
         r.validate().unwrap();
         assert_eq!(r.len(), samples.len());
@@ -384,11 +387,55 @@ fn samples_encoded_on_threads_give_the_same_file() {
                 "some samples are stored compressed"
             );
         }
-        for threads in [2, 3, 0] {
+        for (threads, sized) in [(2, false), (3, false), (0, false), (1, true), (0, true)] {
             assert!(
-                write(compression, threads) == one,
-                "{compression:?} on {threads} threads"
+                write(compression, threads, sized) == one,
+                "{compression:?} on {threads} threads, sized {sized}"
             );
         }
     }
+}
+
+/// A writer told the number of samples ahead writes the same file, and
+/// refuses to finish (leaving no file) when another number was added; a
+/// number whose index the header cannot point past is refused at once.
+#[test]
+fn a_sized_writer_needs_the_samples_it_announced() {
+    let info = SampleInfo {
+        format: SampleFormat::JPEG,
+        width: 3,
+        height: 4,
+    };
+    let write = |p: &std::path::Path, announced: Option<u64>, added: u64| {
+        let mut w = match announced {
+            Some(n) => Writer::create_sized(p, Compression::Lz4, n).unwrap(),
+            None => Writer::create(p, Compression::Lz4).unwrap(),
+        };
+        for i in 0..added {
+            w.add_sample(&vec![i as u8; 100 + i as usize], info)
+                .unwrap();
+        }
+        w.add_metadata(1, b"{}", MetadataType::JSON).unwrap();
+        w.finish()
+    };
+    let (spooled, sized) = (tmp("spooled.tbl"), tmp("sized.tbl"));
+    write(&spooled, None, 5).unwrap();
+    write(&sized, Some(5), 5).unwrap();
+    assert_eq!(
+        std::fs::read(&spooled).unwrap(),
+        std::fs::read(&sized).unwrap()
+    );
+    for added in [4, 6] {
+        let p = tmp(&format!("sized-{added}.tbl"));
+        let e = write(&p, Some(5), added).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            e.to_string().contains("5 samples were announced but"),
+            "{e}"
+        );
+        assert!(!p.exists());
+    }
+    let e = Writer::create_sized(tmp("huge.tbl"), Compression::None, 1 << 40).unwrap_err();
+    assert!(e.to_string().contains("at most 178956967 samples"), "{e}");
+    assert!(!tmp("huge.tbl").exists());
 }

@@ -798,6 +798,9 @@ impl BatchStream for Owned {
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         self.batches.next_of(self.d.as_ref(), &self.columns)
     }
+    fn records_left(&self) -> Option<u64> {
+        Some(self.batches.end.saturating_sub(self.batches.next))
+    }
     /// Batches decoded on `threads` threads, `active` of them at a time
     /// (each batch's records by one thread), handed on in order.
     fn send_all(
@@ -1064,6 +1067,7 @@ fn read_ahead<T>(
         schema: SchemaRef,
         rx: std::sync::mpsc::Receiver<Result<RecordBatch, Error>>,
         pace: Pace,
+        left: Option<u64>,
     }
     impl BatchStream for Received {
         fn schema(&self) -> SchemaRef {
@@ -1073,10 +1077,17 @@ fn read_ahead<T>(
             self.pace.asking();
             let b = self.rx.recv().ok();
             self.pace.received();
+            if let (Some(left), Some(Ok(b))) = (&mut self.left, &b) {
+                *left = left.saturating_sub(b.num_rows() as u64);
+            }
             b
+        }
+        fn records_left(&self) -> Option<u64> {
+            self.left
         }
     }
     let schema = stream.schema();
+    let left = stream.records_left();
     let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
     let active = crate::core::parallel::Active::new(threads - 1);
     let pace = Pace::new(active.clone(), threads - 1, threads);
@@ -1084,7 +1095,12 @@ fn read_ahead<T>(
         s.spawn(move || stream.send_all(threads, &active, &mut |b| tx.send(b).is_ok()));
         // Dropped when `consume` returns, before the scope waits for the
         // reader: a reader blocked on a full channel then stops.
-        let mut received = Received { schema, rx, pace };
+        let mut received = Received {
+            schema,
+            rx,
+            pace,
+            left,
+        };
         consume(&mut received)
     })
 }

@@ -282,7 +282,13 @@ pub(crate) fn write(
     } else {
         crate::tbl2::Compression::None
     };
-    let mut w = Writer::create(output, compression).map_err(Error::Tbl2)?;
+    // A stream that knows its records has its samples written once, in
+    // place after their index.
+    let mut w = match input.records_left().filter(|_| p.is_some()) {
+        Some(n) => Writer::create_sized(output, compression, n),
+        None => Writer::create(output, compression),
+    }
+    .map_err(Error::Tbl2)?;
     w.set_threads(threads);
     let mut written = 0u64;
     if let Some(p) = p {
