@@ -1,7 +1,7 @@
 //! tar ↔ TBL v2 conversion, with TurboLoader's converter rules (`tbl2.md` §4)
 //! so that the output is byte-identical to `tar_to_tbl_v2`'s.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 
 use dataformats_core::AtomicFile;
@@ -63,6 +63,28 @@ pub struct TarScan {
 /// Walks a tar's headers as [`tar_to_tbl`] does, without reading the
 /// members' bytes into memory: what a conversion would make of it.
 pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
+    scan_with(tar, |r, n| io::copy(&mut r.take(n), &mut io::sink()))
+}
+
+/// [`scan_tar`] of the tar file at `path`, seeking past the members'
+/// bytes instead of reading them: only the headers are read.
+pub fn scan_tar_file(path: impl AsRef<Path>) -> Result<TarScan> {
+    let f = std::fs::File::open(path).map_err(wfail)?;
+    let len = f.metadata().map_err(wfail)?.len();
+    let mut r = io::BufReader::with_capacity(8192, f);
+    scan_with(&mut r, |r, n| {
+        let k = n.min(len.saturating_sub(r.stream_position()?));
+        r.seek_relative(i64::try_from(k).unwrap_or(i64::MAX))?;
+        Ok(k)
+    })
+}
+
+/// The walk of [`scan_tar`], `skip(tar, n)` passing over at most `n`
+/// bytes and saying how many there were.
+fn scan_with<R: Read>(
+    tar: &mut R,
+    mut skip: impl FnMut(&mut R, u64) -> io::Result<u64>,
+) -> Result<TarScan> {
     let mut scan = TarScan::default();
     while let Some(MemberHeader {
         name,
@@ -74,20 +96,19 @@ pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
         scan.members += 1;
         match format.filter(|_| size > 0) {
             Some(f) => {
-                let got = io::copy(&mut tar.by_ref().take(size), &mut io::sink()).map_err(wfail)?;
-                if got < size {
+                if skip(tar, size).map_err(wfail)? < size {
                     scan.truncated_member = Some(name);
                     break;
                 }
                 *scan.samples.entry(f.name()).or_default() += 1;
                 scan.sample_bytes += size;
-                if !skip(tar, padded - size)? {
+                if skip(tar, padded - size).map_err(wfail)? < padded - size {
                     break;
                 }
             }
             None => {
                 scan.skipped += 1;
-                if !skip(tar, padded)? {
+                if skip(tar, padded).map_err(wfail)? < padded {
                     break;
                 }
             }
@@ -170,9 +191,19 @@ pub fn tar_to_tbl(
     output: impl AsRef<Path>,
     compression: Compression,
     workers: usize,
+    progress: impl FnMut(u64),
+) -> Result<ConvertReport> {
+    let w = Writer::create(output, compression)?;
+    convert_into(tar, w, workers, progress)
+}
+
+/// [`tar_to_tbl`] into the writer `w`.
+fn convert_into(
+    tar: &mut impl Read,
+    mut w: Writer,
+    workers: usize,
     mut progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
-    let mut w = Writer::create(output, compression)?;
     w.set_threads(workers.max(1));
     let mut report = ConvertReport::default();
     let mut data = Vec::new();
@@ -222,7 +253,10 @@ pub fn tar_to_tbl(
     Ok(report)
 }
 
-/// Converts the tar file at `input` (see [`tar_to_tbl`]).
+/// Converts the tar file at `input` (see [`tar_to_tbl`]). Its headers are
+/// read first ([`scan_tar_file`]), so that the writer knows the number of
+/// samples and writes their data once, in place after the index
+/// ([`Writer::create_sized`]).
 pub fn convert_tar_file(
     input: impl AsRef<Path>,
     output: impl AsRef<Path>,
@@ -230,9 +264,11 @@ pub fn convert_tar_file(
     workers: usize,
     progress: impl FnMut(u64),
 ) -> Result<ConvertReport> {
+    let scan = scan_tar_file(&input)?;
+    let w = Writer::create_sized(output, compression, scan.samples.values().sum())?;
     let f = std::fs::File::open(input).map_err(wfail)?;
     let mut r = io::BufReader::with_capacity(1 << 20, f);
-    tar_to_tbl(&mut r, output, compression, workers, progress)
+    convert_into(&mut r, w, workers, progress)
 }
 
 fn octal(field: &mut [u8], v: u64) {

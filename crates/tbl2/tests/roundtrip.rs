@@ -439,3 +439,77 @@ fn a_sized_writer_needs_the_samples_it_announced() {
     assert!(e.to_string().contains("at most 178956967 samples"), "{e}");
     assert!(!tmp("huge.tbl").exists());
 }
+
+/// A tar file's headers scanned by seeking say what reading it says, and
+/// the file converted in place after its index (its samples counted
+/// first) is the stream's conversion byte for byte, for a whole tar, one
+/// cut inside a kept member, one cut inside a member's padding, and one
+/// holding members that are skipped.
+#[test]
+fn a_tar_file_is_scanned_by_seeking_and_converted_in_place() {
+    let member = |name: &str, data: &[u8]| {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        h[124..135].copy_from_slice(format!("{:011o}", data.len()).as_bytes());
+        h[156] = b'0';
+        let mut m = h.to_vec();
+        m.extend_from_slice(data);
+        m.resize(m.len().div_ceil(512) * 512, 0);
+        m
+    };
+    let mut tar = Vec::new();
+    for i in 0..40usize {
+        let name = match i % 4 {
+            0 => format!("{i}.jpg"),
+            1 => format!("{i}.png"),
+            2 => format!("{i}.txt"),
+            _ => format!("{i}.bmp"),
+        };
+        let data: Vec<u8> = (0..i * 37).map(|k| (k / 9 + i) as u8).collect();
+        tar.extend(member(&name, &data));
+    }
+    let whole = tar.len();
+    tar.extend([0u8; 1024]);
+    let dir = tmp("tars");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (cut, truncated) in [
+        (tar.len(), None),
+        (whole - 600, Some("39.bmp")),
+        (whole - 10, None),
+        (5120 + 50, Some("5.png")),
+    ] {
+        let part = &tar[..cut];
+        let path = dir.join(format!("t{cut}.tar"));
+        std::fs::write(&path, part).unwrap();
+        let scan = dataformats_tbl2::tar::scan_tar_file(&path).unwrap();
+        assert_eq!(
+            scan,
+            dataformats_tbl2::tar::scan_tar(&mut &part[..]).unwrap(),
+            "cut {cut}"
+        );
+        assert_eq!(scan.truncated_member.as_deref(), truncated, "cut {cut}");
+        let (streamed, in_place) = (
+            dir.join(format!("s{cut}.tbl")),
+            dir.join(format!("f{cut}.tbl")),
+        );
+        let a = dataformats_tbl2::tar::tar_to_tbl(
+            &mut &part[..],
+            &streamed,
+            Compression::Lz4,
+            1,
+            |_| {},
+        )
+        .unwrap();
+        let b =
+            dataformats_tbl2::tar::convert_tar_file(&path, &in_place, Compression::Lz4, 2, |_| {})
+                .unwrap();
+        assert_eq!(a, b, "cut {cut}");
+        assert_eq!(a.samples, scan.samples.values().sum::<u64>(), "cut {cut}");
+        assert!(a.samples > 0 && a.skipped > 0, "cut {cut}: {a:?}");
+        assert_eq!(
+            std::fs::read(&streamed).unwrap(),
+            std::fs::read(&in_place).unwrap(),
+            "cut {cut}"
+        );
+    }
+}
