@@ -1415,3 +1415,53 @@ fn tbl2_targets_are_the_same_on_any_number_of_threads() {
         .collect();
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }
+
+/// A Parquet input of large values is read in batches of about
+/// `BATCH_BYTES`, as its row groups' bytes per row say, not of
+/// `BATCH_RECORDS` records; and, its records known, becomes a TBL v2 file
+/// written in place, the same as from the MLDF it came from.
+#[test]
+fn parquet_inputs_of_large_values_make_small_batches() {
+    use arrow_array::cast::AsArray;
+    use dataformats::convert::BATCH_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let size = |i: i64| 60_000 + (i % 5) as usize * 10;
+    blob_mldf(&p("in.mldf"), 300, size);
+    convert(&p("in.mldf"), &p("in.parquet"), &ConvertOptions::default()).unwrap();
+    convert(
+        &p("in.parquet"),
+        &p("out.arrow"),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    let batches = ipc_batches(&p("out.arrow"));
+    let mut next = 0i64;
+    for b in &batches {
+        let data = b.column(1).as_binary::<i32>();
+        let bytes: usize = (0..b.num_rows()).map(|r| data.value(r).len()).sum();
+        assert!(
+            bytes as u64 <= BATCH_BYTES,
+            "a batch of {} records",
+            b.num_rows()
+        );
+        let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+        for r in 0..b.num_rows() {
+            assert_eq!((ids.value(r), data.value(r).len()), (next, size(next)));
+            next += 1;
+        }
+    }
+    assert_eq!(next, 300);
+    assert!(
+        batches.len() >= 300 * 60_000 / BATCH_BYTES as usize,
+        "{} batches",
+        batches.len()
+    );
+    let lossy = ConvertOptions {
+        lossy: true,
+        ..Default::default()
+    };
+    convert(&p("in.parquet"), &p("a.tbl"), &lossy).unwrap();
+    convert(&p("in.mldf"), &p("b.tbl"), &lossy).unwrap();
+    assert!(std::fs::read(p("a.tbl")).unwrap() == std::fs::read(p("b.tbl")).unwrap());
+}

@@ -56,12 +56,18 @@ struct Sliced<I> {
     /// Records still to skip, then still to give.
     skip: u64,
     left: u64,
+    /// The records the stream will give, when the file says (Parquet).
+    known: Option<u64>,
     failed: bool,
 }
 
 impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced<I> {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+
+    fn records_left(&self) -> Option<u64> {
+        self.known
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
@@ -85,6 +91,7 @@ impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced
             self.skip = 0;
             let take = (n - start).min(self.left);
             self.left -= take;
+            self.known = self.known.map(|k| k.saturating_sub(take));
             let b = b.slice(start as usize, take as usize);
             return Some(
                 b.project(&self.columns)
@@ -100,6 +107,31 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
         path: path.display().to_string(),
         source,
     }
+}
+
+/// Records per batch of a Parquet file: [`ConvertOptions::batch_records`],
+/// but for records without a fixed width (when the batch size is left to
+/// the library) as many as the file's row groups say, by their bytes per
+/// row when decoded, fill [`super::BATCH_BYTES`]: a file of images gives
+/// batches of a few megabytes, not of 4,096 images.
+fn parquet_batch(
+    meta: &parquet::file::metadata::ParquetMetaData,
+    schema: &arrow_schema::Schema,
+    opts: &ConvertOptions,
+) -> usize {
+    let records = opts.batch_records(schema);
+    if opts.batch_size > 0 || super::record_width(schema).is_some() {
+        return usize::try_from(records).unwrap_or(usize::MAX);
+    }
+    let (bytes, rows) = meta.row_groups().iter().fold((0u64, 0u64), |(b, r), g| {
+        (
+            b.saturating_add(u64::try_from(g.total_byte_size()).unwrap_or(0)),
+            r.saturating_add(u64::try_from(g.num_rows()).unwrap_or(0)),
+        )
+    });
+    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
+    let fitted = (super::BATCH_BYTES / per_row).clamp(1, records);
+    usize::try_from(fitted).unwrap_or(usize::MAX)
 }
 
 /// Opens the table file `path` as typed batches.
@@ -142,7 +174,8 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                     });
                     (schema, Some(rows), Box::new(r))
                 } else {
-                    let r = b.with_batch_size(opts.batch_len(&schema)).build()?;
+                    let batch = parquet_batch(b.metadata(), &schema, opts);
+                    let r = b.with_batch_size(batch).build()?;
                     (schema, Some(rows), Box::new(r))
                 }
             }
@@ -196,6 +229,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             columns,
             skip,
             left,
+            known: records.map(|_| total),
             failed: false,
         }),
         repaired: None,
