@@ -1465,3 +1465,43 @@ fn parquet_inputs_of_large_values_make_small_batches() {
     convert(&p("in.mldf"), &p("b.tbl"), &lossy).unwrap();
     assert!(std::fs::read(p("a.tbl")).unwrap() == std::fs::read(p("b.tbl")).unwrap());
 }
+
+/// A Bloscpack target whose records are known ahead (a data set's) is
+/// written straight through, without a spool: the same file as from a
+/// stream that does not say how many records it holds (spooled first).
+#[test]
+fn bloscpack_targets_known_ahead_match_spooled_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    float_blp(&p("in.blp"), &[50_000, 3], 1 << 20);
+    convert(&p("in.blp"), &p("direct.blp"), &ConvertOptions::default()).unwrap();
+    let mut inp = open_input(&p("in.blp"), &ConvertOptions::default()).unwrap();
+    assert_eq!(inp.stream.records_left(), Some(50_000));
+    let schema = inp.stream.schema();
+    let mut batches = Vec::new();
+    while let Some(b) = inp.stream.next_batch() {
+        batches.push(b.unwrap());
+    }
+    assert_eq!(inp.stream.records_left(), Some(0));
+    let mut stream = dataformats::BatchIter::from_batches(schema, batches);
+    assert_eq!(dataformats::BatchStream::records_left(&stream), None);
+    let mut report = dataformats::convert::Report::default();
+    dataformats::convert::write(
+        Target::Bloscpack,
+        &mut stream,
+        &p("spooled.blp"),
+        &ConvertOptions::default(),
+        &mut report,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.records, 50_000);
+    let direct = std::fs::read(p("direct.blp")).unwrap();
+    assert!(
+        direct == std::fs::read(p("spooled.blp")).unwrap(),
+        "the files differ"
+    );
+    let back = dataformats::bloscpack::Reader::from_bytes(direct).unwrap();
+    let want = dataformats::bloscpack::Reader::open(p("in.blp")).unwrap();
+    assert_eq!(back.read_all().unwrap(), want.read_all().unwrap());
+}

@@ -344,16 +344,52 @@ pub(crate) fn write(
     } else {
         numpy_columns(&schema, report, lossy, "a numpy array")?
     };
-    // The payload goes to a spool beside the output first: Bloscpack
-    // declares its size (and so its chunk count) in the header.
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
     let io = |e: std::io::Error| Error::Io {
         path: output.display().to_string(),
         source: e,
     };
+    // Bloscpack declares the payload's size (and so its chunk count) in
+    // the header. When the records are known ahead, so is the size (each
+    // record holds the same bytes): the payload goes straight to the
+    // writer. Otherwise it goes to a spool beside the output first.
+    let record_bytes: u64 = cols
+        .iter()
+        .map(|(_, c)| (c.dtype.itemsize() * c.count()) as u64)
+        .sum();
+    if let Some(records) = input.records_left().filter(|_| !raw) {
+        let total = records.checked_mul(record_bytes).ok_or_else(|| {
+            Error::invalid(format!(
+                "{records} records of {record_bytes} bytes overflow"
+            ))
+        })?;
+        let meta = numpy_meta(&cols, records);
+        let mut w =
+            Writer::create(output, total, Some(&meta), &opts.write).map_err(Error::Bloscpack)?;
+        w.set_threads(threads);
+        let mut written = 0u64;
+        let mut buf = Vec::new();
+        while let Some(b) = input.next_batch() {
+            let b: RecordBatch = b?;
+            if written + b.num_rows() as u64 > records {
+                return Err(more_records(records));
+            }
+            buf.clear();
+            put_records(&b, &cols, written, lossy, report, &mut buf)?;
+            w.write_payload(&buf).map_err(Error::Bloscpack)?;
+            written += b.num_rows() as u64;
+            progress(written);
+        }
+        if written != records {
+            return Err(more_records(records));
+        }
+        w.finish().map_err(Error::Bloscpack)?;
+        report.records = written;
+        return Ok(());
+    }
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
     let mut spool = tempfile::tempfile_in(dir).map_err(io)?;
     let mut out = std::io::BufWriter::new(&mut spool);
     let mut written = 0u64;
@@ -361,21 +397,18 @@ pub(crate) fn write(
     let mut buf = Vec::new();
     while let Some(b) = input.next_batch() {
         let b: RecordBatch = b?;
-        for i in 0..b.num_rows() {
-            let record = written + i as u64;
-            buf.clear();
-            if raw {
-                let v = b.column(0).as_binary::<i32>().value(i);
+        buf.clear();
+        if raw {
+            let chunks = b.column(0).as_binary::<i32>();
+            for i in 0..b.num_rows() {
+                let v = chunks.value(i);
                 chunk_len.get_or_insert(v.len());
                 buf.extend_from_slice(v);
-            } else {
-                for (k, c) in &cols {
-                    put_cell(b.column(*k).as_ref(), i, c, record, lossy, report, &mut buf)
-                        .map_err(|e| e.in_format(crate::Format::Bloscpack))?;
-                }
             }
-            out.write_all(&buf).map_err(io)?;
+        } else {
+            put_records(&b, &cols, written, lossy, report, &mut buf)?;
         }
+        out.write_all(&buf).map_err(io)?;
         written += b.num_rows() as u64;
         progress(written);
     }
@@ -389,30 +422,7 @@ pub(crate) fn write(
         }
         None
     } else {
-        let dtype = match cols.as_slice() {
-            [(_, c)] => c.dtype.clone(),
-            _ => Dtype::Record(
-                cols.iter()
-                    .map(|(_, c)| NpField {
-                        name: c.name.clone(),
-                        dtype: c.dtype.clone(),
-                        shape: c.shape.clone(),
-                    })
-                    .collect(),
-            ),
-        };
-        let mut shape = vec![written];
-        if let [(_, c)] = cols.as_slice() {
-            shape.extend(&c.shape);
-        }
-        Some(
-            NumpyMeta {
-                dtype,
-                shape,
-                order: Order::C,
-            }
-            .to_value(),
-        )
+        Some(numpy_meta(&cols, written))
     };
     let mut w = Writer::create(output, total, meta.as_ref(), &wopts).map_err(Error::Bloscpack)?;
     w.set_threads(threads);
@@ -429,4 +439,65 @@ pub(crate) fn write(
     w.finish().map_err(Error::Bloscpack)?;
     report.records = written;
     Ok(())
+}
+
+/// The input gave another number of records than it said it would.
+fn more_records(records: u64) -> Error {
+    Error::invalid(format!(
+        "the input said it holds {records} records but gave another number"
+    ))
+}
+
+/// Appends the numpy bytes of every record of `b` (the first being record
+/// `base`) to `out`.
+fn put_records(
+    b: &RecordBatch,
+    cols: &[(usize, Col)],
+    base: u64,
+    lossy: bool,
+    report: &mut Report,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    for i in 0..b.num_rows() {
+        for (k, c) in cols {
+            put_cell(
+                b.column(*k).as_ref(),
+                i,
+                c,
+                base + i as u64,
+                lossy,
+                report,
+                out,
+            )
+            .map_err(|e| e.in_format(crate::Format::Bloscpack))?;
+        }
+    }
+    Ok(())
+}
+
+/// The numpy metadata of `records` records of `cols`: one column's dtype
+/// and shape after the records, or a structured dtype of several.
+fn numpy_meta(cols: &[(usize, Col)], records: u64) -> serde_json::Value {
+    let dtype = match cols {
+        [(_, c)] => c.dtype.clone(),
+        _ => Dtype::Record(
+            cols.iter()
+                .map(|(_, c)| NpField {
+                    name: c.name.clone(),
+                    dtype: c.dtype.clone(),
+                    shape: c.shape.clone(),
+                })
+                .collect(),
+        ),
+    };
+    let mut shape = vec![records];
+    if let [(_, c)] = cols {
+        shape.extend(&c.shape);
+    }
+    NumpyMeta {
+        dtype,
+        shape,
+        order: Order::C,
+    }
+    .to_value()
 }
