@@ -794,9 +794,12 @@ pub trait BatchStream {
     /// The next batch; `None` at the end or after an error.
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
     /// The records the stream will still give unless it fails, when that
-    /// is known ahead (a dataset's records); `None` (the default) when it
-    /// is not. A writer whose file starts with a table of its records
-    /// (TBL v2's index) then writes the rest once, in place.
+    /// is known ahead (a dataset's records, whose count its reader checked
+    /// against the file); `None` (the default) when it is not, or only
+    /// declared (a Parquet footer's). A writer whose file starts with a
+    /// table of its records or their size (TBL v2's index, Bloscpack's
+    /// header) then writes the rest once, in place, reserving room for
+    /// that many records.
     fn records_left(&self) -> Option<u64> {
         None
     }

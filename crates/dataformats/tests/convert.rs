@@ -1418,8 +1418,9 @@ fn tbl2_targets_are_the_same_on_any_number_of_threads() {
 
 /// A Parquet input of large values is read in batches of about
 /// `BATCH_BYTES`, as its row groups' bytes per row say, not of
-/// `BATCH_RECORDS` records; and, its records known, becomes a TBL v2 file
-/// written in place, the same as from the MLDF it came from.
+/// `BATCH_RECORDS` records; and becomes the same TBL v2 file (spooled:
+/// a Parquet footer's row count is only declared) as the MLDF it came from
+/// (written in place).
 #[test]
 fn parquet_inputs_of_large_values_make_small_batches() {
     use arrow_array::cast::AsArray;

@@ -56,18 +56,12 @@ struct Sliced<I> {
     /// Records still to skip, then still to give.
     skip: u64,
     left: u64,
-    /// The records the stream will give, when the file says (Parquet).
-    known: Option<u64>,
     failed: bool,
 }
 
 impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced<I> {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
-    }
-
-    fn records_left(&self) -> Option<u64> {
-        self.known
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
@@ -91,7 +85,6 @@ impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced
             self.skip = 0;
             let take = (n - start).min(self.left);
             self.left -= take;
-            self.known = self.known.map(|k| k.saturating_sub(take));
             let b = b.slice(start as usize, take as usize);
             return Some(
                 b.project(&self.columns)
@@ -229,7 +222,6 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             columns,
             skip,
             left,
-            known: records.map(|_| total),
             failed: false,
         }),
         repaired: None,
