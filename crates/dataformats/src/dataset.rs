@@ -794,12 +794,13 @@ pub trait BatchStream {
     /// The next batch; `None` at the end or after an error.
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>>;
     /// The records the stream will still give unless it fails, when that
-    /// is known ahead (a dataset's records, whose count its reader checked
-    /// against the file); `None` (the default) when it is not, or only
-    /// declared (a Parquet footer's). A writer whose file starts with a
-    /// table of its records or their size (TBL v2's index, Bloscpack's
-    /// header) then writes the rest once, in place, reserving room for
-    /// that many records.
+    /// is known ahead (a dataset's records, as its headers and tables
+    /// say); `None` (the default) when it is not, or is only a footer's
+    /// word (Parquet's). A writer whose file starts with a table of its
+    /// records or their size (TBL v2's index, Bloscpack's header) then
+    /// writes the rest once, in place. Reading may still find the count
+    /// false (the stream then ends in an error), so a writer reserves no
+    /// more for it than it can afford to lose.
     fn records_left(&self) -> Option<u64> {
         None
     }

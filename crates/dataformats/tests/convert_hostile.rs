@@ -251,3 +251,44 @@ fn no_column_type_or_metadata_makes_a_writer_panic() {
         "{written} written, {refused} refused"
     );
 }
+
+/// A CBF whose chunk table claims four billion samples in its first chunk
+/// (the data holds ten): converted to every target that reserves room
+/// for the records it is told of (TBL v2's index, Bloscpack's offsets),
+/// the conversion ends in a clean error naming the chunk and leaves no
+/// file behind.
+#[test]
+fn a_sample_count_the_data_does_not_hold_reserves_nothing() {
+    let Some(dir) = dataformats::core::testing::vectors_dir("cntk") else {
+        return;
+    };
+    let mut bytes = std::fs::read(dir.join("cntkrepo_10x10_dense.bin")).unwrap();
+    let r = dataformats::cntk::Reader::from_bytes(bytes.clone()).unwrap();
+    let first = r.chunks()[0];
+    // The first chunk table entry: offset 12, then its two counts.
+    let mut entry = 12i64.to_le_bytes().to_vec();
+    entry.extend_from_slice(&first.num_sequences.to_le_bytes());
+    entry.extend_from_slice(&first.num_samples.to_le_bytes());
+    let at = bytes
+        .windows(16)
+        .rposition(|w| w == entry.as_slice())
+        .expect("the chunk table entry");
+    bytes[at + 12..at + 16].copy_from_slice(&u32::MAX.to_le_bytes());
+    let out = tempfile::tempdir().unwrap();
+    let src = out.path().join("lying.bin");
+    std::fs::write(&src, &bytes).unwrap();
+    for ext in ["blp", "tbl", "mldf"] {
+        let target = out.path().join(format!("o.{ext}"));
+        let opts = dataformats::convert::ConvertOptions {
+            lossy: true,
+            ..Default::default()
+        };
+        let e = dataformats::convert::convert(&src, &target, &opts).unwrap_err();
+        assert!(e.to_string().contains("chunk 0"), "{ext}: {e}");
+        let left: Vec<_> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from("lying.bin")], "{ext}");
+    }
+}

@@ -351,17 +351,21 @@ pub(crate) fn write(
     // Bloscpack declares the payload's size (and so its chunk count) in
     // the header. When the records are known ahead, so is the size (each
     // record holds the same bytes): the payload goes straight to the
-    // writer. Otherwise it goes to a spool beside the output first.
+    // writer, unless the offsets table the writer reserves at once for
+    // that size would be large (a count the input's reader has not yet
+    // checked against its data could be false). Otherwise it goes to a
+    // spool beside the output first.
     let record_bytes: u64 = cols
         .iter()
         .map(|(_, c)| (c.dtype.itemsize() * c.count()) as u64)
         .sum();
-    if let Some(records) = input.records_left().filter(|_| !raw) {
-        let total = records.checked_mul(record_bytes).ok_or_else(|| {
-            Error::invalid(format!(
-                "{records} records of {record_bytes} bytes overflow"
-            ))
-        })?;
+    let chunk = opts.write.chunk_size.max(1) as u64;
+    let direct = input
+        .records_left()
+        .filter(|_| !raw)
+        .and_then(|n| Some((n, n.checked_mul(record_bytes)?)))
+        .filter(|&(_, total)| total.div_ceil(chunk) <= DIRECT_CHUNKS);
+    if let Some((records, total)) = direct {
         let meta = numpy_meta(&cols, records);
         let mut w =
             Writer::create(output, total, Some(&meta), &opts.write).map_err(Error::Bloscpack)?;
@@ -440,6 +444,11 @@ pub(crate) fn write(
     report.records = written;
     Ok(())
 }
+
+/// Chunks of a payload written straight through at most: the writer
+/// reserves eleven offsets per chunk (room to append ten times as many),
+/// so 44 MiB of table for this many.
+const DIRECT_CHUNKS: u64 = 1 << 19;
 
 /// The input gave another number of records than it said it would.
 fn more_records(records: u64) -> Error {
