@@ -1307,6 +1307,38 @@ fn blob_mldf(path: &std::path::Path, n: i64, size: impl Fn(i64) -> usize) {
     assert_eq!(report.records, n as u64);
 }
 
+/// Checks `batches` read back from a [`blob_mldf`] of `n` records of
+/// `size(i)` bytes: every record, in order, with its bytes, and no batch
+/// over `BATCH_BYTES` of them (so at least as many batches as that takes).
+fn blob_batches(batches: &[RecordBatch], n: i64, size: impl Fn(i64) -> usize) {
+    use arrow_array::cast::AsArray;
+    use dataformats::convert::BATCH_BYTES;
+    let mut next = 0i64;
+    let mut all = 0usize;
+    for b in batches {
+        let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+        let data = b.column(1).as_binary::<i32>();
+        let bytes: usize = (0..b.num_rows()).map(|r| data.value(r).len()).sum();
+        assert!(
+            bytes as u64 <= BATCH_BYTES,
+            "a batch of {} records, {bytes} bytes",
+            b.num_rows()
+        );
+        all += bytes;
+        for r in 0..b.num_rows() {
+            assert_eq!((ids.value(r), data.value(r).len()), (next, size(next)));
+            assert_eq!(data.value(r)[1], ((next + 1) % 251) as u8);
+            next += 1;
+        }
+    }
+    assert_eq!(next, n);
+    assert!(
+        batches.len() >= all / BATCH_BYTES as usize,
+        "{} batches",
+        batches.len()
+    );
+}
+
 /// Records of large values (50 KB images) make batches of about
 /// `BATCH_BYTES`, not `BATCH_RECORDS` records: the first batch holds a
 /// few records, the rest as many as its values say fit. The lengths, so
@@ -1314,8 +1346,7 @@ fn blob_mldf(path: &std::path::Path, n: i64, size: impl Fn(i64) -> usize) {
 /// arrives in order. Small records still make batches of `BATCH_RECORDS`.
 #[test]
 fn batches_of_large_values_hold_about_batch_bytes() {
-    use arrow_array::cast::AsArray;
-    use dataformats::convert::{BATCH_BYTES, BATCH_RECORDS};
+    use dataformats::convert::BATCH_RECORDS;
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     let size = |i: i64| 50_000 + (i % 7) as usize * 100;
@@ -1330,29 +1361,7 @@ fn batches_of_large_values_hold_about_batch_bytes() {
         files.push(std::fs::read(p("big.arrow")).unwrap());
         let batches = ipc_batches(&p("big.arrow"));
         assert_eq!(batches[0].num_rows(), 16, "the first batch");
-        let mut next = 0i64;
-        for b in &batches {
-            let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
-            let data = b.column(1).as_binary::<i32>();
-            let bytes: usize = (0..b.num_rows()).map(|r| data.value(r).len()).sum();
-            assert!(
-                bytes as u64 <= BATCH_BYTES,
-                "a batch of {} records, {bytes} bytes",
-                b.num_rows()
-            );
-            for r in 0..b.num_rows() {
-                assert_eq!(ids.value(r), next);
-                assert_eq!(data.value(r).len(), size(next));
-                assert_eq!(data.value(r)[1], ((next + 1) % 251) as u8);
-                next += 1;
-            }
-        }
-        assert_eq!(next, 900);
-        assert!(
-            batches.len() > 900 * 50_000 / BATCH_BYTES as usize,
-            "{} batches",
-            batches.len()
-        );
+        blob_batches(&batches, 900, size);
     }
     assert!(files.iter().all(|f| f == &files[0]), "the files differ");
     // Records of a few bytes: batches of BATCH_RECORDS after the first.
@@ -1423,8 +1432,6 @@ fn tbl2_targets_are_the_same_on_any_number_of_threads() {
 /// (written in place).
 #[test]
 fn parquet_inputs_of_large_values_make_small_batches() {
-    use arrow_array::cast::AsArray;
-    use dataformats::convert::BATCH_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     let size = |i: i64| 60_000 + (i % 5) as usize * 10;
@@ -1437,27 +1444,7 @@ fn parquet_inputs_of_large_values_make_small_batches() {
     )
     .unwrap();
     let batches = ipc_batches(&p("out.arrow"));
-    let mut next = 0i64;
-    for b in &batches {
-        let data = b.column(1).as_binary::<i32>();
-        let bytes: usize = (0..b.num_rows()).map(|r| data.value(r).len()).sum();
-        assert!(
-            bytes as u64 <= BATCH_BYTES,
-            "a batch of {} records",
-            b.num_rows()
-        );
-        let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
-        for r in 0..b.num_rows() {
-            assert_eq!((ids.value(r), data.value(r).len()), (next, size(next)));
-            next += 1;
-        }
-    }
-    assert_eq!(next, 300);
-    assert!(
-        batches.len() >= 300 * 60_000 / BATCH_BYTES as usize,
-        "{} batches",
-        batches.len()
-    );
+    blob_batches(&batches, 300, size);
     let lossy = ConvertOptions {
         lossy: true,
         ..Default::default()
