@@ -199,6 +199,8 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                     lines: std::io::BufRead::lines(BufReader::new(file)),
                     schema: schema.clone(),
                     batch: opts.batch_len(&schema),
+                    batch_bytes: (opts.batch_size == 0)
+                        .then(|| usize::try_from(super::BATCH_BYTES).unwrap_or(usize::MAX)),
                     line: 0,
                     path: path.display().to_string(),
                 };
@@ -380,6 +382,9 @@ struct JsonLines {
     lines: std::io::Lines<BufReader<File>>,
     schema: SchemaRef,
     batch: usize,
+    /// Bytes of text after which a batch ends early (when the batch size
+    /// is left to the library): long lines make short batches.
+    batch_bytes: Option<usize>,
     line: usize,
     path: String,
 }
@@ -392,13 +397,15 @@ impl Iterator for JsonLines {
             ArrowError::ParseError(format!("{}: line {line}: {m}", self.path))
         };
         let mut rows: Vec<(usize, serde_json::Map<String, serde_json::Value>)> = Vec::new();
-        while rows.len() < self.batch {
+        let mut text = 0usize;
+        while rows.len() < self.batch && self.batch_bytes.is_none_or(|most| text < most) {
             let Some(l) = self.lines.next() else { break };
             self.line += 1;
             let l = match l {
                 Ok(l) => l,
                 Err(e) => return Some(Err(ArrowError::IoError(e.to_string(), e))),
             };
+            text += l.len();
             if l.trim().is_empty() {
                 continue;
             }
