@@ -1494,58 +1494,63 @@ fn bloscpack_targets_known_ahead_match_spooled_ones() {
     assert_eq!(back.read_all().unwrap(), want.read_all().unwrap());
 }
 
-/// JSON lines of long texts (60 KB each) are read in batches of about
-/// `BATCH_BYTES` of text, not of `BATCH_RECORDS` lines; an explicit batch
-/// size is kept to the record.
+/// JSON lines and CSV of long texts (60 KB each) are read in batches of
+/// about `BATCH_BYTES` of text, not of `BATCH_RECORDS` lines; an explicit
+/// batch size is kept to the record.
 #[test]
-fn json_lines_of_long_texts_make_small_batches() {
+fn json_lines_and_csv_of_long_texts_make_small_batches() {
     use arrow_array::cast::AsArray;
     use dataformats::convert::BATCH_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
-    let mut text = String::new();
+    let (mut jsonl, mut csv) = (String::new(), String::from("id,text\n"));
     for i in 0..200 {
         let body: String = std::iter::repeat_n((b'a' + (i % 26) as u8) as char, 60_000).collect();
-        text.push_str(&format!("{{\"id\": {i}, \"text\": \"{body}\"}}\n"));
+        jsonl.push_str(&format!("{{\"id\": {i}, \"text\": \"{body}\"}}\n"));
+        csv.push_str(&format!("{i},{body}\n"));
     }
-    std::fs::write(p("in.jsonl"), &text).unwrap();
-    convert(&p("in.jsonl"), &p("out.arrow"), &ConvertOptions::default()).unwrap();
-    let batches = ipc_batches(&p("out.arrow"));
-    let mut next = 0i64;
-    for b in &batches {
-        let texts = b.column(1).as_string::<i32>();
-        let bytes: usize = (0..b.num_rows()).map(|r| texts.value(r).len()).sum();
-        assert!(
-            bytes as u64 <= BATCH_BYTES + 60_000,
-            "a batch of {} lines",
-            b.num_rows()
-        );
-        let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
-        for r in 0..b.num_rows() {
-            assert_eq!(ids.value(r), next);
-            assert_eq!(texts.value(r).len(), 60_000);
+    std::fs::write(p("in.jsonl"), &jsonl).unwrap();
+    std::fs::write(p("in.csv"), &csv).unwrap();
+    for ext in ["jsonl", "csv"] {
+        let src = p(&format!("in.{ext}"));
+        convert(&src, &p("out.arrow"), &ConvertOptions::default()).unwrap();
+        let batches = ipc_batches(&p("out.arrow"));
+        let mut next = 0i64;
+        for b in &batches {
+            let texts = b.column(1).as_string::<i32>();
+            let bytes: usize = (0..b.num_rows()).map(|r| texts.value(r).len()).sum();
             assert!(
-                texts
-                    .value(r)
-                    .starts_with((b'a' + (next % 26) as u8) as char)
+                bytes as u64 <= BATCH_BYTES + 60_000,
+                "{ext}: a batch of {} lines",
+                b.num_rows()
             );
-            next += 1;
+            let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+            for r in 0..b.num_rows() {
+                assert_eq!(ids.value(r), next);
+                assert_eq!(texts.value(r).len(), 60_000);
+                assert!(
+                    texts
+                        .value(r)
+                        .starts_with((b'a' + (next % 26) as u8) as char)
+                );
+                next += 1;
+            }
         }
+        assert_eq!(next, 200, "{ext}");
+        assert!(
+            batches.len() >= 200 * 60_000 / BATCH_BYTES as usize,
+            "{ext}: {} batches",
+            batches.len()
+        );
+        let exact = ConvertOptions {
+            batch_size: 64,
+            ..Default::default()
+        };
+        convert(&src, &p("exact.arrow"), &exact).unwrap();
+        let rows: Vec<usize> = ipc_batches(&p("exact.arrow"))
+            .iter()
+            .map(RecordBatch::num_rows)
+            .collect();
+        assert_eq!(rows, [64, 64, 64, 8], "{ext}");
     }
-    assert_eq!(next, 200);
-    assert!(
-        batches.len() >= 200 * 60_000 / BATCH_BYTES as usize,
-        "{} batches",
-        batches.len()
-    );
-    let exact = ConvertOptions {
-        batch_size: 64,
-        ..Default::default()
-    };
-    convert(&p("in.jsonl"), &p("exact.arrow"), &exact).unwrap();
-    let rows: Vec<usize> = ipc_batches(&p("exact.arrow"))
-        .iter()
-        .map(RecordBatch::num_rows)
-        .collect();
-    assert_eq!(rows, [64, 64, 64, 8]);
 }

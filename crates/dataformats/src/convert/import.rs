@@ -102,6 +102,20 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     }
 }
 
+/// A reader that counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
 /// Records per batch of a Parquet file: [`ConvertOptions::batch_records`],
 /// but for records without a fixed width (when the batch size is left to
 /// the library) as many as the file's row groups say, by their bytes per
@@ -182,14 +196,23 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             }
             Table::Csv => {
                 let format = arrow_csv::reader::Format::default().with_header(true);
-                let (schema, _) = format.infer_schema(
-                    BufReader::new(File::open(path).map_err(io(path))?),
-                    Some(10_000),
-                )?;
+                let mut counted = Counted {
+                    inner: File::open(path).map_err(io(path))?,
+                    bytes: 0,
+                };
+                let (schema, read) =
+                    format.infer_schema(BufReader::new(&mut counted), Some(10_000))?;
                 let schema = Arc::new(schema);
+                // Records without a fixed width: as many per batch as the
+                // rows read to infer the schema say fill BATCH_BYTES.
+                let mut batch = opts.batch_records(&schema);
+                if opts.batch_size == 0 && super::record_width(&schema).is_none() {
+                    let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
+                    batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
+                }
                 let r = arrow_csv::ReaderBuilder::new(schema.clone())
                     .with_format(format)
-                    .with_batch_size(opts.batch_len(&schema))
+                    .with_batch_size(usize::try_from(batch).unwrap_or(usize::MAX))
                     .build(BufReader::new(file))?;
                 (schema, None, Box::new(r))
             }
