@@ -63,7 +63,7 @@ pub struct TarScan {
 /// Walks a tar's headers as [`tar_to_tbl`] does, without reading the
 /// members' bytes into memory: what a conversion would make of it.
 pub fn scan_tar(tar: &mut impl Read) -> Result<TarScan> {
-    scan_with(tar, |r, n| io::copy(&mut r.take(n), &mut io::sink()))
+    scan_with(tar, pass)
 }
 
 /// [`scan_tar`] of the tar file at `path`, seeking past the members'
@@ -175,9 +175,14 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// Reads past at most `n` bytes; returns how many there were.
+fn pass(r: &mut impl Read, n: u64) -> io::Result<u64> {
+    io::copy(&mut r.take(n), &mut io::sink())
+}
+
 /// Skips `n` bytes; returns false when the input ended first.
 fn skip(r: &mut impl Read, n: u64) -> io::Result<bool> {
-    Ok(io::copy(&mut r.take(n), &mut io::sink())? == n)
+    Ok(pass(r, n)? == n)
 }
 
 /// Converts a tar stream into a TBL v2 file at `output`.

@@ -506,7 +506,12 @@ impl Batches {
     /// The batch ending at record `end` was read (an error: `None`).
     fn done(&mut self, end: u64, read: Option<&RecordBatch>) {
         self.failed |= read.is_none();
-        let bytes = read.map_or(0, batch_bytes);
+        // Counted only for what needs it (a walk without page release or
+        // fitting, as `read_all`'s, skips it).
+        let bytes = match self.pages.is_some() || self.fit.is_some() {
+            true => read.map_or(0, batch_bytes),
+            false => 0,
+        };
         if let Some(p) = &mut self.pages {
             p.read_to(end, bytes);
         }
