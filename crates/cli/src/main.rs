@@ -176,6 +176,7 @@ fn show(path: &Path, d: &Description, json: bool) {
 }
 
 fn main() -> ExitCode {
+    dataformats::core::alloc::keep_freed_blocks();
     let cli = Cli::parse();
     let json = cli.json;
     match run(cli) {

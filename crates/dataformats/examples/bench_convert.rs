@@ -97,6 +97,8 @@ fn lossy() -> ConvertOptions {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The allocator as the command line sets it.
+    dataformats::core::alloc::keep_freed_blocks();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
         .iter()

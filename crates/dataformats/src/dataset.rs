@@ -820,6 +820,27 @@ pub trait BatchStream {
         let _ = (threads, active);
         send_each(self, send);
     }
+    /// The records the stream has still to give as parts that can be read
+    /// apart from each other, when they can (a dataset's records: `Some`);
+    /// `None` (the default) for a stream read in one pass. A writer that
+    /// encodes parts of its output side by side (Parquet's row groups)
+    /// reads them so, after the first batch (which fits the batches'
+    /// length to the records' size).
+    fn parts(&self) -> Option<&dyn Parts> {
+        None
+    }
+}
+
+/// Records of a stream that can be read in parts, each apart from the
+/// others and on a thread of its own ([`BatchStream::parts`]).
+pub trait Parts: Sync {
+    /// The records the stream has still to give (numbered as the dataset
+    /// numbers them).
+    fn range(&self) -> std::ops::Range<u64>;
+    /// Records `rows` (within [`range`](Self::range)) as batches cut as the
+    /// whole stream cuts them (their lengths depend on `rows` and on the
+    /// batches the stream gave before, not on when or where they are read).
+    fn part(&self, rows: std::ops::Range<u64>) -> Box<dyn BatchStream + Send + '_>;
 }
 
 /// [`BatchStream::send_all`] one batch after the other.
@@ -897,6 +918,28 @@ impl BatchStream for BatchReader<'_> {
     }
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         BatchReader::next_batch(self)
+    }
+    fn parts(&self) -> Option<&dyn Parts> {
+        Some(self)
+    }
+}
+
+impl Parts for BatchReader<'_> {
+    fn range(&self) -> std::ops::Range<u64> {
+        self.next..self.end
+    }
+    fn part(&self, rows: std::ops::Range<u64>) -> Box<dyn BatchStream + Send + '_> {
+        let end = rows.end.min(self.end);
+        Box::new(BatchReader {
+            d: Source::Borrowed(self.d.get()),
+            columns: self.columns.clone(),
+            schema: self.schema.clone(),
+            next: rows.start.clamp(self.next, end),
+            end,
+            batch: self.batch,
+            failed: false,
+            ahead: LookAhead::default(),
+        })
     }
 }
 

@@ -20,6 +20,8 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::dataset::{BatchStream, Dataset, Error, ReadOptions};
 
+mod row_groups;
+
 /// The Parquet key of the record count of a table without columns (which
 /// Parquet itself does not keep).
 pub const NUM_ROWS_KEY: &str = "dataformats.num_rows";
@@ -91,11 +93,27 @@ pub fn export(
 }
 
 /// Writes every batch of `reader` to `out` as `format`, calling `progress`
-/// with the records written so far after each batch.
+/// with the records written so far after each batch; on every core
+/// ([`write_with_threads`]).
 pub fn write<W: Write + Send>(
     reader: &mut dyn BatchStream,
     format: ExportFormat,
     out: W,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    write_with_threads(reader, format, out, 0, progress)
+}
+
+/// [`write()`] on `threads` threads (0: every core). Parquet from a stream
+/// whose records can be read in parts ([`BatchStream::parts`], a
+/// dataset's) is read and encoded a part per thread, row groups written in
+/// order (the file is the same on any number of threads); CSV and JSON
+/// lines are rendered on every core.
+pub fn write_with_threads<W: Write + Send>(
+    reader: &mut dyn BatchStream,
+    format: ExportFormat,
+    out: W,
+    threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
     let schema = reader.schema();
@@ -106,13 +124,6 @@ pub fn write<W: Write + Send>(
     };
     match format {
         ExportFormat::Parquet => {
-            use parquet::arrow::ArrowWriter;
-            use parquet::basic::{Compression, ZstdLevel};
-            use parquet::file::properties::WriterProperties;
-            let props = WriterProperties::builder()
-                .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
-                .set_max_row_group_row_count(Some(1 << 20))
-                .build();
             // arrow-rs's Parquet writer panics on zero-width fixed-size
             // values (an MLDF NDARRAY of shape [0] is one): refuse them.
             if let Some(f) = schema.fields().iter().find(|f| zero_width(f.data_type())) {
@@ -125,13 +136,27 @@ pub fn write<W: Write + Send>(
                     ),
                 });
             }
-            let mut w = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
-            while let Some(b) = reader.next_batch() {
+            let mut w = parquet_writer(out, &schema)?;
+            let mut first = None;
+            if reader.parts().is_some() && !schema.fields().is_empty() {
+                // The first batch fits the others' length; then the rest
+                // in parts, encoded side by side.
+                first = reader.next_batch().transpose()?;
+                if let Some(parts) = reader.parts() {
+                    let threads = crate::core::parallel::threads(threads);
+                    return row_groups::write(first, parts, &schema, w, threads, progress);
+                }
+            }
+            let batches = first
+                .map(Ok)
+                .into_iter()
+                .chain(std::iter::from_fn(|| reader.next_batch()));
+            for b in batches {
                 let b = b?;
                 rows += b.num_rows() as u64;
                 w.write(&b)?;
                 // Bound the buffered row group by memory, not only by rows.
-                if w.in_progress_size() > 64 << 20 {
+                if w.in_progress_size() >= row_groups::GROUP_BYTES {
                     w.flush()?;
                 }
                 progress(rows);
@@ -179,6 +204,36 @@ pub fn write<W: Write + Send>(
         }
     }
     Ok(rows)
+}
+
+/// The Parquet writer of every export: zstd level 3, row groups of at
+/// most [`row_groups::GROUP_ROWS`] records, floating-point columns
+/// without a dictionary.
+fn parquet_writer<W: Write + Send>(
+    out: W,
+    schema: &arrow_schema::SchemaRef,
+) -> Result<parquet::arrow::ArrowWriter<W>, Error> {
+    use parquet::basic::{Compression, Type, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_max_row_group_row_count(Some(row_groups::GROUP_ROWS));
+    // Floating-point columns are written plain (then compressed): measured
+    // values rarely repeat, and a dictionary is kept until it outgrows its
+    // page, every value hashed until then. Row groups of a few hundred
+    // thousand records came out larger and slower with one
+    // (docs/performance.md, 2026-12-06, night).
+    let leaves = parquet::arrow::ArrowSchemaConverter::new().convert(schema)?;
+    for c in leaves.columns() {
+        if matches!(c.physical_type(), Type::FLOAT | Type::DOUBLE) {
+            props = props.set_column_dictionary_enabled(c.path().clone(), false);
+        }
+    }
+    Ok(parquet::arrow::ArrowWriter::try_new(
+        out,
+        schema.clone(),
+        Some(props.build()),
+    )?)
 }
 
 /// Records rendered to text as one piece of work.

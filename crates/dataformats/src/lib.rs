@@ -59,8 +59,8 @@ pub mod typed;
 
 pub use dataformats_core as core;
 pub use dataset::{
-    BatchIter, BatchReader, BatchStream, Dataset, OpenOptions, ReadOptions, TextRepair, open,
-    open_as, open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with,
+    BatchIter, BatchReader, BatchStream, Dataset, OpenOptions, Parts, ReadOptions, TextRepair,
+    open, open_as, open_as_with, open_bytes, open_bytes_as, open_bytes_as_with, open_bytes_with,
     open_source, open_source_as, open_with,
 };
 pub use error::Error as DatasetError;

@@ -255,7 +255,7 @@ const FIRST_FITTED: u64 = 16;
 
 /// Bytes of the values `b` holds (its arrays' slices, not the buffers they
 /// may be views of).
-fn batch_bytes(b: &RecordBatch) -> u64 {
+pub(crate) fn batch_bytes(b: &RecordBatch) -> u64 {
     b.columns()
         .iter()
         .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0) as u64)
@@ -330,6 +330,8 @@ pub(crate) struct PageRelease {
     released: u64,
     /// Bytes of values read since the last release.
     bytes: u64,
+    /// Bytes of values read between two releases at most.
+    every_bytes: u64,
 }
 
 impl PageRelease {
@@ -338,6 +340,19 @@ impl PageRelease {
             src,
             released: start,
             bytes: 0,
+            every_bytes: RELEASE_BYTES,
+        }
+    }
+
+    /// Another release for a part of the records, read beside others:
+    /// from record `start`, every [`RELEASE_BYTES`] / `parts` bytes (each
+    /// release gives back every page, the other parts' too).
+    fn part(&self, start: u64, parts: u64) -> Self {
+        PageRelease {
+            src: self.src.clone(),
+            released: start,
+            bytes: 0,
+            every_bytes: (RELEASE_BYTES / parts.max(1)).max(1),
         }
     }
 
@@ -345,7 +360,7 @@ impl PageRelease {
     /// values.
     pub(crate) fn read_to(&mut self, end: u64, bytes: u64) {
         self.bytes = self.bytes.saturating_add(bytes);
-        if end.saturating_sub(self.released) >= RELEASE_EVERY || self.bytes >= RELEASE_BYTES {
+        if end.saturating_sub(self.released) >= RELEASE_EVERY || self.bytes >= self.every_bytes {
             self.src.release_pages();
             self.released = end;
             self.bytes = 0;
@@ -452,6 +467,30 @@ impl Batches {
         }
         self.cuts = cuts;
         self
+    }
+
+    /// The walk over records `rows` (within this one's), its batches cut
+    /// as this one cuts them from here on, read beside `parts - 1` others
+    /// (each releases mapped pages more often).
+    fn part(&self, rows: std::ops::Range<u64>, parts: u64) -> Batches {
+        let end = rows.end.min(self.end);
+        let start = rows.start.clamp(self.next, end);
+        Batches {
+            schema: self.schema.clone(),
+            next: start,
+            end,
+            batch: self.batch,
+            cuts: self
+                .cuts
+                .iter()
+                .copied()
+                .filter(|&c| c > start && c < end)
+                .collect(),
+            failed: false,
+            pages: self.pages.as_ref().map(|p| p.part(start, parts)),
+            ahead: crate::dataset::LookAhead::default(),
+            fit: self.fit,
+        }
     }
 
     /// The end of the batch that starts at `next`.
@@ -817,6 +856,47 @@ impl BatchStream for Owned {
         self.batches
             .send_all(self.d.as_ref(), &self.columns, threads, active, send);
     }
+    fn parts(&self) -> Option<&dyn crate::dataset::Parts> {
+        Some(self)
+    }
+}
+
+impl crate::dataset::Parts for Owned {
+    fn range(&self) -> std::ops::Range<u64> {
+        self.batches.next..self.batches.end
+    }
+    fn part(&self, rows: std::ops::Range<u64>) -> Box<dyn BatchStream + Send + '_> {
+        Box::new(Part {
+            d: self.d.as_ref(),
+            columns: &self.columns,
+            batches: self.batches.part(rows, PARTS_BESIDE),
+        })
+    }
+}
+
+/// Parts of a dataset's records read at a time, as far as releasing
+/// mapped pages is concerned (each part's releases come
+/// [`PARTS_BESIDE`] times as often).
+const PARTS_BESIDE: u64 = 4;
+
+/// Records of an opened dataset read apart from the others
+/// ([`Parts::part`](crate::dataset::Parts::part)).
+struct Part<'a> {
+    d: &'a dyn Dataset,
+    columns: &'a [usize],
+    batches: Batches,
+}
+
+impl BatchStream for Part<'_> {
+    fn schema(&self) -> SchemaRef {
+        self.batches.schema.clone()
+    }
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        self.batches.next_of(self.d, self.columns)
+    }
+    fn records_left(&self) -> Option<u64> {
+        Some(self.batches.end.saturating_sub(self.batches.next))
+    }
 }
 
 /// An input as a stream of typed batches: its format's name, the records
@@ -1040,15 +1120,34 @@ fn convert_local(
     };
     let mut tick = |n: u64| progress(n, total);
     let threads = crate::core::parallel::threads(opts.threads);
-    read_ahead(inp.stream.as_mut(), threads, |stream| {
-        write(target, stream, output, opts, &mut report, &mut tick)
-    })?;
+    if reads_parts(target, inp.stream.as_ref()) {
+        // The writer reads the parts itself, each on a thread of its own.
+        write(
+            target,
+            inp.stream.as_mut(),
+            output,
+            opts,
+            &mut report,
+            &mut tick,
+        )?;
+    } else {
+        read_ahead(inp.stream.as_mut(), threads, |stream| {
+            write(target, stream, output, opts, &mut report, &mut tick)
+        })?;
+    }
     inp.report_repairs(&mut report);
     Ok(report)
 }
 
 /// Batches read ahead of the writer, at most this many waiting.
 const AHEAD: usize = 2;
+
+/// Whether `target`'s writer reads `stream` in parts, each on a thread of
+/// its own ([`BatchStream::parts`]): Parquet from a dataset. Its batches
+/// are then not read ahead on another thread.
+fn reads_parts(target: Target, stream: &(dyn BatchStream + Send)) -> bool {
+    target == Target::Parquet && stream.parts().is_some() && !stream.schema().fields().is_empty()
+}
 
 /// Runs `consume` on `stream`; with `threads` above 1, the stream is read
 /// on a thread of its own, [`AHEAD`] batches ahead, so that decoding the
@@ -1206,9 +1305,13 @@ pub fn convert_to_writer<W: std::io::Write + Send>(
         ..Report::default()
     };
     let threads = crate::core::parallel::threads(opts.threads);
-    report.records = read_ahead(inp.stream.as_mut(), threads, |stream| {
-        crate::export::write(stream, format, &mut *out, &mut |_| {})
-    })?;
+    let mut write = |stream: &mut dyn BatchStream| {
+        crate::export::write_with_threads(stream, format, &mut *out, opts.threads, &mut |_| {})
+    };
+    report.records = match reads_parts(target, inp.stream.as_ref()) {
+        true => write(inp.stream.as_mut()),
+        false => read_ahead(inp.stream.as_mut(), threads, write),
+    }?;
     out.flush().map_err(|source| Error::Io {
         path: "the output".into(),
         source,
@@ -1296,7 +1399,13 @@ fn write_target(
                 source,
             };
             let mut out = crate::core::AtomicFile::create(output).map_err(io)?;
-            report.records = crate::export::write(stream, format, &mut out, progress)?;
+            report.records = crate::export::write_with_threads(
+                stream,
+                format,
+                &mut out,
+                opts.threads,
+                progress,
+            )?;
             out.finish().map_err(io)?;
             Ok(())
         }
