@@ -15,9 +15,9 @@ use std::alloc::{GlobalAlloc, Layout};
 ///
 /// By default glibc maps each block above a threshold that it raises as
 /// such blocks are freed, and gives the top of a heap back when more than
-/// twice that is free; threads that encode pages of a few megabytes each
-/// (Parquet's column writers) then fault their buffers in from the kernel
-/// again and again. Converting 386 MB of MLDF to Parquet on two threads
+/// twice that is free; threads that fill and free buffers of a megabyte
+/// or more (Parquet's column writers, a page each) then fault them in from
+/// the kernel again and again. Converting 386 MB of MLDF to Parquet on two threads
 /// spent 0.45 to 0.6 s in the kernel that way, 0.15 to 0.2 s with this
 /// (docs/performance.md, 2026-12-06, night). A program calls it once,
 /// before it starts threads; the `dataformats` command line does.
@@ -42,7 +42,7 @@ pub const KEPT_BLOCK: usize = 32 << 20;
 
 /// The free memory at a heap's top that [`keep_freed_blocks`] lets the
 /// allocator keep.
-pub const KEPT_FREE: usize = 32 << 20;
+pub const KEPT_FREE: usize = 16 << 20;
 
 /// Blocks of fewer than `threshold` bytes from `small`, the others from
 /// `large`.

@@ -6,9 +6,10 @@
 //! A worker holds one row group at a time: once it has closed one, it
 //! waits until every part before its own has been written and its group
 //! with them. So the encoded data in memory stays near one row group per
-//! thread ([`GROUP_BYTES`]), and the file is the same on any number of
-//! threads (the parts, the batches inside them and the rule that closes a
-//! group depend on the records only).
+//! thread (about a part's values, [`PART_BYTES`], where they do not
+//! compress; at most [`GROUP_BYTES`]), and the file is the same on any
+//! number of threads (the parts, the batches inside them and the rule that
+//! closes a group depend on the records only).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -37,7 +38,7 @@ pub(super) const GROUP_BYTES: usize = 64 << 20;
 /// encoded into about as many bytes, so a part is then one row group of
 /// about this size: two workers hold about twice that. A part also ends
 /// a row group, so much smaller parts would make many small row groups.
-const PART_BYTES: u64 = 48 << 20;
+const PART_BYTES: u64 = 32 << 20;
 
 /// Input below this many bytes of values is one part.
 const MIN_PART_BYTES: u64 = 4 << 20;
