@@ -76,6 +76,10 @@ enum Msg {
     Done,
     /// Reading or encoding the part failed.
     Failed(Error),
+    /// Reading or encoding the part panicked: resumed on the writing
+    /// thread when the part's turn comes (as `core::parallel` does), so
+    /// the other threads are not left waiting.
+    Panicked(Box<dyn std::any::Any + Send>),
 }
 
 /// The parts the records `rest` are cut into, after a first batch of
@@ -176,15 +180,18 @@ fn write_sized<W: Write + Send>(
                         .map(Ok)
                         .into_iter()
                         .chain(std::iter::from_fn(|| part.next_batch()));
-                    match encode(k, &mut batches, schema, factory, sizes, stop, &mut send) {
-                        Ok(true) if tx.send((k, Msg::Done)).is_ok() => {}
-                        Ok(_) => break,
-                        Err(e) => {
-                            last.fetch_min(k, Ordering::SeqCst);
-                            let _ = tx.send((k, Msg::Failed(e)));
-                            break;
-                        }
-                    }
+                    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        encode(k, &mut batches, schema, factory, sizes, stop, &mut send)
+                    }));
+                    let end = match encoded {
+                        Ok(Ok(true)) if tx.send((k, Msg::Done)).is_ok() => continue,
+                        Ok(Ok(_)) => break,
+                        Ok(Err(e)) => Msg::Failed(e),
+                        Err(panic) => Msg::Panicked(panic),
+                    };
+                    last.fetch_min(k, Ordering::SeqCst);
+                    let _ = tx.send((k, end));
+                    break;
                 }
             });
         }
@@ -242,6 +249,7 @@ fn deliver<W: Write + Send>(
             }
             Msg::Done => turn += 1,
             Msg::Failed(e) => return Err(e),
+            Msg::Panicked(panic) => std::panic::resume_unwind(panic),
         }
     }
     Ok(())
@@ -338,6 +346,8 @@ mod tests {
         schema: SchemaRef,
         /// The records left to read start here.
         start: u64,
+        /// Reading this record panics.
+        panics_at: u64,
         n: u64,
         batch: u64,
         bad: Vec<u64>,
@@ -352,6 +362,7 @@ mod tests {
             Numbers {
                 schema,
                 start: 0,
+                panics_at: u64::MAX,
                 n,
                 batch,
                 bad,
@@ -373,6 +384,9 @@ mod tests {
                 let end = rows.end.min(at + batch);
                 let read = at..end;
                 at = end;
+                if read.contains(&self.panics_at) {
+                    panic!("record {} panics", self.panics_at);
+                }
                 if let Some(b) = self.bad.iter().find(|b| read.contains(b)) {
                     return Some(Err(Error::Data {
                         format: None,
@@ -561,6 +575,20 @@ mod tests {
         let (r, file, _) = parquet(&only, 2, sizes);
         assert_eq!(r.unwrap(), 30);
         assert_eq!(read(file).0, [30]);
+    }
+
+    #[test]
+    fn a_panic_reading_a_part_is_resumed_not_waited_for() {
+        let mut parts = Numbers::new(10_000, 100, Vec::new());
+        parts.panics_at = 3_050;
+        for threads in [1, 2, 8] {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                parquet(&parts, threads, sizes(1_000, 300, usize::MAX))
+            }));
+            let panic = r.expect_err("the panic was resumed");
+            let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert_eq!(message, "record 3050 panics", "{threads}");
+        }
     }
 
     #[test]
