@@ -1,4 +1,4 @@
-//! `cargo xtask bench --compare [cntk|bloscpack|idv|tbl2|mldf]...`: the project and the
+//! `cargo xtask bench --compare [cntk|bloscpack|idv|tbl2|mldf|text|convert]...`: the project and the
 //! reference tool on the same generated input in one run, alternating, the
 //! ratio of their median times (at least five pairs), with the machine's
 //! load before and after. A reference that is not here is skipped with a
@@ -43,6 +43,11 @@
 //!   of JSON) and without one (inferred; no target), then `dump --format
 //!   csv` and `--format jsonl` of that MLDF and of an IDV converted from it
 //!   (target 200 MB/s of output). Whole processes, medians of five runs.
+//! - convert: no reference tool; #17's "every conversion uses all cores":
+//!   an MLDF made from `mb` MB (default 300) of those JSON lines, converted
+//!   to Parquet, Arrow, IDV, CBF, Bloscpack, bcolz, CSV and JSON lines
+//!   (`--lossy`) with `--threads 1` and on every core, alternating; the
+//!   ratio of the medians.
 //!
 //! Each format's speed table follows (`bench_cntk`: one thread against
 //! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
@@ -143,7 +148,9 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                         .ok_or("--mb takes a number")?,
                 );
             }
-            "cntk" | "bloscpack" | "idv" | "tbl2" | "mldf" | "text" => formats.push(a.clone()),
+            "cntk" | "bloscpack" | "idv" | "tbl2" | "mldf" | "text" | "convert" => {
+                formats.push(a.clone())
+            }
             other => return Err(format!("bench --compare: unknown argument `{other}`")),
         }
     }
@@ -155,6 +162,7 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             "tbl2".into(),
             "mldf".into(),
             "text".into(),
+            "convert".into(),
         ];
     }
     if ctf2bin.is_none()
@@ -183,14 +191,15 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                 Ok(())
             }
             "text" => text(&root, &dir, mb.unwrap_or(100)),
+            "convert" => convert(&root, &dir, mb.unwrap_or(300)),
             _ => bloscpack(&root, &dir, mb.unwrap_or(200)),
         };
         if let Err(e) = r {
             println!("{f}: FAILED: {e}");
             ok = false;
         }
-        if f == "text" {
-            // Text has no reference tool and no floor other than its target.
+        if f == "text" || f == "convert" {
+            // No reference tool, and no floor other than the target.
             continue;
         }
         // The same hot path against its floor in this run: raw c-blosc on
@@ -832,6 +841,64 @@ fn text(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         }
         println!("{line}");
     }
+    Ok(())
+}
+
+/// The targets [`convert`] times.
+const CONVERT_TARGETS: &[&str] = &[
+    "parquet", "arrow", "idv", "bin", "blp", "bcolz", "csv", "jsonl",
+];
+
+/// #17's "every conversion uses all cores": an MLDF made from `mb` MB of
+/// [`write_jsonl`]'s lines converted into every target (`--lossy`: CNTK
+/// keeps floats only) on one thread and on every core, alternating, each
+/// run writing a new file; the ratio of the medians.
+fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
+    let jsonl = dir.join("convert.jsonl");
+    write_jsonl(&jsonl, mb)?;
+    let src = dir.join("convert.mldf");
+    crate::interop::run(
+        Command::new(cli(root))
+            .arg("convert")
+            .arg(&jsonl)
+            .arg(&src)
+            .arg("--quiet"),
+    )?;
+    fresh(&jsonl);
+    let size = std::fs::metadata(&src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .len();
+    println!(
+        "convert: {:.0} MB of MLDF (two ints, a float, a float32[32] per record) into each target, \
+         every core against one thread, medians of {PAIRS} alternating pairs",
+        size as f64 / 1e6
+    );
+    let remove = |p: &Path| {
+        let _ = std::fs::remove_dir_all(p);
+        fresh(p);
+    };
+    for ext in CONVERT_TARGETS {
+        let out = dir.join(format!("out.{ext}"));
+        let (mut one, mut all) = (Vec::new(), Vec::new());
+        for _ in 0..PAIRS {
+            for (threads, times) in [("1", &mut one), ("0", &mut all)] {
+                remove(&out);
+                times.push(timed(
+                    Command::new(cli(root))
+                        .args(["convert", "--quiet", "--lossy", "--threads", threads])
+                        .arg(&src)
+                        .arg(&out),
+                )?);
+            }
+        }
+        remove(&out);
+        let (one, all) = (median(one), median(all));
+        println!(
+            "  mldf -> {ext:<8} one thread {one:.2} s | every core {all:.2} s | {:.2}x",
+            one / all
+        );
+    }
+    fresh(&src);
     Ok(())
 }
 
