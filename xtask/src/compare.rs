@@ -123,6 +123,13 @@ fn cli(root: &Path) -> PathBuf {
     root.join("target/release/dataformats")
 }
 
+/// `dataformats convert INPUT OUTPUT --quiet`, more options to be added.
+fn quiet_convert(root: &Path, input: &Path, output: &Path) -> Command {
+    let mut c = Command::new(cli(root));
+    c.arg("convert").arg(input).arg(output).arg("--quiet");
+    c
+}
+
 fn build_cli(root: &Path) -> Result<(), String> {
     crate::interop::run(
         Command::new("cargo")
@@ -474,13 +481,7 @@ fn bloscpack(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
             r.push(cached);
             rs.push(synced);
             fresh(&our_npy);
-            o.push(timed(
-                Command::new(cli(root))
-                    .arg("convert")
-                    .arg(path)
-                    .arg(&our_npy)
-                    .arg("--quiet"),
-            )?);
+            o.push(timed(&mut quiet_convert(root, path, &our_npy))?);
         }
         let npy = std::fs::read(&our_npy).map_err(|e| e.to_string())?;
         let same = std::fs::read(&ref_npy).map_err(|e| e.to_string())? == npy;
@@ -808,13 +809,7 @@ fn text(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         mbs(bytes, with),
         mbs(bytes, without)
     );
-    crate::interop::run(
-        Command::new(cli(root))
-            .arg("convert")
-            .arg(&mldf)
-            .arg(&idv)
-            .arg("--quiet"),
-    )?;
+    crate::interop::run(&mut quiet_convert(root, &mldf, &idv))?;
     println!("text: `dump --format csv|jsonl` to a file, MB/s of output (target 200)");
     for (name, input) in [("mldf", &mldf), ("idv", &idv)] {
         let mut line = format!("  {name:<4}");
@@ -857,13 +852,7 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     let jsonl = dir.join("convert.jsonl");
     write_jsonl(&jsonl, mb)?;
     let src = dir.join("convert.mldf");
-    crate::interop::run(
-        Command::new(cli(root))
-            .arg("convert")
-            .arg(&jsonl)
-            .arg(&src)
-            .arg("--quiet"),
-    )?;
+    crate::interop::run(&mut quiet_convert(root, &jsonl, &src))?;
     fresh(&jsonl);
     let size = std::fs::metadata(&src)
         .map_err(|e| format!("{}: {e}", src.display()))?
@@ -883,12 +872,11 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         for _ in 0..PAIRS {
             for (threads, times) in [("1", &mut one), ("0", &mut all)] {
                 remove(&out);
-                times.push(timed(
-                    Command::new(cli(root))
-                        .args(["convert", "--quiet", "--lossy", "--threads", threads])
-                        .arg(&src)
-                        .arg(&out),
-                )?);
+                times.push(timed(quiet_convert(root, &src, &out).args([
+                    "--lossy",
+                    "--threads",
+                    threads,
+                ]))?);
             }
         }
         remove(&out);
