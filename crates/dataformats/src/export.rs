@@ -104,11 +104,12 @@ pub fn write<W: Write + Send>(
     write_with_threads(reader, format, out, 0, progress)
 }
 
-/// [`write()`] on `threads` threads (0: every core). Parquet from a stream
-/// whose records can be read in parts ([`BatchStream::parts`], a
-/// dataset's) is read and encoded a part per thread, row groups written in
-/// order (the file is the same on any number of threads); CSV and JSON
-/// lines are rendered on every core.
+/// [`write()`] on `threads` threads (0: every core). Parquet is encoded a
+/// part of the records per thread, row groups written in order, and the
+/// file is the same on any number of threads: a stream whose records can
+/// be read in parts ([`BatchStream::parts`], a dataset's) is read a part
+/// per thread too; any other is read on the calling thread and cut into
+/// parts of whole batches. CSV and JSON lines are rendered on every core.
 pub fn write_with_threads<W: Write + Send>(
     reader: &mut dyn BatchStream,
     format: ExportFormat,
@@ -137,37 +138,29 @@ pub fn write_with_threads<W: Write + Send>(
                 });
             }
             let mut w = parquet_writer(out, &schema)?;
-            let mut first = None;
-            if reader.parts().is_some() && !schema.fields().is_empty() {
-                // The first batch fits the others' length; then the rest
-                // in parts, encoded side by side.
-                first = reader.next_batch().transpose()?;
-                if let Some(parts) = reader.parts() {
-                    let threads = crate::core::parallel::threads(threads);
-                    return row_groups::write(first, parts, &schema, w, threads, progress);
-                }
+            if !schema.fields().is_empty() {
+                let threads = crate::core::parallel::threads(threads);
+                // A stream read in parts: the first batch fits the
+                // others' length; then the rest in parts, read and encoded
+                // side by side.
+                let first = match reader.parts() {
+                    Some(_) => reader.next_batch().transpose()?,
+                    None => None,
+                };
+                return match reader.parts() {
+                    Some(parts) => row_groups::write(first, parts, &schema, w, threads, progress),
+                    None => row_groups::write_stream(first, reader, &schema, w, threads, progress),
+                };
             }
-            let batches = first
-                .map(Ok)
-                .into_iter()
-                .chain(std::iter::from_fn(|| reader.next_batch()));
-            for b in batches {
-                let b = b?;
-                rows += b.num_rows() as u64;
-                w.write(&b)?;
-                // Bound the buffered row group by memory, not only by rows.
-                if w.in_progress_size() >= row_groups::GROUP_BYTES {
-                    w.flush()?;
-                }
+            // Parquet keeps no rows without columns: say how many there were.
+            while let Some(b) = reader.next_batch() {
+                rows += b?.num_rows() as u64;
                 progress(rows);
             }
-            if schema.fields().is_empty() {
-                // Parquet keeps no rows without columns: say how many there were.
-                w.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
-                    NUM_ROWS_KEY.to_string(),
-                    rows.to_string(),
-                ));
-            }
+            w.append_key_value_metadata(parquet::file::metadata::KeyValue::new(
+                NUM_ROWS_KEY.to_string(),
+                rows.to_string(),
+            ));
             w.close()?;
         }
         ExportFormat::ArrowFile | ExportFormat::ArrowStream => {

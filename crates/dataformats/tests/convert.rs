@@ -1182,6 +1182,35 @@ fn bloscpack_targets_are_the_same_on_any_number_of_threads() {
     assert!(same, "the files differ");
 }
 
+/// Parquet from an import (an Arrow IPC file, read in one pass, not in
+/// parts) is encoded a part per thread: the same file on one thread, on
+/// three and on every core, of several row groups, holding the input.
+#[test]
+fn parquet_from_an_import_is_the_same_on_any_number_of_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (blp, arrow) = (dir.path().join("in.blp"), dir.path().join("in.arrow"));
+    float_blp(&blp, &[1_000_000, 5], 1 << 20);
+    convert(&blp, &arrow, &ConvertOptions::default()).unwrap();
+    let (_, same) = on_threads(&arrow, dir.path(), "parquet");
+    let t1 = dir.path().join("t1.parquet");
+    let meta = parquet::file::reader::FileReader::metadata(
+        &parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&t1).unwrap())
+            .unwrap(),
+    )
+    .clone();
+    assert!(
+        meta.num_row_groups() > 1,
+        "{} row groups",
+        meta.num_row_groups()
+    );
+    let all = |path: &std::path::Path| {
+        let batches = ipc_batches(path);
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    assert_eq!(all(&t1), all(&arrow));
+    assert!(same, "the files differ");
+}
+
 /// Stored units much larger than a batch (here Bloscpack chunks of 1 MiB
 /// that hold a whole number of 40-byte rows only every 131,072 rows, five
 /// batches' worth) are cut into batches of about `BATCH_BYTES`, still

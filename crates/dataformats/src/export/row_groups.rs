@@ -1,15 +1,18 @@
-//! Parquet from a stream whose records can be read in parts (a dataset's,
-//! [`Parts`]): the records are cut into parts fixed by the data alone,
-//! each part is read and encoded into row groups on a thread of its own,
-//! and the row groups are written in record order by the calling thread.
+//! Parquet encoded on every core: the records are cut into parts fixed by
+//! the data alone, each part is encoded into row groups on a thread of its
+//! own, and the row groups are written in record order by the calling
+//! thread. A stream whose records can be read in parts (a dataset's,
+//! [`Parts`]) has each part read by the thread that encodes it
+//! ([`write`]); any other is read by the calling thread, which hands the
+//! parts on ([`write_stream`]).
 //!
 //! A worker holds one row group at a time: once it has closed one, it
 //! waits until every part before its own has been written and its group
 //! with them. So the encoded data in memory stays near one row group per
-//! thread (about a part's values, [`PART_BYTES`], where they do not
-//! compress; at most [`GROUP_BYTES`]), and the file is the same on any
-//! number of threads (the parts, the batches inside them and the rule that
-//! closes a group depend on the records only).
+//! thread (about a part's values where they do not compress; at most
+//! [`GROUP_BYTES`]), and the file is the same on any number of threads
+//! (the parts, the batches inside them and the rule that closes a group
+//! depend on the records only).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -165,11 +168,6 @@ fn write_sized<W: Write + Send>(
                     if k > last.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
                         break;
                     }
-                    let mut send = |chunks, rows| {
-                        let (ack, acked) = mpsc::sync_channel(1);
-                        tx.send((k, Msg::Group { chunks, rows, ack })).is_ok()
-                            && acked.recv().is_ok()
-                    };
                     // The first part starts with the stream's first batch.
                     let head = match k {
                         0 => first.lock().ok().and_then(|mut f| f.take()),
@@ -180,17 +178,13 @@ fn write_sized<W: Write + Send>(
                         .map(Ok)
                         .into_iter()
                         .chain(std::iter::from_fn(|| part.next_batch()));
-                    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        encode(k, &mut batches, schema, factory, sizes, stop, &mut send)
-                    }));
-                    let end = match encoded {
-                        Ok(Ok(true)) if tx.send((k, Msg::Done)).is_ok() => continue,
-                        Ok(Ok(_)) => break,
-                        Ok(Err(e)) => Msg::Failed(e),
-                        Err(panic) => Msg::Panicked(panic),
+                    let Some(end) = run(k, &mut batches, schema, factory, sizes, stop, &tx) else {
+                        continue;
                     };
-                    last.fetch_min(k, Ordering::SeqCst);
-                    let _ = tx.send((k, end));
+                    if let Some(end) = end {
+                        last.fetch_min(k, Ordering::SeqCst);
+                        let _ = tx.send((k, end));
+                    }
                     break;
                 }
             });
@@ -206,6 +200,279 @@ fn write_sized<W: Write + Send>(
     Ok(rows)
 }
 
+/// Encodes part `k`'s `batches` into row groups and hands them through
+/// `tx`, each waiting until it is written. `None` when the part is done
+/// (and `tx` told); else the worker stops, with what to tell `tx` if
+/// anything (its failure or its panic; nothing when it was stopped).
+fn run(
+    k: usize,
+    batches: &mut dyn Iterator<Item = Result<RecordBatch, Error>>,
+    schema: &SchemaRef,
+    factory: &ArrowRowGroupWriterFactory,
+    sizes: Sizes,
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<(usize, Msg)>,
+) -> Option<Option<Msg>> {
+    let mut send = |chunks, rows| {
+        let (ack, acked) = mpsc::sync_channel(1);
+        tx.send((k, Msg::Group { chunks, rows, ack })).is_ok() && acked.recv().is_ok()
+    };
+    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        encode(k, batches, schema, factory, sizes, stop, &mut send)
+    }));
+    match encoded {
+        Ok(Ok(true)) if tx.send((k, Msg::Done)).is_ok() => None,
+        Ok(Ok(_)) => Some(None),
+        Ok(Err(e)) => Some(Some(Msg::Failed(e))),
+        Err(panic) => Some(Some(Msg::Panicked(panic))),
+    }
+}
+
+/// Bytes of values in a part cut from a stream read in order
+/// ([`write_stream`]): the calling thread holds the part it reads and the
+/// parts waiting for a worker, so they are smaller than [`PART_BYTES`].
+const STREAM_PART_BYTES: u64 = 16 << 20;
+
+const STREAM_SIZES: Sizes = Sizes {
+    part_bytes: STREAM_PART_BYTES,
+    min_part_bytes: 0,
+    group_rows: GROUP_ROWS,
+    group_bytes: GROUP_BYTES,
+};
+
+/// Writes `first` and then every batch of `reader` (a stream read in
+/// order, not in parts) through `w` (which has written nothing yet),
+/// encoded on `threads` threads; returns the records written.
+///
+/// The calling thread reads the batches and cuts them into parts after
+/// the batch that brings a part to [`STREAM_PART_BYTES`] of values, or at
+/// [`GROUP_ROWS`] records (where they are cut depends on the batches
+/// alone); each part is encoded into row groups by a worker, and the
+/// calling thread writes them in record order between batches.
+/// At most one part per worker waits for one, so the batches held stay
+/// near `threads + 2` parts. On one thread the parts are encoded where
+/// they are read, into the same file. The first error in record order is
+/// returned; no part is read after a failure is known.
+pub(super) fn write_stream<W: Write + Send>(
+    first: Option<RecordBatch>,
+    reader: &mut dyn crate::dataset::BatchStream,
+    schema: &SchemaRef,
+    w: ArrowWriter<W>,
+    threads: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    write_stream_sized(first, reader, schema, w, threads, STREAM_SIZES, progress)
+}
+
+/// [`write_stream`] with parts and row groups cut by `sizes`.
+fn write_stream_sized<W: Write + Send>(
+    first: Option<RecordBatch>,
+    reader: &mut dyn crate::dataset::BatchStream,
+    schema: &SchemaRef,
+    w: ArrowWriter<W>,
+    threads: usize,
+    sizes: Sizes,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    let (mut file, factory) = w.into_serialized_writer()?;
+    let mut cut = Cut {
+        head: first,
+        reader,
+        sizes,
+        ended: false,
+    };
+    let stop = AtomicBool::new(false);
+    let rows = if threads < 2 {
+        let mut rows = 0u64;
+        let mut k = 0;
+        while let Some(part) = cut.next_part(&mut || Ok(())) {
+            let mut failed = None;
+            let mut send = |chunks, n| match append(&mut file, chunks) {
+                Ok(()) => {
+                    rows += n as u64;
+                    progress(rows);
+                    true
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            };
+            let mut batches = part?.into_iter().map(Ok);
+            let done = encode(k, &mut batches, schema, &factory, sizes, &stop, &mut send);
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            done?;
+            k += 1;
+        }
+        rows
+    } else {
+        let (jobs, taken) = mpsc::channel::<(usize, Vec<RecordBatch>)>();
+        let taken = std::sync::Mutex::new(taken);
+        let (tx, rx) = mpsc::channel::<(usize, Msg)>();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (taken, stop, factory) = (&taken, &stop, &factory);
+                s.spawn(move || {
+                    loop {
+                        let job = match taken.lock() {
+                            Ok(t) => t.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok((k, part)) = job else { break };
+                        let mut batches = part.into_iter().map(Ok);
+                        let Some(end) = run(k, &mut batches, schema, factory, sizes, stop, &tx)
+                        else {
+                            continue;
+                        };
+                        if let Some(end) = end {
+                            let _ = tx.send((k, end));
+                        }
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            let mut d = Delivery::new(&mut file);
+            let r = feed(&mut cut, &mut d, jobs, &rx, threads, progress);
+            // A worker waiting to hand on or to hear back stops, and so
+            // does one encoding.
+            stop.store(true, Ordering::SeqCst);
+            r
+        })?
+    };
+    file.close()?;
+    Ok(rows)
+}
+
+/// The calling thread's side of [`write_stream`] on `workers` threads:
+/// reads the parts of `cut` and hands them through `jobs`, writes the row
+/// groups arriving through `rx` in order (between batches, and while
+/// [`workers`] parts are already waiting); returns the records written.
+fn feed<W: Write + Send>(
+    cut: &mut Cut<'_>,
+    d: &mut Delivery<'_, W>,
+    jobs: mpsc::Sender<(usize, Vec<RecordBatch>)>,
+    rx: &mpsc::Receiver<(usize, Msg)>,
+    workers: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    let mut k = 0;
+    loop {
+        // The parts handed on and not yet written: one encoding per
+        // worker and one more waiting.
+        while k - d.turn > workers {
+            d.take(ended(rx.recv(), d.turn)?, progress)?;
+        }
+        let part = cut.next_part(&mut || {
+            while let Ok(m) = rx.try_recv() {
+                d.take(m, progress)?;
+            }
+            Ok(())
+        });
+        match part {
+            None => break,
+            Some(Ok(batches)) => {
+                // Every worker has ended (each told why first): the
+                // parts before this one say so in turn.
+                let _ = jobs.send((k, batches));
+                k += 1;
+            }
+            Some(Err(e)) => {
+                d.take((k, Msg::Failed(e)), progress)?;
+                k += 1;
+                break;
+            }
+        }
+    }
+    drop(jobs);
+    while d.turn < k {
+        d.take(ended(rx.recv(), d.turn)?, progress)?;
+    }
+    Ok(d.rows)
+}
+
+/// A stream's batches cut into parts ([`write_stream`]).
+struct Cut<'r> {
+    /// Read before `reader`'s batches.
+    head: Option<RecordBatch>,
+    reader: &'r mut dyn crate::dataset::BatchStream,
+    sizes: Sizes,
+    /// The stream has no more batches.
+    ended: bool,
+}
+
+impl Cut<'_> {
+    /// The next part's batches (`None` after the last), calling `between`
+    /// after each batch read; a failure to read one, or `between`'s, ends
+    /// the part and the stream.
+    fn next_part(
+        &mut self,
+        between: &mut dyn FnMut() -> Result<(), Error>,
+    ) -> Option<Result<Vec<RecordBatch>, Error>> {
+        if self.ended {
+            return None;
+        }
+        let (mut part, mut bytes, mut rows) = (Vec::new(), 0u64, 0usize);
+        while bytes < self.sizes.part_bytes && rows < self.sizes.group_rows {
+            let b = match self
+                .head
+                .take()
+                .map(Ok)
+                .or_else(|| self.reader.next_batch())
+            {
+                None => {
+                    self.ended = true;
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.ended = true;
+                    return Some(Err(e));
+                }
+                Some(Ok(b)) => b,
+            };
+            // A part of more records than a row group holds would end in
+            // a small one: the rest of the batch starts the next part.
+            let room = self.sizes.group_rows - rows;
+            let b = match b.num_rows() > room {
+                true => {
+                    self.head = Some(b.slice(room, b.num_rows() - room));
+                    b.slice(0, room)
+                }
+                false => b,
+            };
+            if b.num_rows() > 0 {
+                bytes += crate::convert::batch_bytes(&b);
+                rows += b.num_rows();
+                part.push(b);
+            }
+            if let Err(e) = between() {
+                self.ended = true;
+                return Some(Err(e));
+            }
+        }
+        match part.is_empty() {
+            true => None,
+            false => Some(Ok(part)),
+        }
+    }
+}
+
+/// Writes a closed row group's column chunks to `file`.
+fn append<W: Write + Send>(
+    file: &mut SerializedFileWriter<W>,
+    chunks: Vec<ArrowColumnChunk>,
+) -> Result<(), Error> {
+    let mut group = file.next_row_group()?;
+    for c in chunks {
+        c.append_to_row_group(&mut group)?;
+    }
+    group.close()?;
+    Ok(())
+}
+
 /// Writes the row groups the workers send through `rx`, part by part in
 /// order, until all `parts` are done or the first failure in record order.
 fn deliver<W: Write + Send>(
@@ -215,44 +482,73 @@ fn deliver<W: Write + Send>(
     rows: &mut u64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
-    let mut waiting: BTreeMap<usize, VecDeque<Msg>> = BTreeMap::new();
-    let mut turn = 0;
-    while turn < parts {
-        let Some(m) = waiting.get_mut(&turn).and_then(VecDeque::pop_front) else {
-            match rx.recv() {
-                Ok((k, m)) => waiting.entry(k).or_default().push_back(m),
-                Err(_) => {
-                    return Err(Error::Data {
-                        format: None,
-                        message: format!(
-                            "Parquet output: the threads encoding row groups ended before part {turn} of {parts}"
-                        ),
-                    });
-                }
-            }
-            continue;
-        };
-        match m {
-            Msg::Group {
-                chunks,
-                rows: n,
-                ack,
-            } => {
-                let mut group = file.next_row_group()?;
-                for c in chunks {
-                    c.append_to_row_group(&mut group)?;
-                }
-                group.close()?;
-                *rows += n as u64;
-                progress(*rows);
-                let _ = ack.send(());
-            }
-            Msg::Done => turn += 1,
-            Msg::Failed(e) => return Err(e),
-            Msg::Panicked(panic) => std::panic::resume_unwind(panic),
+    let mut d = Delivery::new(file);
+    while d.turn < parts {
+        d.take(ended(rx.recv(), d.turn)?, progress)?;
+    }
+    *rows = d.rows;
+    Ok(())
+}
+
+/// What the workers sent, or an error saying that they all ended before
+/// part `turn` was done.
+fn ended<T>(got: Result<T, mpsc::RecvError>, turn: usize) -> Result<T, Error> {
+    got.map_err(|_| Error::Data {
+        format: None,
+        message: format!(
+            "Parquet output: the threads encoding row groups ended before part {turn}"
+        ),
+    })
+}
+
+/// The writing thread's side: row groups wait here until their part's
+/// turn, then are written and their worker told.
+struct Delivery<'a, W: Write + Send> {
+    file: &'a mut SerializedFileWriter<W>,
+    waiting: BTreeMap<usize, VecDeque<Msg>>,
+    /// The part whose row groups are written next.
+    turn: usize,
+    /// Records written.
+    rows: u64,
+}
+
+impl<'a, W: Write + Send> Delivery<'a, W> {
+    fn new(file: &'a mut SerializedFileWriter<W>) -> Self {
+        Delivery {
+            file,
+            waiting: BTreeMap::new(),
+            turn: 0,
+            rows: 0,
         }
     }
-    Ok(())
+
+    /// Takes message `m` of part `k` and writes every row group whose turn
+    /// it is; the failure of the part whose turn it is is returned, its
+    /// panic resumed.
+    fn take(&mut self, (k, m): (usize, Msg), progress: &mut dyn FnMut(u64)) -> Result<(), Error> {
+        self.waiting.entry(k).or_default().push_back(m);
+        while let Some(m) = self
+            .waiting
+            .get_mut(&self.turn)
+            .and_then(VecDeque::pop_front)
+        {
+            match m {
+                Msg::Group { chunks, rows, ack } => {
+                    append(self.file, chunks)?;
+                    self.rows += rows as u64;
+                    progress(self.rows);
+                    let _ = ack.send(());
+                }
+                Msg::Done => {
+                    self.waiting.remove(&self.turn);
+                    self.turn += 1;
+                }
+                Msg::Failed(e) => return Err(e),
+                Msg::Panicked(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads part `k`'s batches and encodes them into row groups, handing each to `send`
@@ -589,6 +885,136 @@ mod tests {
             let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
             assert_eq!(message, "record 3050 panics", "{threads}");
         }
+    }
+
+    /// The Parquet file [`write_stream_sized`] makes on `threads` threads of
+    /// records 0..n in batches of `batch` (reading a record of `bad`
+    /// fails), the first `first` records handed apart; the progress
+    /// reported, and the most records read and not yet written at any
+    /// time.
+    fn streamed(
+        n: u64,
+        batch: u64,
+        bad: &[u64],
+        first: u64,
+        threads: usize,
+        sizes: Sizes,
+    ) -> (Result<u64, Error>, Vec<u8>, Vec<u64>, u64) {
+        let schema = Numbers::new(0, 1, Vec::new()).schema;
+        let read = std::rc::Rc::new(std::cell::Cell::new(first));
+        let written = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let most = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let mut at = first;
+        let batches = {
+            let (schema, read, written, most) =
+                (schema.clone(), read.clone(), written.clone(), most.clone());
+            std::iter::from_fn(move || {
+                if at >= n {
+                    return None;
+                }
+                let range = at..n.min(at + batch);
+                at = range.end;
+                if let Some(b) = bad.iter().find(|b| range.contains(b)) {
+                    return Some(Err(Error::Data {
+                        format: None,
+                        message: format!("bad record {b}"),
+                    }));
+                }
+                read.set(range.end);
+                most.set(most.get().max(read.get() - written.get()));
+                Some(Ok(numbers(&schema, range)))
+            })
+        };
+        let mut stream = BatchIter::new(schema.clone(), batches);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        let w = super::super::parquet_writer(&mut out, &schema).unwrap();
+        let head = (first > 0).then(|| numbers(&schema, 0..first));
+        let r = write_stream_sized(head, &mut stream, &schema, w, threads, sizes, &mut |n| {
+            written.set(n);
+            seen.push(n)
+        });
+        (r, out, seen, most.get())
+    }
+
+    #[test]
+    fn a_stream_makes_the_same_file_on_any_number_of_threads() {
+        let n = 10_007;
+        // Parts end after the batch that brings them to 16,000 bytes of
+        // values: eight batches of 128 records of 16 bytes.
+        let sizes = sizes(1_000, 100_000, usize::MAX);
+        let (r, one, seen, _) = streamed(n, 128, &[], 0, 1, sizes);
+        assert_eq!(r.unwrap(), n);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        assert_eq!(seen.last(), Some(&n));
+        for threads in [2, 3, 8] {
+            let (r, other, seen, most) = streamed(n, 128, &[], 0, threads, sizes);
+            assert_eq!(r.unwrap(), n);
+            assert_eq!(seen.last(), Some(&n));
+            assert!(other == one, "{threads} threads wrote another file");
+            // A part encoding on each thread, one waiting, and the one
+            // being read: never more records read and not written.
+            assert!(most <= (threads as u64 + 2) * 1_024, "{threads}: {most}");
+        }
+        let (groups, ids, xs, dictionaries) = read(one);
+        assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+        let want_x: Vec<f64> = (0..n).map(|i| (i % 7) as f64 * 0.25).collect();
+        assert_eq!(xs, want_x);
+        let mut want = vec![1_024; 9];
+        want.push(n as i64 - 9 * 1_024);
+        assert_eq!(groups, want);
+        assert_eq!(dictionaries, [true, false]);
+        // At most 300 records a part: batches are cut at row groups.
+        let capped = Sizes {
+            group_rows: 300,
+            ..sizes
+        };
+        let (_, a, _, _) = streamed(n, 128, &[], 0, 1, capped);
+        let (_, b, _, _) = streamed(n, 128, &[], 0, 3, capped);
+        assert!(a == b);
+        let mut want = vec![300; 33];
+        want.push(n as i64 - 33 * 300);
+        assert_eq!(read(a).0, want);
+        // A first batch handed apart starts the first part.
+        let (r, c, _, _) = streamed(n, 128, &[], 40, 2, sizes);
+        assert_eq!(r.unwrap(), n);
+        let (groups, ids, _, _) = read(c);
+        assert_eq!(ids, (0..n as i64).collect::<Vec<_>>());
+        assert_eq!(groups[..2], [40 + 8 * 128, 1_024]);
+    }
+
+    #[test]
+    fn a_streamed_row_group_closes_at_its_encoded_size() {
+        let (r, file, _, _) = streamed(2_000, 128, &[], 0, 2, sizes(1_000, usize::MAX, 1));
+        assert_eq!(r.unwrap(), 2_000);
+        let (groups, ids, _, _) = read(file);
+        let mut want = vec![128; 15];
+        want.push(2_000 - 15 * 128);
+        assert_eq!(groups, want);
+        assert_eq!(ids.len(), 2_000);
+    }
+
+    #[test]
+    fn a_stream_failing_ends_the_file_with_its_error() {
+        for threads in [1, 2, 3, 8] {
+            let (r, _, seen, _) = streamed(
+                10_000,
+                100,
+                &[5_050],
+                0,
+                threads,
+                sizes(1_000, 300, usize::MAX),
+            );
+            let e = r.unwrap_err();
+            assert!(e.to_string().contains("bad record 5050"), "{threads}: {e}");
+            // Nothing after the part read when it failed was written.
+            assert!(seen.iter().all(|&s| s <= 5_000), "{threads}: {seen:?}");
+        }
+        // No records: a file of no row groups.
+        let (r, file, seen, _) = streamed(0, 100, &[], 0, 2, STREAM_SIZES);
+        assert_eq!(r.unwrap(), 0);
+        assert!(seen.is_empty());
+        assert!(read(file).0.is_empty());
     }
 
     #[test]
