@@ -46,8 +46,9 @@
 //! - convert: no reference tool; #17's "every conversion uses all cores":
 //!   an MLDF made from `mb` MB (default 300) of those JSON lines, converted
 //!   to Parquet, Arrow, IDV, CBF, Bloscpack, bcolz, CSV and JSON lines
-//!   (`--lossy`) with `--threads 1` and on every core, alternating; the
-//!   ratio of the medians.
+//!   (`--lossy`), then the JSON lines and the MLDF's Parquet, Arrow and
+//!   CSV copies into Parquet, with `--threads 1` and on every core,
+//!   alternating; the ratio of the medians.
 //!
 //! Each format's speed table follows (`bench_cntk`: one thread against
 //! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
@@ -844,16 +845,20 @@ const CONVERT_TARGETS: &[&str] = &[
     "parquet", "arrow", "idv", "bin", "blp", "bcolz", "csv", "jsonl",
 ];
 
+/// The imports [`convert`] times into Parquet (read in one pass, not in
+/// parts as a format's file is).
+const CONVERT_IMPORTS: &[&str] = &["parquet", "arrow", "csv", "jsonl"];
+
 /// #17's "every conversion uses all cores": an MLDF made from `mb` MB of
 /// [`write_jsonl`]'s lines converted into every target (`--lossy`: CNTK
-/// keeps floats only) on one thread and on every core, alternating, each
-/// run writing a new file; the ratio of the medians.
+/// keeps floats only), then those lines and the MLDF's Parquet, Arrow and
+/// CSV copies into Parquet, each on one thread and on every core,
+/// alternating, each run writing a new file; the ratio of the medians.
 fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     let jsonl = dir.join("convert.jsonl");
     write_jsonl(&jsonl, mb)?;
     let src = dir.join("convert.mldf");
     crate::interop::run(&mut quiet_convert(root, &jsonl, &src))?;
-    fresh(&jsonl);
     let size = std::fs::metadata(&src)
         .map_err(|e| format!("{}: {e}", src.display()))?
         .len();
@@ -862,32 +867,54 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
          every core against one thread, medians of {PAIRS} alternating pairs",
         size as f64 / 1e6
     );
-    let remove = |p: &Path| {
-        let _ = std::fs::remove_dir_all(p);
-        fresh(p);
-    };
     for ext in CONVERT_TARGETS {
-        let out = dir.join(format!("out.{ext}"));
-        let (mut one, mut all) = (Vec::new(), Vec::new());
-        for _ in 0..PAIRS {
-            for (threads, times) in [("1", &mut one), ("0", &mut all)] {
-                remove(&out);
-                times.push(timed(quiet_convert(root, &src, &out).args([
-                    "--lossy",
-                    "--threads",
-                    threads,
-                ]))?);
-            }
-        }
-        remove(&out);
-        let (one, all) = (median(one), median(all));
+        let (one, all) = one_and_all(root, &src, &dir.join(format!("out.{ext}")))?;
         println!(
             "  mldf -> {ext:<8} one thread {one:.2} s | every core {all:.2} s | {:.2}x",
             one / all
         );
     }
+    for ext in CONVERT_IMPORTS {
+        let input = match *ext {
+            "jsonl" => jsonl.clone(),
+            _ => {
+                let input = dir.join(format!("convert.{ext}"));
+                crate::interop::run(&mut quiet_convert(root, &src, &input))?;
+                input
+            }
+        };
+        let mb = std::fs::metadata(&input).map_or(0, |m| m.len()) as f64 / 1e6;
+        let (one, all) = one_and_all(root, &input, &dir.join("out.parquet"))?;
+        fresh(&input);
+        println!(
+            "  {ext:<7} -> parquet  one thread {one:.2} s | every core {all:.2} s | {:.2}x  ({mb:.0} MB in)",
+            one / all
+        );
+    }
     fresh(&src);
     Ok(())
+}
+
+/// The median wall seconds of converting `input` to `out` (`--lossy`) on
+/// one thread and on every core, over [`PAIRS`] alternating pairs.
+fn one_and_all(root: &Path, input: &Path, out: &Path) -> Result<(f64, f64), String> {
+    let remove = |p: &Path| {
+        let _ = std::fs::remove_dir_all(p);
+        fresh(p);
+    };
+    let (mut one, mut all) = (Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        for (threads, times) in [("1", &mut one), ("0", &mut all)] {
+            remove(out);
+            times.push(timed(quiet_convert(root, input, out).args([
+                "--lossy",
+                "--threads",
+                threads,
+            ]))?);
+        }
+    }
+    remove(out);
+    Ok((median(one), median(all)))
 }
 
 /// A scan of an ML.NET-written deflate IDV file of `mb` MB of float
