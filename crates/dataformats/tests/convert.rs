@@ -793,6 +793,93 @@ fn large_json_lines_to_mldf_keep_order_and_line_numbers() {
     assert!(!p("bad.mldf").exists());
 }
 
+/// A JSON lines input is decoded on every core, a batch of lines per
+/// thread: the same output on one thread, on three and on every core;
+/// records and columns selected as on one; and a bad line far into the
+/// file (or a line that is not UTF-8) is the error, named by its number.
+#[test]
+fn json_lines_inputs_decode_on_every_core_as_on_one() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let rows = 60_000usize;
+    let mut text = String::new();
+    for i in 0..rows {
+        text.push_str(&format!(
+            "{{\"i\": {i}, \"x\": {}.5, \"v\": [{i}, 1], \"t\": \"{}\"}}",
+            i * 3,
+            "pad ".repeat(i % 9)
+        ));
+        text.push_str(if i % 5 == 0 { "\r\n" } else { "\n" });
+        if i % 1000 == 999 {
+            text.push_str("  \n");
+        }
+    }
+    std::fs::write(p("in.jsonl"), &text).unwrap();
+    let (files, same) = on_threads(&p("in.jsonl"), dir.path(), "arrow");
+    assert!(same, "the files differ");
+    let batches = ipc_batches(&p("t1.arrow"));
+    assert!(batches.len() > 4, "{} batches", batches.len());
+    let ids: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect();
+    assert_eq!(ids, (0..rows as i64).collect::<Vec<_>>());
+    drop(files);
+    // Records and columns selected, on three threads as on one.
+    let mut picked = Vec::new();
+    for threads in [1, 3] {
+        let o = ConvertOptions {
+            threads,
+            rows: Some(20_500..41_000),
+            limit: Some(20_000),
+            columns: Some(vec!["t".into(), "i".into()]),
+            ..Default::default()
+        };
+        let out = p(&format!("picked{threads}.arrow"));
+        let r = convert(&p("in.jsonl"), &out, &o).unwrap();
+        assert_eq!(r.records, 20_000);
+        picked.push(std::fs::read(&out).unwrap());
+        let batches = ipc_batches(&out);
+        let ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(1).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(ids, (20_500..40_500).collect::<Vec<_>>());
+    }
+    assert!(picked[0] == picked[1]);
+    // A bad line far into the file, then another after it: the first is
+    // the error on any number of threads (blank lines count).
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let bad = 50_321;
+    let mut broken: String = lines[..bad].concat();
+    broken.push_str("{\"i\": 1, \"x\": oops}\n");
+    broken.push_str(&lines[bad + 1..bad + 2_000].concat());
+    broken.push_str("[1]\n");
+    broken.push_str(&lines[bad + 2_001..].concat());
+    std::fs::write(p("bad.jsonl"), &broken).unwrap();
+    let mut bytes = text.clone().into_bytes();
+    let at = lines[..bad].concat().len();
+    bytes[at + 3] = 0xff;
+    std::fs::write(p("utf8.jsonl"), &bytes).unwrap();
+    for threads in [1, 3, 0] {
+        let o = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        let e = convert(&p("bad.jsonl"), &p("bad.arrow"), &o).unwrap_err();
+        assert!(
+            e.to_string().contains(&format!("line {}:", bad + 1)),
+            "{threads}: {e}"
+        );
+        assert!(!p("bad.arrow").exists());
+        let e = convert(&p("utf8.jsonl"), &p("utf8.arrow"), &o).unwrap_err();
+        assert!(e.to_string().contains("UTF-8"), "{threads}: {e}");
+        assert!(!p("utf8.arrow").exists());
+    }
+}
+
 /// A numpy `.npy` file is an input: its rows give the same typed view as
 /// the Bloscpack file it came from (a Fortran-order array of several
 /// dimensions is refused, naming the way through Bloscpack).

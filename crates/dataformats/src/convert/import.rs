@@ -47,26 +47,74 @@ impl Table {
     }
 }
 
-/// Batches of an Arrow reader, with the columns, records and limit of the
-/// conversion applied.
-struct Sliced<I> {
-    inner: I,
+/// Where a table's batches come from.
+enum Source {
+    /// An Arrow reader's batches (Parquet, Arrow IPC, CSV).
+    Arrow(Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>),
+    /// JSON lines: the lines of each batch are read in order and can be
+    /// decoded on any thread.
+    Json(JsonLines),
+}
+
+impl Iterator for Source {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Source::Arrow(batches) => batches.next(),
+            Source::Json(lines) => lines.next(),
+        }
+    }
+}
+
+/// The columns, records and limit of the conversion, applied to a
+/// table's batches in order.
+struct Window {
     schema: SchemaRef,
     columns: Vec<usize>,
     /// Records still to skip, then still to give.
     skip: u64,
     left: u64,
+}
+
+impl Window {
+    /// What of batch `b` (the next in order) is given: `None` when all of
+    /// it is skipped.
+    fn cut(&mut self, b: RecordBatch) -> Option<Result<RecordBatch, Error>> {
+        let n = b.num_rows() as u64;
+        if self.skip >= n {
+            self.skip -= n;
+            return None;
+        }
+        let start = self.skip;
+        self.skip = 0;
+        let take = (n - start).min(self.left);
+        self.left -= take;
+        let b = b.slice(start as usize, take as usize);
+        Some(
+            b.project(&self.columns)
+                .and_then(|b| b.with_schema(self.schema.clone()))
+                .map_err(Error::from),
+        )
+    }
+}
+
+/// Batches of a table file, with the columns, records and limit of the
+/// conversion applied.
+struct Sliced {
+    inner: Source,
+    window: Window,
     failed: bool,
 }
 
-impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced<I> {
+impl BatchStream for Sliced {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.window.schema.clone()
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         loop {
-            if self.failed || self.left == 0 {
+            if self.failed || self.window.left == 0 {
                 return None;
             }
             let b = match self.inner.next()? {
@@ -76,21 +124,60 @@ impl<I: Iterator<Item = Result<RecordBatch, ArrowError>>> BatchStream for Sliced
                     return Some(Err(e.into()));
                 }
             };
-            let n = b.num_rows() as u64;
-            if self.skip >= n {
-                self.skip -= n;
-                continue;
+            if let Some(b) = self.window.cut(b) {
+                return Some(b);
             }
-            let start = self.skip;
-            self.skip = 0;
-            let take = (n - start).min(self.left);
-            self.left -= take;
-            let b = b.slice(start as usize, take as usize);
-            return Some(
-                b.project(&self.columns)
-                    .and_then(|b| b.with_schema(self.schema.clone()))
-                    .map_err(Error::from),
-            );
+        }
+    }
+
+    /// JSON lines: each batch's lines read here, in order, and decoded on
+    /// `threads` threads (`active` of them at a time); other tables one
+    /// batch after the other.
+    fn send_all(
+        &mut self,
+        threads: usize,
+        active: &crate::core::parallel::Active,
+        send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+    ) {
+        let Sliced {
+            inner: Source::Json(json),
+            window,
+            failed,
+        } = self
+        else {
+            return crate::dataset::send_each(self, send);
+        };
+        if threads < 2 || *failed || window.left == 0 {
+            return crate::dataset::send_each(self, send);
+        }
+        *failed = true;
+        let (schema, path) = (json.schema.clone(), json.path.clone());
+        // `Err(None)`: stop without an error to hand on.
+        let r = crate::core::parallel::ordered_active(
+            threads,
+            threads,
+            active,
+            || json.next_text().transpose().map_err(Some),
+            |lines| decode_json(&schema, &path, lines),
+            |b| {
+                let b = match b {
+                    Ok(b) => window.cut(b),
+                    Err(e) => Some(Err(e.into())),
+                };
+                match b {
+                    None => Ok(()),
+                    Some(b) => {
+                        let ok = b.is_ok();
+                        match send(b) && ok && window.left > 0 {
+                            true => Ok(()),
+                            false => Err(None),
+                        }
+                    }
+                }
+            },
+        );
+        if let Err(Some(e)) = r {
+            send(Err(e.into()));
         }
     }
 }
@@ -144,92 +231,91 @@ fn parquet_batch(
 /// Opens the table file `path` as typed batches.
 pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<Input, Error> {
     let file = File::open(path).map_err(io(path))?;
-    let (schema, records, iter): (SchemaRef, Option<u64>, Box<dyn Iterator<Item = _> + Send>) =
-        match kind {
-            Table::Parquet => {
-                use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-                let b = ParquetRecordBatchReaderBuilder::try_new(file)?;
-                let meta = b.metadata().file_metadata();
-                let mut rows = u64::try_from(meta.num_rows()).unwrap_or(0);
-                let mut schema = b.schema().clone();
-                if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
-                    let mut s = schema.as_ref().clone();
-                    s.metadata.remove(crate::export::NUM_ROWS_KEY);
-                    schema = Arc::new(s);
-                }
-                if schema.fields().is_empty() {
-                    rows = meta
-                        .key_value_metadata()
-                        .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
-                        .and_then(|k| k.value.as_deref()?.parse().ok())
-                        .unwrap_or(rows);
-                    // A file's number, bounded by the caller's limits.
-                    opts.open
-                        .limits
-                        .check_count("records of a table without columns", rows)
-                        .map_err(Error::limit)?;
-                    // Records without columns: only the row count says they exist.
-                    let batch = opts.batch_records(&schema);
-                    let s = schema.clone();
-                    let r = (0..rows.div_ceil(batch)).map(move |k| {
-                        let n = (rows - k * batch).min(batch) as usize;
-                        RecordBatch::try_new_with_options(
-                            s.clone(),
-                            vec![],
-                            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-                        )
-                    });
-                    (schema, Some(rows), Box::new(r))
-                } else {
-                    let batch = parquet_batch(b.metadata(), &schema, opts);
-                    let r = b.with_batch_size(batch).build()?;
-                    (schema, Some(rows), Box::new(r))
-                }
+    let (schema, records, source): (SchemaRef, Option<u64>, Source) = match kind {
+        Table::Parquet => {
+            use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+            let b = ParquetRecordBatchReaderBuilder::try_new(file)?;
+            let meta = b.metadata().file_metadata();
+            let mut rows = u64::try_from(meta.num_rows()).unwrap_or(0);
+            let mut schema = b.schema().clone();
+            if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
+                let mut s = schema.as_ref().clone();
+                s.metadata.remove(crate::export::NUM_ROWS_KEY);
+                schema = Arc::new(s);
             }
-            Table::ArrowFile => {
-                let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
-                (r.schema(), None, Box::new(r))
+            if schema.fields().is_empty() {
+                rows = meta
+                    .key_value_metadata()
+                    .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
+                    .and_then(|k| k.value.as_deref()?.parse().ok())
+                    .unwrap_or(rows);
+                // A file's number, bounded by the caller's limits.
+                opts.open
+                    .limits
+                    .check_count("records of a table without columns", rows)
+                    .map_err(Error::limit)?;
+                // Records without columns: only the row count says they exist.
+                let batch = opts.batch_records(&schema);
+                let s = schema.clone();
+                let r = (0..rows.div_ceil(batch)).map(move |k| {
+                    let n = (rows - k * batch).min(batch) as usize;
+                    RecordBatch::try_new_with_options(
+                        s.clone(),
+                        vec![],
+                        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+                    )
+                });
+                (schema, Some(rows), Source::Arrow(Box::new(r)))
+            } else {
+                let batch = parquet_batch(b.metadata(), &schema, opts);
+                let r = b.with_batch_size(batch).build()?;
+                (schema, Some(rows), Source::Arrow(Box::new(r)))
             }
-            Table::ArrowStream => {
-                let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
-                (r.schema(), None, Box::new(r))
+        }
+        Table::ArrowFile => {
+            let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
+            (r.schema(), None, Source::Arrow(Box::new(r)))
+        }
+        Table::ArrowStream => {
+            let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
+            (r.schema(), None, Source::Arrow(Box::new(r)))
+        }
+        Table::Csv => {
+            let format = arrow_csv::reader::Format::default().with_header(true);
+            let mut counted = Counted {
+                inner: File::open(path).map_err(io(path))?,
+                bytes: 0,
+            };
+            let (schema, read) = format.infer_schema(BufReader::new(&mut counted), Some(10_000))?;
+            let schema = Arc::new(schema);
+            // Records without a fixed width: as many per batch as the
+            // rows read to infer the schema say fill BATCH_BYTES.
+            let mut batch = opts.batch_records(&schema);
+            if opts.batch_size == 0 && super::record_width(&schema).is_none() {
+                let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
+                batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
             }
-            Table::Csv => {
-                let format = arrow_csv::reader::Format::default().with_header(true);
-                let mut counted = Counted {
-                    inner: File::open(path).map_err(io(path))?,
-                    bytes: 0,
-                };
-                let (schema, read) =
-                    format.infer_schema(BufReader::new(&mut counted), Some(10_000))?;
-                let schema = Arc::new(schema);
-                // Records without a fixed width: as many per batch as the
-                // rows read to infer the schema say fill BATCH_BYTES.
-                let mut batch = opts.batch_records(&schema);
-                if opts.batch_size == 0 && super::record_width(&schema).is_none() {
-                    let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
-                    batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
-                }
-                let r = arrow_csv::ReaderBuilder::new(schema.clone())
-                    .with_format(format)
-                    .with_batch_size(usize::try_from(batch).unwrap_or(usize::MAX))
-                    .build(BufReader::new(file))?;
-                (schema, None, Box::new(r))
-            }
-            Table::JsonLines => {
-                let schema = Arc::new(infer_json(path)?);
-                let r = JsonLines {
-                    lines: std::io::BufRead::lines(BufReader::new(file)),
-                    schema: schema.clone(),
-                    batch: opts.batch_len(&schema),
-                    batch_bytes: (opts.batch_size == 0)
-                        .then(|| usize::try_from(super::BATCH_BYTES).unwrap_or(usize::MAX)),
-                    line: 0,
-                    path: path.display().to_string(),
-                };
-                (schema, None, Box::new(r))
-            }
-        };
+            let r = arrow_csv::ReaderBuilder::new(schema.clone())
+                .with_format(format)
+                .with_batch_size(usize::try_from(batch).unwrap_or(usize::MAX))
+                .build(BufReader::new(file))?;
+            (schema, None, Source::Arrow(Box::new(r)))
+        }
+        Table::JsonLines => {
+            let schema = Arc::new(infer_json(path)?);
+            let r = JsonLines {
+                lines: std::io::BufRead::lines(BufReader::new(file)),
+                schema: schema.clone(),
+                batch: opts.batch_len(&schema),
+                batch_bytes: (opts.batch_size == 0)
+                    .then(|| usize::try_from(super::BATCH_BYTES).unwrap_or(usize::MAX)),
+                line: 0,
+                path: path.display().to_string(),
+                failed: None,
+            };
+            (schema, None, Source::Json(r))
+        }
+    };
     let columns = opts.column_indices(&schema, path)?;
     let projected = Arc::new(schema.project(&columns)?);
     // The record count may be unknown: select from an unbounded range.
@@ -242,11 +328,13 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
         from: kind.name().to_string(),
         records: total,
         stream: Box::new(Sliced {
-            inner: iter,
-            schema: projected,
-            columns,
-            skip,
-            left,
+            inner: source,
+            window: Window {
+                schema: projected,
+                columns,
+                skip,
+                left,
+            },
             failed: false,
         }),
         repaired: None,
@@ -410,62 +498,90 @@ struct JsonLines {
     batch_bytes: Option<usize>,
     line: usize,
     path: String,
+    /// A failure to read a line, given after the lines read before it.
+    failed: Option<ArrowError>,
 }
 
-impl Iterator for JsonLines {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let bad = |line: usize, m: String| {
-            ArrowError::ParseError(format!("{}: line {line}: {m}", self.path))
-        };
-        let mut rows: Vec<(usize, serde_json::Map<String, serde_json::Value>)> = Vec::new();
+impl JsonLines {
+    /// The next batch's lines that are not blank, each with its 1-based
+    /// number; `None` at the end. A failure to read a line comes after
+    /// the lines before it.
+    fn next_text(&mut self) -> Option<Result<Vec<(usize, String)>, ArrowError>> {
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
+        }
+        let mut rows = Vec::new();
         let mut text = 0usize;
         while rows.len() < self.batch && self.batch_bytes.is_none_or(|most| text < most) {
             let Some(l) = self.lines.next() else { break };
             self.line += 1;
             let l = match l {
                 Ok(l) => l,
-                Err(e) => return Some(Err(ArrowError::IoError(e.to_string(), e))),
+                Err(e) => {
+                    let e = ArrowError::IoError(e.to_string(), e);
+                    match rows.is_empty() {
+                        true => return Some(Err(e)),
+                        false => {
+                            self.failed = Some(e);
+                            break;
+                        }
+                    }
+                }
             };
             text += l.len();
             if l.trim().is_empty() {
                 continue;
             }
-            if let Some(lit) = crate::core::json::wide_integer(&l) {
-                return Some(Err(bad(
-                    self.line,
-                    format!(
-                        "the integer {lit} does not fit 64 bits (it would become a rounded float)"
-                    ),
-                )));
-            }
-            match serde_json::from_str::<serde_json::Value>(&l) {
-                Ok(serde_json::Value::Object(m)) => rows.push((self.line, m)),
-                Ok(_) => return Some(Err(bad(self.line, "not a JSON object".into()))),
-                Err(e) => return Some(Err(bad(self.line, e.to_string()))),
-            }
+            rows.push((self.line, l));
         }
-        if rows.is_empty() {
-            return None;
-        }
-        let mut cols = Vec::with_capacity(self.schema.fields().len());
-        for f in self.schema.fields() {
-            let vals: Vec<Option<&serde_json::Value>> =
-                rows.iter().map(|(_, m)| m.get(f.name())).collect();
-            match super::json::decode(f.data_type(), &vals, None) {
-                Ok(a) => cols.push(a),
-                Err(e) => {
-                    let line = rows.get(e.at).map_or(0, |(l, _)| *l);
-                    return Some(Err(bad(line, format!("{:?}: {}", f.name(), e.message))));
-                }
-            }
-        }
-        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len()));
-        Some(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            cols,
-            &opts,
-        ))
+        (!rows.is_empty()).then_some(Ok(rows))
     }
+}
+
+impl Iterator for JsonLines {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let lines = self.next_text()?;
+        Some(lines.and_then(|lines| decode_json(&self.schema, &self.path, lines)))
+    }
+}
+
+/// The records of JSON `lines` (each with its 1-based line number in the
+/// file at `path`) as a batch of `schema`.
+fn decode_json(
+    schema: &SchemaRef,
+    path: &str,
+    lines: Vec<(usize, String)>,
+) -> Result<RecordBatch, ArrowError> {
+    let bad = |line: usize, m: String| ArrowError::ParseError(format!("{path}: line {line}: {m}"));
+    let mut rows: Vec<(usize, serde_json::Map<String, serde_json::Value>)> =
+        Vec::with_capacity(lines.len());
+    for (line, l) in lines {
+        if let Some(lit) = crate::core::json::wide_integer(&l) {
+            return Err(bad(
+                line,
+                format!("the integer {lit} does not fit 64 bits (it would become a rounded float)"),
+            ));
+        }
+        match serde_json::from_str::<serde_json::Value>(&l) {
+            Ok(serde_json::Value::Object(m)) => rows.push((line, m)),
+            Ok(_) => return Err(bad(line, "not a JSON object".into())),
+            Err(e) => return Err(bad(line, e.to_string())),
+        }
+    }
+    let mut cols = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let vals: Vec<Option<&serde_json::Value>> =
+            rows.iter().map(|(_, m)| m.get(f.name())).collect();
+        match super::json::decode(f.data_type(), &vals, None) {
+            Ok(a) => cols.push(a),
+            Err(e) => {
+                let line = rows.get(e.at).map_or(0, |(l, _)| *l);
+                return Err(bad(line, format!("{:?}: {}", f.name(), e.message)));
+            }
+        }
+    }
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    RecordBatch::try_new_with_options(schema.clone(), cols, &opts)
 }
