@@ -880,6 +880,92 @@ fn json_lines_inputs_decode_on_every_core_as_on_one() {
     }
 }
 
+/// A CSV input is cut into blocks of whole records (quoted fields across
+/// lines, doubled quotes, CRLF, CR and LF line ends, blank lines, no line
+/// end at the end) decoded on every core: the same batches as arrow-csv's
+/// one pass over the file, the same output on any number of threads, and
+/// the same errors, naming the same lines.
+#[test]
+fn csv_inputs_decode_on_every_core_as_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let mut text = String::from("id,x,note\r\n");
+    for i in 0..20_000u32 {
+        let note = match i % 6 {
+            0 => "\"two\nlines\"".to_string(),
+            1 => "\"a \"\"quoted\"\" word, with a comma\"".to_string(),
+            2 => String::new(),
+            3 => "\"cr\rinside\"".to_string(),
+            _ => format!("plain {i}"),
+        };
+        text.push_str(&format!("{i},{}.25,{note}", i * 3));
+        text.push_str(["\n", "\r\n", "\r"][i as usize % 3]);
+        if i % 997 == 0 {
+            text.push('\n');
+        }
+    }
+    text.push_str("20000,1.5,last");
+    std::fs::write(p("in.csv"), &text).unwrap();
+    let o = |threads| ConvertOptions {
+        threads,
+        batch_size: 700,
+        ..Default::default()
+    };
+    // arrow-csv's one pass, with the schema it infers.
+    let format = arrow_csv::reader::Format::default().with_header(true);
+    let (schema, _) = format
+        .infer_schema(std::fs::File::open(p("in.csv")).unwrap(), Some(10_000))
+        .unwrap();
+    let one_pass: Vec<RecordBatch> = arrow_csv::ReaderBuilder::new(std::sync::Arc::new(schema))
+        .with_format(format)
+        .with_batch_size(700)
+        .build(std::fs::File::open(p("in.csv")).unwrap())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(one_pass.iter().map(|b| b.num_rows()).sum::<usize>(), 20_001);
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let out = p(&format!("t{threads}.arrow"));
+        let r = convert(&p("in.csv"), &out, &o(threads)).unwrap();
+        assert_eq!(r.records, 20_001);
+        assert_eq!(ipc_batches(&out), one_pass, "{threads} threads");
+        files.push(std::fs::read(&out).unwrap());
+    }
+    assert!(files.iter().all(|f| f == &files[0]));
+    // A value that is not a number and a record of too few fields, far
+    // into the file: the first is the error, as in one pass.
+    let lines: Vec<&str> = text.split_inclusive(['\n']).collect();
+    for (k, bad) in [(0, "12,oops,x\n"), (1, "12,4.5\n")] {
+        let mut broken: String = lines[..15_000].concat();
+        broken.push_str(bad);
+        broken.push_str(&lines[15_001..].concat());
+        let src = p(&format!("bad{k}.csv"));
+        std::fs::write(&src, &broken).unwrap();
+        let format = arrow_csv::reader::Format::default().with_header(true);
+        let (schema, _) = format
+            .infer_schema(std::fs::File::open(&src).unwrap(), Some(10_000))
+            .unwrap();
+        let want = arrow_csv::ReaderBuilder::new(std::sync::Arc::new(schema))
+            .with_format(format)
+            .with_batch_size(700)
+            .build(std::fs::File::open(&src).unwrap())
+            .unwrap()
+            .find_map(Result::err)
+            .unwrap()
+            .to_string();
+        for threads in [1, 3] {
+            let e = convert(&src, &p("bad.arrow"), &o(threads)).unwrap_err();
+            assert!(e.to_string().contains(&want), "{threads}: {e} / {want}");
+            assert!(!p("bad.arrow").exists());
+        }
+    }
+    // A header alone: no records.
+    std::fs::write(p("empty.csv"), "id,x\n").unwrap();
+    let r = convert(&p("empty.csv"), &p("empty.arrow"), &o(3)).unwrap();
+    assert_eq!(r.records, 0);
+}
+
 /// A numpy `.npy` file is an input: its rows give the same typed view as
 /// the Bloscpack file it came from (a Fortran-order array of several
 /// dimensions is refused, naming the way through Bloscpack).

@@ -54,6 +54,9 @@ enum Source {
     /// JSON lines: the lines of each batch are read in order and can be
     /// decoded on any thread.
     Json(JsonLines),
+    /// CSV: the text of each batch's records is found in order and can be
+    /// decoded on any thread.
+    Csv(Box<CsvBlocks>),
 }
 
 impl Iterator for Source {
@@ -63,6 +66,7 @@ impl Iterator for Source {
         match self {
             Source::Arrow(batches) => batches.next(),
             Source::Json(lines) => lines.next(),
+            Source::Csv(blocks) => blocks.next(),
         }
     }
 }
@@ -130,55 +134,90 @@ impl BatchStream for Sliced {
         }
     }
 
-    /// JSON lines: each batch's lines read here, in order, and decoded on
-    /// `threads` threads (`active` of them at a time); other tables one
-    /// batch after the other.
+    /// JSON lines and CSV: each batch's text read here, in order, and
+    /// decoded on `threads` threads (`active` of them at a time); other
+    /// tables one batch after the other.
     fn send_all(
         &mut self,
         threads: usize,
         active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
-        let Sliced {
-            inner: Source::Json(json),
-            window,
-            failed,
-        } = self
-        else {
-            return crate::dataset::send_each(self, send);
-        };
-        if threads < 2 || *failed || window.left == 0 {
+        if threads < 2
+            || self.failed
+            || self.window.left == 0
+            || matches!(self.inner, Source::Arrow(_))
+        {
             return crate::dataset::send_each(self, send);
         }
-        *failed = true;
-        let (schema, path) = (json.schema.clone(), json.path.clone());
-        // `Err(None)`: stop without an error to hand on.
-        let r = crate::core::parallel::ordered_active(
-            threads,
-            threads,
-            active,
-            || json.next_text().transpose().map_err(Some),
-            |lines| decode_json(&schema, &path, lines),
-            |b| {
-                let b = match b {
-                    Ok(b) => window.cut(b),
-                    Err(e) => Some(Err(e.into())),
-                };
-                match b {
-                    None => Ok(()),
-                    Some(b) => {
-                        let ok = b.is_ok();
-                        match send(b) && ok && window.left > 0 {
-                            true => Ok(()),
-                            false => Err(None),
-                        }
+        // However the run ends, the stream has ended.
+        self.failed = true;
+        let Sliced { inner, window, .. } = self;
+        match inner {
+            Source::Json(json) => {
+                let (schema, path) = (json.schema.clone(), json.path.clone());
+                decode_apart(
+                    threads,
+                    active,
+                    window,
+                    send,
+                    || json.next_text(),
+                    |lines| decode_json(&schema, &path, lines),
+                );
+            }
+            Source::Csv(csv) => {
+                let schema = csv.schema.clone();
+                decode_apart(
+                    threads,
+                    active,
+                    window,
+                    send,
+                    || csv.next_block(),
+                    |block| block.decode(&schema),
+                );
+            }
+            Source::Arrow(_) => {}
+        }
+    }
+}
+
+/// Hands the batches `work` decodes on `threads` threads (`active` of them
+/// at a time) from the texts `next` reads, in order, through `window` to
+/// `send`, until the end, the first error (handed on) or `send` refusing.
+fn decode_apart<T: Send>(
+    threads: usize,
+    active: &crate::core::parallel::Active,
+    window: &mut Window,
+    send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
+    mut next: impl FnMut() -> Option<Result<T, ArrowError>>,
+    work: impl Fn(T) -> Result<RecordBatch, ArrowError> + Sync,
+) {
+    // `Err(None)`: stop without an error to hand on.
+    let r = crate::core::parallel::ordered_active(
+        threads,
+        threads,
+        active,
+        || next().transpose().map_err(Some),
+        work,
+        |b| {
+            let b = match b {
+                Ok(b) => window.cut(b),
+                Err(e) => Some(Err(e.into())),
+            };
+            match b {
+                None => Ok(()),
+                Some(b) => {
+                    let ok = b.is_ok();
+                    match send(b) && ok && window.left > 0 {
+                        true => Ok(()),
+                        false => Err(None),
                     }
                 }
-            },
-        );
-        if let Err(Some(e)) = r {
-            send(Err(e.into()));
-        }
+            }
+        },
+    );
+    if let Err(Some(e)) = r {
+        send(Err(e.into()));
     }
 }
 
@@ -295,11 +334,8 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
                 batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
             }
-            let r = arrow_csv::ReaderBuilder::new(schema.clone())
-                .with_format(format)
-                .with_batch_size(usize::try_from(batch).unwrap_or(usize::MAX))
-                .build(BufReader::new(file))?;
-            (schema, None, Source::Arrow(Box::new(r)))
+            let blocks = CsvBlocks::new(file, schema.clone(), batch);
+            (schema, None, Source::Csv(Box::new(blocks)))
         }
         Table::JsonLines => {
             let schema = Arc::new(infer_json(path)?);
@@ -584,4 +620,208 @@ fn decode_json(
     }
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len()));
     RecordBatch::try_new_with_options(schema.clone(), cols, &opts)
+}
+
+/// A CSV file (with a header line) cut into blocks of whole records, a
+/// batch's worth each, found by the tokenizer arrow-csv decodes with
+/// (csv-core, in the same configuration): each block decodes on its own
+/// into the batch one pass would have made of those records.
+struct CsvBlocks {
+    file: BufReader<File>,
+    schema: SchemaRef,
+    tokens: csv_core::Reader,
+    /// Records per block.
+    batch: usize,
+    /// The header is still to be read (with the first block).
+    header: bool,
+    /// Records before the next block (the header not counted).
+    records: u64,
+    ended: bool,
+    /// Where the tokenizer writes fields and field ends, not kept.
+    fields: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// The text of a batch's records (and before them the header line, in the
+/// first block).
+struct CsvBlock {
+    text: Vec<u8>,
+    header: bool,
+    /// Records in the block (the header not counted).
+    records: usize,
+    /// Records before the block (the header not counted).
+    before: u64,
+}
+
+impl CsvBlocks {
+    fn new(file: File, schema: SchemaRef, batch: u64) -> Self {
+        CsvBlocks {
+            file: BufReader::with_capacity(1 << 20, file),
+            schema,
+            // arrow-csv's default format: `,`, `"` (doubled inside quotes),
+            // no escape, no comments, CR, LF or CRLF ending a record.
+            tokens: csv_core::ReaderBuilder::new().build(),
+            batch: usize::try_from(batch).unwrap_or(usize::MAX).max(1),
+            header: true,
+            records: 0,
+            ended: false,
+            fields: vec![0; 1 << 16],
+            ends: vec![0; 1 << 10],
+        }
+    }
+
+    /// The next block; `None` at the end (a header without records
+    /// included).
+    fn next_block(&mut self) -> Option<Result<CsvBlock, ArrowError>> {
+        use csv_core::ReadRecordResult as R;
+        if self.ended {
+            return None;
+        }
+        let want = self.batch.saturating_add(usize::from(self.header));
+        let (mut text, mut got) = (Vec::new(), 0usize);
+        while got < want {
+            let buf = match std::io::BufRead::fill_buf(&mut self.file) {
+                Ok(buf) => buf,
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(ArrowError::IoError(e.to_string(), e)));
+                }
+            };
+            if buf.is_empty() {
+                // The end of the text ends a last record without its
+                // terminator. The fields' room is reused when full.
+                for _ in 0..4 {
+                    match self
+                        .tokens
+                        .read_record(&[], &mut self.fields, &mut self.ends)
+                        .0
+                    {
+                        R::Record => {
+                            got += 1;
+                            break;
+                        }
+                        R::OutputFull | R::OutputEndsFull => continue,
+                        R::InputEmpty | R::End => break,
+                    }
+                }
+                self.ended = true;
+                break;
+            }
+            let mut used = 0;
+            while got < want
+                && let Some(rest @ [_, ..]) = buf.get(used..)
+            {
+                let (r, n, _, _) = self
+                    .tokens
+                    .read_record(rest, &mut self.fields, &mut self.ends);
+                used += n;
+                match r {
+                    R::Record => got += 1,
+                    // The fields' room is reused: only where records end
+                    // is wanted here.
+                    R::OutputFull | R::OutputEndsFull if n > 0 => {}
+                    R::OutputFull | R::OutputEndsFull => {
+                        // No progress with room to write: cannot happen.
+                        self.ended = true;
+                        return Some(Err(ArrowError::CsvError(
+                            "the CSV tokenizer stopped moving".into(),
+                        )));
+                    }
+                    R::InputEmpty | R::End => break,
+                }
+            }
+            text.extend_from_slice(buf.get(..used).unwrap_or(buf));
+            std::io::BufRead::consume(&mut self.file, used);
+        }
+        let header = std::mem::replace(&mut self.header, false);
+        let records = got.saturating_sub(usize::from(header));
+        if records == 0 {
+            self.ended = true;
+            return None;
+        }
+        let before = self.records;
+        self.records += records as u64;
+        Some(Ok(CsvBlock {
+            text,
+            header,
+            records,
+            before,
+        }))
+    }
+}
+
+impl Iterator for CsvBlocks {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let block = self.next_block()?;
+        Some(block.and_then(|b| b.decode(&self.schema)))
+    }
+}
+
+impl CsvBlock {
+    /// The block's records as a batch of `schema`, decoded by arrow-csv;
+    /// the lines its errors name are counted from the file's start, as a
+    /// single pass over the file counts them.
+    fn decode(self, schema: &SchemaRef) -> Result<RecordBatch, ArrowError> {
+        let format = arrow_csv::reader::Format::default().with_header(self.header);
+        let mut d = arrow_csv::ReaderBuilder::new(schema.clone())
+            .with_format(format)
+            .with_batch_size(self.records)
+            .build_decoder();
+        // A block's decoder counts lines from its first record (a header
+        // counts one): those before it are added to what it says.
+        let before = match self.header {
+            true => 0,
+            false => self.before + 1,
+        };
+        let located = |e| relocate(e, before);
+        let mut at = 0;
+        while let Some(rest @ [_, ..]) = self.text.get(at..) {
+            match d.decode(rest).map_err(located)? {
+                0 => break,
+                n => at += n,
+            }
+        }
+        if at == self.text.len() {
+            // The end of the text: a last record without its terminator.
+            d.decode(&[]).map_err(located)?;
+        }
+        let b = d.flush().map_err(located)?;
+        match b {
+            Some(b) if b.num_rows() == self.records && at == self.text.len() => Ok(b),
+            b => Err(ArrowError::CsvError(format!(
+                "records from {}: the block of {} records was decoded into {} and {} bytes were left",
+                self.before,
+                self.records,
+                b.map_or(0, |b| b.num_rows()),
+                self.text.len() - at
+            ))),
+        }
+    }
+}
+
+/// Arrow-csv's error `e` of a block with its (first) line number moved on
+/// by `by`.
+fn relocate(e: ArrowError, by: u64) -> ArrowError {
+    let shift = |m: String| match m.find("line ") {
+        Some(i) if by > 0 => {
+            let (head, tail) = m.split_at(i + 5);
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            match tail.get(..digits).and_then(|d| d.parse::<u64>().ok()) {
+                Some(n) => format!(
+                    "{head}{}{}",
+                    n.saturating_add(by),
+                    tail.get(digits..).unwrap_or_default()
+                ),
+                None => m,
+            }
+        }
+        _ => m,
+    };
+    match e {
+        ArrowError::CsvError(m) => ArrowError::CsvError(shift(m)),
+        ArrowError::ParseError(m) => ArrowError::ParseError(shift(m)),
+        e => e,
+    }
 }
