@@ -880,6 +880,36 @@ fn json_lines_inputs_decode_on_every_core_as_on_one() {
     }
 }
 
+/// Converts the CSV at `src` to Arrow with batches of `batch` records on
+/// one thread, three and every core: each time the batches of arrow-csv's
+/// one pass over the file (with the schema it infers); the records.
+fn csv_as_one_pass(src: &std::path::Path, batch: usize) -> usize {
+    let format = arrow_csv::reader::Format::default().with_header(true);
+    let (schema, _) = format
+        .infer_schema(std::fs::File::open(src).unwrap(), Some(10_000))
+        .unwrap();
+    let one_pass: Vec<RecordBatch> = arrow_csv::ReaderBuilder::new(std::sync::Arc::new(schema))
+        .with_format(format)
+        .with_batch_size(batch)
+        .build(std::fs::File::open(src).unwrap())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let records = one_pass.iter().map(|b| b.num_rows()).sum::<usize>();
+    let out = src.with_extension("arrow");
+    for threads in [1, 3, 0] {
+        let o = ConvertOptions {
+            threads,
+            batch_size: batch,
+            ..Default::default()
+        };
+        let r = convert(src, &out, &o).unwrap();
+        assert_eq!(r.records, records as u64);
+        assert!(ipc_batches(&out) == one_pass, "{threads} threads");
+    }
+    records
+}
+
 /// A CSV input is cut into blocks of whole records (quoted fields across
 /// lines, doubled quotes, CRLF, CR and LF line ends, blank lines, no line
 /// end at the end) decoded on every core: the same batches as arrow-csv's
@@ -911,28 +941,26 @@ fn csv_inputs_decode_on_every_core_as_in_one_pass() {
         batch_size: 700,
         ..Default::default()
     };
-    // arrow-csv's one pass, with the schema it infers.
-    let format = arrow_csv::reader::Format::default().with_header(true);
-    let (schema, _) = format
-        .infer_schema(std::fs::File::open(p("in.csv")).unwrap(), Some(10_000))
-        .unwrap();
-    let one_pass: Vec<RecordBatch> = arrow_csv::ReaderBuilder::new(std::sync::Arc::new(schema))
-        .with_format(format)
-        .with_batch_size(700)
-        .build(std::fs::File::open(p("in.csv")).unwrap())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(one_pass.iter().map(|b| b.num_rows()).sum::<usize>(), 20_001);
-    let mut files = Vec::new();
-    for threads in [1, 3, 0] {
-        let out = p(&format!("t{threads}.arrow"));
-        let r = convert(&p("in.csv"), &out, &o(threads)).unwrap();
-        assert_eq!(r.records, 20_001);
-        assert_eq!(ipc_batches(&out), one_pass, "{threads} threads");
-        files.push(std::fs::read(&out).unwrap());
+    assert_eq!(csv_as_one_pass(&p("in.csv"), 700), 20_001);
+    // Larger than the reader's buffer: without quotes, line ends of all
+    // kinds and blank lines; then quoted fields far apart, one across
+    // lines.
+    for quotes in [false, true] {
+        let mut big = String::from("a,b,c\n");
+        for i in 0..150_000u32 {
+            match i % 5_000 {
+                17 if quotes => big.push_str(&format!("{i},\"q\n{i}\",x")),
+                18 if quotes => big.push_str(&format!("{i},\"\"\"\",\"y,z\"")),
+                _ => big.push_str(&format!("{i},{},row {i}", i % 13)),
+            }
+            big.push_str(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n"][i as usize % 5]);
+        }
+        big.push_str("150000,1,end");
+        let src = p("big.csv");
+        std::fs::write(&src, &big).unwrap();
+        assert!(big.len() > 2 << 20, "{}", big.len());
+        assert_eq!(csv_as_one_pass(&src, 4_000), 150_001);
     }
-    assert!(files.iter().all(|f| f == &files[0]));
     // A value that is not a number and a record of too few fields, far
     // into the file: the first is the error, as in one pass.
     let lines: Vec<&str> = text.split_inclusive(['\n']).collect();

@@ -640,6 +640,8 @@ struct CsvBlocks {
     /// Where the tokenizer writes fields and field ends, not kept.
     fields: Vec<u8>,
     ends: Vec<usize>,
+    /// The tokenizer is at a record's start (or after its end).
+    boundary: bool,
 }
 
 /// The text of a batch's records (and before them the header line, in the
@@ -667,6 +669,7 @@ impl CsvBlocks {
             ended: false,
             fields: vec![0; 1 << 16],
             ends: vec![0; 1 << 10],
+            boundary: true,
         }
     }
 
@@ -711,10 +714,27 @@ impl CsvBlocks {
             while got < want
                 && let Some(rest @ [_, ..]) = buf.get(used..)
             {
+                if self.boundary {
+                    // At a record's start, up to the first quote: each run
+                    // of bytes other than CR and LF is a record, as the
+                    // tokenizer would find (blank lines are skipped).
+                    let (n, records, whole) = plain_records(rest, want - got);
+                    used += n;
+                    got += records;
+                    if whole {
+                        continue;
+                    }
+                    // A quote, or the buffer's end inside a record: the
+                    // tokenizer goes on from the record's start.
+                }
+                let Some(rest @ [_, ..]) = buf.get(used..) else {
+                    break;
+                };
                 let (r, n, _, _) = self
                     .tokens
                     .read_record(rest, &mut self.fields, &mut self.ends);
                 used += n;
+                self.boundary = r == R::Record;
                 match r {
                     R::Record => got += 1,
                     // The fields' room is reused: only where records end
@@ -748,6 +768,42 @@ impl CsvBlocks {
             before,
         }))
     }
+}
+
+/// Up to `most` records of `text` (which starts at a record's start)
+/// before its first quote: the bytes they take (each up to and with the CR
+/// or LF that ends it, blank lines before them included), how many, and
+/// whether the count is whole (`most` records found, or the text ended
+/// with a record's end): else the rest of the text, from the byte
+/// returned, is left to the tokenizer. Without quotes (and with arrow-csv's
+/// default format, whose only other special bytes are the delimiter and
+/// the line ends), a record is a run of bytes other than CR and LF.
+fn plain_records(text: &[u8], most: usize) -> (usize, usize, bool) {
+    let plain = text.get(..memchr::memchr(b'"', text).unwrap_or(text.len()));
+    let plain = plain.unwrap_or_default();
+    let (mut at, mut records) = (0, 0);
+    while records < most {
+        // Blank lines are skipped.
+        let Some(start) = plain
+            .get(at..)
+            .and_then(|t| t.iter().position(|&b| b != b'\n' && b != b'\r'))
+        else {
+            // Only line ends left: taken, when the text ends here.
+            return match plain.len() == text.len() {
+                true => (text.len(), records, true),
+                false => (at, records, false),
+            };
+        };
+        let Some(end) = plain
+            .get(at + start..)
+            .and_then(|t| memchr::memchr2(b'\n', b'\r', t))
+        else {
+            return (at, records, false);
+        };
+        at += start + end + 1;
+        records += 1;
+    }
+    (at, records, true)
 }
 
 impl Iterator for CsvBlocks {
