@@ -47,8 +47,9 @@
 //!   an MLDF made from `mb` MB (default 300) of those JSON lines, converted
 //!   to Parquet, Arrow, IDV, CBF, Bloscpack, bcolz, CSV and JSON lines
 //!   (`--lossy`), then the JSON lines and the MLDF's Parquet, Arrow and
-//!   CSV copies into Parquet, with `--threads 1` and on every core,
-//!   alternating; the ratio of the medians.
+//!   CSV copies into Parquet, and the JSON lines and CSV into Arrow, with
+//!   `--threads 1` and on every core, alternating; the ratio of the
+//!   medians.
 //!
 //! Each format's speed table follows (`bench_cntk`: one thread against
 //! every core; `bench_unpack`: raw c-blosc on the same chunks and memcpy;
@@ -845,14 +846,22 @@ const CONVERT_TARGETS: &[&str] = &[
     "parquet", "arrow", "idv", "bin", "blp", "bcolz", "csv", "jsonl",
 ];
 
-/// The imports [`convert`] times into Parquet (read in one pass, not in
-/// parts as a format's file is).
-const CONVERT_IMPORTS: &[&str] = &["parquet", "arrow", "csv", "jsonl"];
+/// The imports [`convert`] times, and into what: Parquet (encoded a part
+/// per thread) and Arrow (the imports' own decoding on every core).
+const CONVERT_IMPORTS: &[(&str, &str)] = &[
+    ("parquet", "parquet"),
+    ("arrow", "parquet"),
+    ("csv", "parquet"),
+    ("jsonl", "parquet"),
+    ("csv", "arrow"),
+    ("jsonl", "arrow"),
+];
 
 /// #17's "every conversion uses all cores": an MLDF made from `mb` MB of
 /// [`write_jsonl`]'s lines converted into every target (`--lossy`: CNTK
 /// keeps floats only), then those lines and the MLDF's Parquet, Arrow and
-/// CSV copies into Parquet, each on one thread and on every core,
+/// CSV copies into Parquet and Arrow ([`CONVERT_IMPORTS`]), each on one
+/// thread and on every core,
 /// alternating, each run writing a new file; the ratio of the medians.
 fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
     let jsonl = dir.join("convert.jsonl");
@@ -874,20 +883,24 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
             one / all
         );
     }
-    for ext in CONVERT_IMPORTS {
+    for (i, (ext, to)) in CONVERT_IMPORTS.iter().enumerate() {
         let input = match *ext {
             "jsonl" => jsonl.clone(),
-            _ => {
-                let input = dir.join(format!("convert.{ext}"));
-                crate::interop::run(&mut quiet_convert(root, &src, &input))?;
-                input
-            }
+            _ => dir.join(format!("convert.{ext}")),
         };
+        if !input.exists() {
+            crate::interop::run(&mut quiet_convert(root, &src, &input))?;
+        }
         let mb = std::fs::metadata(&input).map_or(0, |m| m.len()) as f64 / 1e6;
-        let (one, all) = one_and_all(root, &input, &dir.join("out.parquet"))?;
-        fresh(&input);
+        let (one, all) = one_and_all(root, &input, &dir.join(format!("out.{to}")))?;
+        if CONVERT_IMPORTS
+            .get(i + 1..)
+            .is_none_or(|rest| rest.iter().all(|(e, _)| e != ext))
+        {
+            fresh(&input);
+        }
         println!(
-            "  {ext:<7} -> parquet  one thread {one:.2} s | every core {all:.2} s | {:.2}x  ({mb:.0} MB in)",
+            "  {ext:<7} -> {to:<8} one thread {one:.2} s | every core {all:.2} s | {:.2}x  ({mb:.0} MB in)",
             one / all
         );
     }
