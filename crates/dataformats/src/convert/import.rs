@@ -623,13 +623,13 @@ fn decode_json(
 }
 
 /// A CSV file (with a header line) cut into blocks of whole records, a
-/// batch's worth each, found by the tokenizer arrow-csv decodes with
-/// (csv-core, in the same configuration): each block decodes on its own
-/// into the batch one pass would have made of those records.
+/// batch's worth each, where the tokenizer arrow-csv decodes with (csv-core,
+/// in arrow-csv's default format) ends them ([`Scan`]; the tests check the
+/// two agree): each block decodes on its own into the batch one pass would
+/// have made of those records.
 struct CsvBlocks {
     file: BufReader<File>,
     schema: SchemaRef,
-    tokens: csv_core::Reader,
     /// Records per block.
     batch: usize,
     /// The header is still to be read (with the first block).
@@ -637,11 +637,8 @@ struct CsvBlocks {
     /// Records before the next block (the header not counted).
     records: u64,
     ended: bool,
-    /// Where the tokenizer writes fields and field ends, not kept.
-    fields: Vec<u8>,
-    ends: Vec<usize>,
-    /// The tokenizer is at a record's start (or after its end).
-    boundary: bool,
+    /// Where the scan stands.
+    state: Scan,
 }
 
 /// The text of a batch's records (and before them the header line, in the
@@ -660,23 +657,17 @@ impl CsvBlocks {
         CsvBlocks {
             file: BufReader::with_capacity(1 << 20, file),
             schema,
-            // arrow-csv's default format: `,`, `"` (doubled inside quotes),
-            // no escape, no comments, CR, LF or CRLF ending a record.
-            tokens: csv_core::ReaderBuilder::new().build(),
             batch: usize::try_from(batch).unwrap_or(usize::MAX).max(1),
             header: true,
             records: 0,
             ended: false,
-            fields: vec![0; 1 << 16],
-            ends: vec![0; 1 << 10],
-            boundary: true,
+            state: Scan::StartRecord,
         }
     }
 
     /// The next block; `None` at the end (a header without records
     /// included).
     fn next_block(&mut self) -> Option<Result<CsvBlock, ArrowError>> {
-        use csv_core::ReadRecordResult as R;
         if self.ended {
             return None;
         }
@@ -692,64 +683,16 @@ impl CsvBlocks {
             };
             if buf.is_empty() {
                 // The end of the text ends a last record without its
-                // terminator. The fields' room is reused when full.
-                for _ in 0..4 {
-                    match self
-                        .tokens
-                        .read_record(&[], &mut self.fields, &mut self.ends)
-                        .0
-                    {
-                        R::Record => {
-                            got += 1;
-                            break;
-                        }
-                        R::OutputFull | R::OutputEndsFull => continue,
-                        R::InputEmpty | R::End => break,
-                    }
+                // line end.
+                if self.state != Scan::StartRecord {
+                    got += 1;
+                    self.state = Scan::StartRecord;
                 }
                 self.ended = true;
                 break;
             }
-            let mut used = 0;
-            while got < want
-                && let Some(rest @ [_, ..]) = buf.get(used..)
-            {
-                if self.boundary {
-                    // At a record's start, up to the first quote: each run
-                    // of bytes other than CR and LF is a record, as the
-                    // tokenizer would find (blank lines are skipped).
-                    let (n, records, whole) = plain_records(rest, want - got);
-                    used += n;
-                    got += records;
-                    if whole {
-                        continue;
-                    }
-                    // A quote, or the buffer's end inside a record: the
-                    // tokenizer goes on from the record's start.
-                }
-                let Some(rest @ [_, ..]) = buf.get(used..) else {
-                    break;
-                };
-                let (r, n, _, _) = self
-                    .tokens
-                    .read_record(rest, &mut self.fields, &mut self.ends);
-                used += n;
-                self.boundary = r == R::Record;
-                match r {
-                    R::Record => got += 1,
-                    // The fields' room is reused: only where records end
-                    // is wanted here.
-                    R::OutputFull | R::OutputEndsFull if n > 0 => {}
-                    R::OutputFull | R::OutputEndsFull => {
-                        // No progress with room to write: cannot happen.
-                        self.ended = true;
-                        return Some(Err(ArrowError::CsvError(
-                            "the CSV tokenizer stopped moving".into(),
-                        )));
-                    }
-                    R::InputEmpty | R::End => break,
-                }
-            }
+            let (used, records) = take_records(buf, &mut self.state, want - got);
+            got += records;
             text.extend_from_slice(buf.get(..used).unwrap_or(buf));
             std::io::BufRead::consume(&mut self.file, used);
         }
@@ -768,6 +711,98 @@ impl CsvBlocks {
             before,
         }))
     }
+}
+
+/// Scans `buf` from `state` until `most` records have ended or `buf` has:
+/// the bytes scanned and the records ended.
+fn take_records(buf: &[u8], state: &mut Scan, most: usize) -> (usize, usize) {
+    let (mut used, mut got) = (0, 0);
+    while got < most
+        && let Some(rest @ [_, ..]) = buf.get(used..)
+    {
+        let (n, records) = match *state {
+            // At a record's start, up to the first quote: each run of
+            // bytes other than CR and LF is a record.
+            Scan::StartRecord => match plain_records(rest, most - got) {
+                (n, records, true) => (n, records),
+                // A quote, or the buffer's end inside a record: one record
+                // byte by byte from its start.
+                (n, records, false) => {
+                    let after = rest.get(n..).unwrap_or_default();
+                    let (m, one, next) = scan(after, Scan::StartRecord, 1);
+                    *state = next;
+                    (n + m, records + one)
+                }
+            },
+            now => {
+                let (n, one, next) = scan(rest, now, 1);
+                *state = next;
+                (n, one)
+            }
+        };
+        used += n;
+        got += records;
+    }
+    (used, got)
+}
+
+/// Where the CSV tokenizer stands, as csv-core's does with arrow-csv's
+/// default format (`,` between fields, `"` quoting with `""` for a quote
+/// inside, no escape byte, no comments, CR, LF or CRLF ending a record,
+/// blank lines skipped): the states that decide where records end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Between records: line ends are skipped.
+    StartRecord,
+    /// At a field's start: a quote opens a quoted field.
+    StartField,
+    /// In an unquoted field (a quote is an ordinary byte there).
+    InField,
+    /// In a quoted field: only a quote means anything.
+    InQuoted,
+    /// After a quote in a quoted field: a second one is a quote inside it.
+    QuoteInQuoted,
+}
+
+/// Scans `text` from `state` until `most` records have ended (a record
+/// ends with the CR or LF after it, included) or the text ends: the bytes
+/// scanned, the records ended and the state after them. At the end of the
+/// input, any state but [`Scan::StartRecord`] ends one more record.
+fn scan(text: &[u8], mut state: Scan, most: usize) -> (usize, usize, Scan) {
+    let (mut at, mut records) = (0usize, 0usize);
+    while records < most {
+        let Some(rest @ [c, ..]) = text.get(at..) else {
+            break;
+        };
+        let c = *c;
+        let line_end = c == b'\r' || c == b'\n';
+        (at, state) = match state {
+            Scan::StartRecord if line_end => (at + 1, Scan::StartRecord),
+            Scan::StartRecord => (at, Scan::StartField),
+            Scan::StartField if c == b'"' => (at + 1, Scan::InQuoted),
+            Scan::StartField if c == b',' => (at + 1, Scan::StartField),
+            Scan::StartField | Scan::QuoteInQuoted | Scan::InField if line_end => {
+                records += 1;
+                (at + 1, Scan::StartRecord)
+            }
+            Scan::StartField => (at + 1, Scan::InField),
+            Scan::QuoteInQuoted if c == b'"' => (at + 1, Scan::InQuoted),
+            Scan::QuoteInQuoted if c == b',' => (at + 1, Scan::StartField),
+            Scan::QuoteInQuoted => (at + 1, Scan::InField),
+            Scan::InField => match memchr::memchr3(b',', b'\r', b'\n', rest) {
+                // The delimiter or line end, seen next time round.
+                Some(i @ 1..) => (at + i, Scan::InField),
+                // A delimiter (line ends were taken above).
+                Some(_) => (at + 1, Scan::StartField),
+                None => (text.len(), Scan::InField),
+            },
+            Scan::InQuoted => match memchr::memchr(b'"', rest) {
+                Some(i) => (at + i + 1, Scan::QuoteInQuoted),
+                None => (text.len(), Scan::InQuoted),
+            },
+        };
+    }
+    (at, records, state)
 }
 
 /// Up to `most` records of `text` (which starts at a record's start)
@@ -879,5 +914,99 @@ fn relocate(e: ArrowError, by: u64) -> ArrowError {
         ArrowError::CsvError(m) => ArrowError::CsvError(shift(m)),
         ArrowError::ParseError(m) => ArrowError::ParseError(shift(m)),
         e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A few bytes drawn from `alphabet` by a small generator of `seed`.
+    fn text(seed: &mut u64, alphabet: &[u8], len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                alphabet[(*seed % alphabet.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    /// Where csv-core, in arrow-csv's default format, ends the records of
+    /// `text` (the byte after each; the text's length for a last record
+    /// without a line end).
+    fn csv_core_ends(text: &[u8]) -> Vec<usize> {
+        use csv_core::ReadRecordResult as R;
+        let mut r = csv_core::ReaderBuilder::new().build();
+        let (mut out, mut ends) = (vec![0u8; 1 << 16], vec![0usize; 1 << 12]);
+        let (mut at, mut got) = (0, Vec::new());
+        loop {
+            let (res, n, _, _) = r.read_record(&text[at..], &mut out, &mut ends);
+            at += n;
+            match res {
+                R::Record => got.push(at),
+                R::End => break,
+                R::OutputFull | R::OutputEndsFull => {}
+                R::InputEmpty => {
+                    if r.read_record(&[], &mut out, &mut ends).0 == R::Record {
+                        got.push(at);
+                    }
+                    break;
+                }
+            }
+        }
+        got
+    }
+
+    /// The same through [`take_records`], `text` handed over in pieces of
+    /// `piece` bytes (a buffer's end may fall anywhere), a record at a
+    /// time.
+    fn our_ends(text: &[u8], piece: usize) -> Vec<usize> {
+        let (mut state, mut ends) = (Scan::StartRecord, Vec::new());
+        for (k, buf) in text.chunks(piece).enumerate() {
+            let mut used = 0;
+            while used < buf.len() {
+                let (n, records) = take_records(&buf[used..], &mut state, 1);
+                used += n;
+                if records == 1 {
+                    ends.push(k * piece + used);
+                }
+            }
+        }
+        if state != Scan::StartRecord {
+            ends.push(text.len());
+        }
+        ends
+    }
+
+    /// Records end where csv-core ends them, on random text of the bytes
+    /// that matter (quotes, delimiters, CR, LF) handed over in pieces of
+    /// every size: quoted fields across lines, doubled quotes, quotes
+    /// inside unquoted fields, text after a closing quote, blank lines, a
+    /// last record without a line end.
+    #[test]
+    fn records_end_where_csv_core_ends_them() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..20_000 {
+            let alphabet: &[u8] = match round % 3 {
+                0 => b"a,\"\r\n",
+                1 => b"aaaa,,\"\n",
+                _ => b"ab,\r\n\n\"",
+            };
+            let len = 1 + (round % 97);
+            let t = text(&mut seed, alphabet, len);
+            let want = csv_core_ends(&t);
+            let shown = String::from_utf8_lossy(&t);
+            for piece in [1, 2, 3, 7, 64, 1 << 20] {
+                assert_eq!(our_ends(&t, piece), want, "{shown:?} in pieces of {piece}");
+            }
+            // All records at once: the same count.
+            let mut state = Scan::StartRecord;
+            let (n, records) = take_records(&t, &mut state, usize::MAX);
+            assert_eq!(n, t.len());
+            let last = usize::from(state != Scan::StartRecord);
+            assert_eq!(records + last, want.len(), "{shown:?}");
+        }
     }
 }
