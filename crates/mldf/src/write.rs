@@ -309,7 +309,11 @@ impl Writer {
         let mut pending: Vec<(Cow<'_, [u8]>, usize)> = Vec::new();
         for (f, v) in self.fields.iter().zip(values) {
             let loc = |e: Error| e.in_value(self.samples, &f.name);
-            let (record, payload) = encode(f, v).map_err(loc)?;
+            let rec_at = self.row.len();
+            let size = f.ty.record_size().unwrap_or(0) as usize;
+            self.row.resize(rec_at + size, 0);
+            let rec = self.row.get_mut(rec_at..).unwrap_or_default();
+            let payload = encode(f, v, rec).map_err(loc)?;
             let stored = match payload {
                 Some(p) if !p.is_empty() => {
                     let s = if self.opts.compressed {
@@ -327,8 +331,6 @@ impl Writer {
                 }
                 _ => None,
             };
-            let rec_at = self.row.len();
-            self.row.extend_from_slice(&record);
             if f.nullable {
                 let present = u8::from(!matches!(v, FieldValue::Missing));
                 self.row.push(present);
@@ -465,18 +467,16 @@ fn zero_fill(out: &mut impl Write, pos: &mut u64, to: u64) -> Result<()> {
 /// The record (without trailer) and the payload of one value, checked
 /// against the field (§11.1's refusals).
 /// A record and the payload it points at.
-type Encoded<'a> = (Vec<u8>, Option<Cow<'a, [u8]>>);
-
-fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
-    let size = f.ty.record_size().unwrap_or(0) as usize;
-    let mut rec = vec![0u8; size];
+/// Checks `v` against field `f` and writes its record into `rec` (the
+/// field's record size, zeroed); the payload to store, if any.
+fn encode<'a>(f: &Field, v: &FieldValue<'a>, rec: &mut [u8]) -> Result<Option<Cow<'a, [u8]>>> {
     let bad = |m: String| Err(arg(format!("field {:?} ({}): {m}", f.name, f.ty.name())));
-    let put = |rec: &mut Vec<u8>, at: usize, b: &[u8]| {
+    let put = |rec: &mut [u8], at: usize, b: &[u8]| {
         if let Some(d) = rec.get_mut(at..at + b.len()) {
             d.copy_from_slice(b);
         }
     };
-    let sized = |rec: &mut Vec<u8>, data: &[u8]| -> Result<()> {
+    let sized = |rec: &mut [u8], data: &[u8]| -> Result<()> {
         let n = u32::try_from(data.len()).map_err(|_| arg("a value above 2^32-1 bytes"))?;
         if let Some(d) = rec.get_mut(8..12) {
             d.copy_from_slice(&n.to_le_bytes());
@@ -491,11 +491,11 @@ fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
             None
         }
         (FieldType::Int, FieldValue::Int(x)) => {
-            put(&mut rec, 0, &x.to_le_bytes());
+            put(rec, 0, &x.to_le_bytes());
             None
         }
         (FieldType::Float, FieldValue::Float(x)) => {
-            put(&mut rec, 0, &x.to_bits().to_le_bytes());
+            put(rec, 0, &x.to_bits().to_le_bytes());
             None
         }
         (FieldType::Bytes, FieldValue::Bytes(b)) => Some(b),
@@ -551,9 +551,9 @@ fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
                     2
                 }
             };
-            put(&mut rec, 12, &height.to_le_bytes());
-            put(&mut rec, 14, &width.to_le_bytes());
-            put(&mut rec, 16, &[channels, mode]);
+            put(rec, 12, &height.to_le_bytes());
+            put(rec, 14, &width.to_le_bytes());
+            put(rec, 16, &[channels, mode]);
             Some(data)
         }
         (
@@ -585,7 +585,7 @@ fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
                 ));
             }
             audio(
-                &mut rec,
+                rec,
                 num_samples,
                 sample_rate,
                 num_channels,
@@ -615,7 +615,7 @@ fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
                 ));
             }
             audio(
-                &mut rec,
+                rec,
                 num_samples,
                 sample_rate,
                 num_channels,
@@ -640,17 +640,17 @@ fn encode<'a>(f: &Field, v: &FieldValue<'a>) -> Result<Encoded<'a>> {
                 }
                 other => return bad(format!("token encoding {other}")),
             };
-            put(&mut rec, 12, &(ids.len().min(65535) as u16).to_le_bytes());
-            put(&mut rec, 14, &[encoding]);
-            sized(&mut rec, &bytes)?;
-            return Ok((rec, Some(Cow::Owned(bytes))));
+            put(rec, 12, &(ids.len().min(65535) as u16).to_le_bytes());
+            put(rec, 14, &[encoding]);
+            sized(rec, &bytes)?;
+            return Ok(Some(Cow::Owned(bytes)));
         }
         _ => return bad("the value does not match the field's type".into()),
     };
     if let Some(p) = payload {
-        sized(&mut rec, p)?;
+        sized(rec, p)?;
     }
-    Ok((rec, payload.map(Cow::Borrowed)))
+    Ok(payload.map(Cow::Borrowed))
 }
 
 fn audio(rec: &mut [u8], frames: u32, rate: u32, ch: u16, bits: u8, codec: u8) {
