@@ -988,6 +988,18 @@ fn csv_inputs_decode_on_every_core_as_in_one_pass() {
             assert!(!p("bad.arrow").exists());
         }
     }
+    // A quote never closed holds the rest of the file in one record: its
+    // text is held within the caller's caps, not without end.
+    let mut open_quote = String::from("id,x,note\n1,2.5,\"opened");
+    open_quote.push_str(&"and never closed, ".repeat(200_000));
+    std::fs::write(p("quote.csv"), &open_quote).unwrap();
+    for threads in [1, 3] {
+        let mut capped = o(threads);
+        capped.open.limits = dataformats::core::Limits::default().with_max_alloc(1 << 20);
+        let e = convert(&p("quote.csv"), &p("quote.arrow"), &capped).unwrap_err();
+        assert!(e.to_string().contains("CSV block"), "{threads}: {e}");
+        assert!(!p("quote.arrow").exists());
+    }
     // A header alone: no records.
     std::fs::write(p("empty.csv"), "id,x\n").unwrap();
     let r = convert(&p("empty.csv"), &p("empty.arrow"), &o(3)).unwrap();

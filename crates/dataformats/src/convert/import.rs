@@ -60,12 +60,12 @@ enum Source {
 }
 
 impl Iterator for Source {
-    type Item = Result<RecordBatch, ArrowError>;
+    type Item = Result<RecordBatch, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Source::Arrow(batches) => batches.next(),
-            Source::Json(lines) => lines.next(),
+            Source::Arrow(batches) => Some(batches.next()?.map_err(Error::from)),
+            Source::Json(lines) => Some(lines.next()?.map_err(Error::from)),
             Source::Csv(blocks) => blocks.next(),
         }
     }
@@ -125,7 +125,7 @@ impl BatchStream for Sliced {
                 Ok(b) => b,
                 Err(e) => {
                     self.failed = true;
-                    return Some(Err(e.into()));
+                    return Some(Err(e));
                 }
             };
             if let Some(b) = self.window.cut(b) {
@@ -161,7 +161,7 @@ impl BatchStream for Sliced {
                     active,
                     window,
                     send,
-                    || json.next_text(),
+                    || Some(json.next_text()?.map_err(Error::from)),
                     |lines| decode_json(&schema, &path, lines),
                 );
             }
@@ -189,7 +189,7 @@ fn decode_apart<T: Send>(
     active: &crate::core::parallel::Active,
     window: &mut Window,
     send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
-    mut next: impl FnMut() -> Option<Result<T, ArrowError>>,
+    mut next: impl FnMut() -> Option<Result<T, Error>>,
     work: impl Fn(T) -> Result<RecordBatch, ArrowError> + Sync,
 ) {
     // `Err(None)`: stop without an error to hand on.
@@ -217,7 +217,7 @@ fn decode_apart<T: Send>(
         },
     );
     if let Err(Some(e)) = r {
-        send(Err(e.into()));
+        send(Err(e));
     }
 }
 
@@ -325,7 +325,10 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 inner: File::open(path).map_err(io(path))?,
                 bytes: 0,
             };
-            let (schema, read) = format.infer_schema(BufReader::new(&mut counted), Some(10_000))?;
+            // The lines read to infer the schema are held one record at a
+            // time: at most the caller's cap of text is read for them.
+            let capped = std::io::Read::take(&mut counted, opts.open.limits.max_alloc);
+            let (schema, read) = format.infer_schema(BufReader::new(capped), Some(10_000))?;
             let schema = Arc::new(schema);
             // Records without a fixed width: as many per batch as the
             // rows read to infer the schema say fill BATCH_BYTES.
@@ -334,7 +337,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
                 batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
             }
-            let blocks = CsvBlocks::new(file, schema.clone(), batch);
+            let blocks = CsvBlocks::new(file, schema.clone(), batch, opts.open.limits);
             (schema, None, Source::Csv(Box::new(blocks)))
         }
         Table::JsonLines => {
@@ -639,6 +642,8 @@ struct CsvBlocks {
     ended: bool,
     /// Where the scan stands.
     state: Scan,
+    /// The caller's caps: a block's text is one buffer.
+    limits: crate::core::Limits,
 }
 
 /// The text of a batch's records (and before them the header line, in the
@@ -653,7 +658,7 @@ struct CsvBlock {
 }
 
 impl CsvBlocks {
-    fn new(file: File, schema: SchemaRef, batch: u64) -> Self {
+    fn new(file: File, schema: SchemaRef, batch: u64, limits: crate::core::Limits) -> Self {
         CsvBlocks {
             file: BufReader::with_capacity(1 << 20, file),
             schema,
@@ -662,12 +667,13 @@ impl CsvBlocks {
             records: 0,
             ended: false,
             state: Scan::StartRecord,
+            limits,
         }
     }
 
     /// The next block; `None` at the end (a header without records
     /// included).
-    fn next_block(&mut self) -> Option<Result<CsvBlock, ArrowError>> {
+    fn next_block(&mut self) -> Option<Result<CsvBlock, Error>> {
         if self.ended {
             return None;
         }
@@ -678,7 +684,7 @@ impl CsvBlocks {
                 Ok(buf) => buf,
                 Err(e) => {
                     self.ended = true;
-                    return Some(Err(ArrowError::IoError(e.to_string(), e)));
+                    return Some(Err(ArrowError::IoError(e.to_string(), e).into()));
                 }
             };
             if buf.is_empty() {
@@ -693,6 +699,13 @@ impl CsvBlocks {
             }
             let (used, records) = take_records(buf, &mut self.state, want - got);
             got += records;
+            // The records of a block (or one unending record: an
+            // unclosed quote) held in one buffer, within the caps.
+            let held = (text.len() + used) as u64;
+            if let Err(e) = self.limits.check_alloc("the text of a CSV block", held) {
+                self.ended = true;
+                return Some(Err(Error::limit(e)));
+            }
             text.extend_from_slice(buf.get(..used).unwrap_or(buf));
             std::io::BufRead::consume(&mut self.file, used);
         }
@@ -842,11 +855,11 @@ fn plain_records(text: &[u8], most: usize) -> (usize, usize, bool) {
 }
 
 impl Iterator for CsvBlocks {
-    type Item = Result<RecordBatch, ArrowError>;
+    type Item = Result<RecordBatch, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let block = self.next_block()?;
-        Some(block.and_then(|b| b.decode(&self.schema)))
+        Some(block.and_then(|b| b.decode(&self.schema).map_err(Error::from)))
     }
 }
 
