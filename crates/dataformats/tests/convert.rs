@@ -878,6 +878,27 @@ fn json_lines_inputs_decode_on_every_core_as_on_one() {
         assert!(e.to_string().contains("UTF-8"), "{threads}: {e}");
         assert!(!p("utf8.arrow").exists());
     }
+    // A line longer than the caller's cap is refused before it is held
+    // whole (after ten thousand lines: the schema comes from those).
+    let mut long: String = lines[..10_001].concat();
+    long.push_str(&format!(
+        "{{\"i\": 1, \"t\": \"{}\"}}\n",
+        "x".repeat(2 << 20)
+    ));
+    std::fs::write(p("long.jsonl"), &long).unwrap();
+    for threads in [1, 3] {
+        let mut o = ConvertOptions {
+            threads,
+            ..Default::default()
+        };
+        o.open.limits = dataformats::core::Limits::default().with_max_alloc(1 << 20);
+        let e = convert(&p("long.jsonl"), &p("long.arrow"), &o).unwrap_err();
+        assert!(
+            e.to_string().contains("a line of JSON lines"),
+            "{threads}: {e}"
+        );
+        assert!(!p("long.arrow").exists());
+    }
 }
 
 /// Converts the CSV at `src` to Arrow with batches of `batch` records on

@@ -65,7 +65,7 @@ impl Iterator for Source {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Source::Arrow(batches) => Some(batches.next()?.map_err(Error::from)),
-            Source::Json(lines) => Some(lines.next()?.map_err(Error::from)),
+            Source::Json(lines) => lines.next(),
             Source::Csv(blocks) => blocks.next(),
         }
     }
@@ -161,7 +161,7 @@ impl BatchStream for Sliced {
                     active,
                     window,
                     send,
-                    || Some(json.next_text()?.map_err(Error::from)),
+                    || json.next_text(),
                     |lines| decode_json(&schema, &path, lines),
                 );
             }
@@ -341,9 +341,10 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
             (schema, None, Source::Csv(Box::new(blocks)))
         }
         Table::JsonLines => {
-            let schema = Arc::new(infer_json(path)?);
+            let schema = Arc::new(infer_json(path, opts.open.limits)?);
             let r = JsonLines {
-                lines: std::io::BufRead::lines(BufReader::new(file)),
+                reader: BufReader::new(file),
+                limits: opts.open.limits,
                 schema: schema.clone(),
                 batch: opts.batch_len(&schema),
                 batch_bytes: (opts.batch_size == 0)
@@ -487,11 +488,14 @@ fn finish(t: DataType) -> DataType {
 
 /// The schema of the first lines of a JSON lines file: one nullable field
 /// per key, in order of appearance.
-fn infer_json(path: &Path) -> Result<arrow_schema::Schema, Error> {
-    use std::io::BufRead as _;
+fn infer_json(path: &Path, limits: crate::core::Limits) -> Result<arrow_schema::Schema, Error> {
+    use std::io::{BufRead as _, Read as _};
     let f = File::open(path).map_err(io(path))?;
     let mut fields: Vec<(String, Option<DataType>)> = Vec::new();
-    for (n, line) in BufReader::new(f).lines().take(INFER_LINES).enumerate() {
+    // The lines are held one at a time: at most the caller's cap of text
+    // is read for them.
+    let capped = BufReader::new(f.take(limits.max_alloc));
+    for (n, line) in capped.lines().take(INFER_LINES).enumerate() {
         let line = line.map_err(io(path))?;
         if line.trim().is_empty() {
             continue;
@@ -529,7 +533,9 @@ fn infer_json(path: &Path) -> Result<arrow_schema::Schema, Error> {
 
 /// Batches of a JSON lines file decoded with a fixed schema.
 struct JsonLines {
-    lines: std::io::Lines<BufReader<File>>,
+    reader: BufReader<File>,
+    /// The caller's caps: a line is read into one buffer.
+    limits: crate::core::Limits,
     schema: SchemaRef,
     batch: usize,
     /// Bytes of text after which a batch ends early (when the batch size
@@ -538,34 +544,30 @@ struct JsonLines {
     line: usize,
     path: String,
     /// A failure to read a line, given after the lines read before it.
-    failed: Option<ArrowError>,
+    failed: Option<Error>,
 }
 
 impl JsonLines {
     /// The next batch's lines that are not blank, each with its 1-based
     /// number; `None` at the end. A failure to read a line comes after
     /// the lines before it.
-    fn next_text(&mut self) -> Option<Result<Vec<(usize, String)>, ArrowError>> {
+    fn next_text(&mut self) -> Option<Result<Vec<(usize, String)>, Error>> {
         if let Some(e) = self.failed.take() {
             return Some(Err(e));
         }
         let mut rows = Vec::new();
         let mut text = 0usize;
         while rows.len() < self.batch && self.batch_bytes.is_none_or(|most| text < most) {
-            let Some(l) = self.lines.next() else { break };
-            self.line += 1;
-            let l = match l {
-                Ok(l) => l,
-                Err(e) => {
-                    let e = ArrowError::IoError(e.to_string(), e);
-                    match rows.is_empty() {
-                        true => return Some(Err(e)),
-                        false => {
-                            self.failed = Some(e);
-                            break;
-                        }
+            let l = match self.next_line() {
+                None => break,
+                Some(Ok(l)) => l,
+                Some(Err(e)) => match rows.is_empty() {
+                    true => return Some(Err(e)),
+                    false => {
+                        self.failed = Some(e);
+                        break;
                     }
-                }
+                },
             };
             text += l.len();
             if l.trim().is_empty() {
@@ -575,14 +577,55 @@ impl JsonLines {
         }
         (!rows.is_empty()).then_some(Ok(rows))
     }
+
+    /// The next line, without its LF and a CR before it (as
+    /// `BufRead::lines` gives it), read into a buffer of at most the
+    /// caller's cap; `None` at the end.
+    fn next_line(&mut self) -> Option<Result<String, Error>> {
+        use std::io::{BufRead as _, Read as _};
+        let most = self.limits.max_alloc;
+        let mut raw = Vec::new();
+        let read = (&mut self.reader)
+            .take(most.saturating_add(1))
+            .read_until(b'\n', &mut raw);
+        let io = |e: std::io::Error| Error::from(ArrowError::IoError(e.to_string(), e));
+        match read {
+            Ok(0) => return None,
+            Ok(_) => self.line += 1,
+            Err(e) => return Some(Err(io(e))),
+        }
+        if raw.len() as u64 > most {
+            return Some(Err(Error::limit(
+                self.limits
+                    .check_alloc("a line of JSON lines", raw.len() as u64)
+                    .err()?,
+            )));
+        }
+        if raw.last() == Some(&b'\n') {
+            raw.pop();
+            if raw.last() == Some(&b'\r') {
+                raw.pop();
+            }
+        }
+        Some(String::from_utf8(raw).map_err(|_| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))
+        }))
+    }
 }
 
 impl Iterator for JsonLines {
-    type Item = Result<RecordBatch, ArrowError>;
+    type Item = Result<RecordBatch, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let lines = self.next_text()?;
-        Some(lines.and_then(|lines| decode_json(&self.schema, &self.path, lines)))
+        Some(
+            lines.and_then(|lines| {
+                decode_json(&self.schema, &self.path, lines).map_err(Error::from)
+            }),
+        )
     }
 }
 
