@@ -1401,21 +1401,6 @@ fn idv_targets_are_the_same_on_any_number_of_threads() {
     assert!(same, "the files differ");
 }
 
-/// An MLDF target is written on a thread of its own when given more than
-/// one: the same file on one thread, on three and on every core.
-#[test]
-fn mldf_targets_are_the_same_on_any_number_of_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let blp = dir.path().join("in.blp");
-    float_blp(&blp, &[300_000, 5], 1 << 20);
-    let (files, same) = on_threads(&blp, dir.path(), "mldf");
-    assert!(files[0].len() > 12 << 20, "{} bytes", files[0].len());
-    let r = dataformats::mldf::Reader::open(dir.path().join("t1.mldf")).unwrap();
-    r.validate().unwrap();
-    assert_eq!(r.len(), 300_000);
-    assert!(same, "the files differ");
-}
-
 /// A Bloscpack target large enough for its chunks to be compressed on
 /// threads is the same file on any number of them, and holds the input.
 #[test]

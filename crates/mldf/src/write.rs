@@ -7,7 +7,6 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use dataformats_core::codec::{self, Codec};
-use dataformats_core::write_behind::WriteBehind;
 use dataformats_core::{AtomicFile, ChecksumKind};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -179,68 +178,11 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
-/// Where a [`Writer`]'s bytes go.
-#[derive(Debug)]
-enum Out {
-    /// Written on the calling thread.
-    Here(BufWriter<AtomicFile>),
-    /// Written on a thread of their own ([`Writer::write_behind`]).
-    Behind(WriteBehind<AtomicFile>),
-    /// Between the two (only if switching failed).
-    Gone,
-}
-
-/// The error for writing to [`Out::Gone`].
-fn lost() -> std::io::Error {
-    std::io::Error::other("the output was lost by an earlier error")
-}
-
-impl Write for Out {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Out::Here(w) => w.write(b),
-            Out::Behind(w) => w.write(b),
-            Out::Gone => Err(lost()),
-        }
-    }
-
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        match self {
-            Out::Here(w) => w.write_all(b),
-            Out::Behind(w) => w.write_all(b),
-            Out::Gone => Err(lost()),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Out::Here(w) => w.flush(),
-            Out::Behind(w) => w.flush(),
-            Out::Gone => Err(lost()),
-        }
-    }
-}
-
-impl Out {
-    /// The file, every byte written to it.
-    fn into_file(self) -> Result<AtomicFile> {
-        match self {
-            Out::Here(w) => w.into_inner().map_err(|e| Error::from(e.into_error())),
-            Out::Behind(w) => Ok(w.into_inner()?),
-            Out::Gone => Err(lost().into()),
-        }
-    }
-}
-
-/// Bytes of the data region waiting for the writing thread at most
-/// ([`Writer::write_behind`]).
-const BEHIND_WAITING: usize = 16 << 20;
-
 /// Writes an MLDF file sample by sample; the file appears when
 /// [`Writer::finish`] succeeds (the header is written last).
 #[derive(Debug)]
 pub struct Writer {
-    out: Out,
+    out: BufWriter<AtomicFile>,
     fields: Vec<Field>,
     opts: WriterOptions,
     data_ptr: u64,
@@ -322,7 +264,7 @@ impl Writer {
         let mut pos = descs_end;
         zero_fill(&mut out, &mut pos, data_ptr)?;
         Ok(Writer {
-            out: Out::Here(out),
+            out,
             row: Vec::with_capacity(row_size as usize),
             fields,
             opts,
@@ -339,23 +281,6 @@ impl Writer {
     /// Samples written so far.
     pub fn samples(&self) -> u64 {
         self.samples
-    }
-
-    /// Writes the file on a thread of its own from now on: the caller goes
-    /// on encoding samples while the kernel takes the bytes (for callers
-    /// whose other threads would wait meanwhile: a conversion that decodes
-    /// its input on them). At most 16 MiB wait to be written, so memory
-    /// stays bounded and a slow disk slows the caller down. The file is
-    /// the same; write errors are returned by a later call.
-    pub fn write_behind(&mut self) -> Result<()> {
-        match std::mem::replace(&mut self.out, Out::Gone) {
-            Out::Here(b) => {
-                let f = b.into_inner().map_err(|e| Error::from(e.into_error()))?;
-                self.out = Out::Behind(WriteBehind::new(f, 1 << 20, BEHIND_WAITING)?);
-            }
-            other => self.out = other,
-        }
-        Ok(())
     }
 
     /// Appends one sample: one value per field, in field order. A refused
@@ -479,6 +404,9 @@ impl Writer {
                 let alloc = align_up(data_end, 16);
                 zero_fill(&mut self.out, &mut self.pos, alloc)?;
                 self.allocs.copy_into(&mut self.out)?;
+                // The rows go into the space reserved before the data.
+                self.out.seek(SeekFrom::Start(self.metadata_ptr))?;
+                self.rows.copy_into(&mut self.out)?;
                 (self.metadata_ptr, alloc)
             }
             Layout::B => {
@@ -491,14 +419,6 @@ impl Writer {
                 (meta, alloc)
             }
         };
-        // What follows goes back into the file: on this thread.
-        let f = std::mem::replace(&mut self.out, Out::Gone).into_file()?;
-        let mut out = BufWriter::with_capacity(1 << 16, f);
-        if let Layout::A { .. } = self.opts.layout {
-            // The rows go into the space reserved before the data.
-            out.seek(SeekFrom::Start(self.metadata_ptr))?;
-            self.rows.copy_into(&mut out)?;
-        }
         let mut flags = FLAG_LITTLE_ENDIAN;
         if self.opts.compressed {
             flags |= FLAG_COMPRESSED;
@@ -523,9 +443,12 @@ impl Writer {
                 0
             },
         };
-        out.seek(SeekFrom::Start(9))?;
-        out.write_all(&header.to_bytes())?;
-        let f = out.into_inner().map_err(|e| Error::from(e.into_error()))?;
+        self.out.seek(SeekFrom::Start(9))?;
+        self.out.write_all(&header.to_bytes())?;
+        let f = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::from(e.into_error()))?;
         f.finish()?;
         Ok(())
     }

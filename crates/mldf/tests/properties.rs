@@ -221,21 +221,12 @@ proptest! {
             layout: if layout_a { Layout::A { num_samples: samples } } else { Layout::B },
             page_packing: packing,
         };
+        let mut w = Writer::create(&path, fields(), opts).unwrap();
         let data: Vec<Owned> = (0..samples).map(|i| owned(i, seed)).collect();
-        // Written here, and written on a thread of its own: the same file.
-        let behind = dir.join(format!("{seed}.behind.mldf"));
-        for (p, on_thread) in [(&path, false), (&behind, true)] {
-            let mut w = Writer::create(p, fields(), opts).unwrap();
-            if on_thread {
-                w.write_behind().unwrap();
-            }
-            for o in &data {
-                w.add_sample(&values(o)).unwrap();
-            }
-            w.finish().unwrap();
+        for o in &data {
+            w.add_sample(&values(o)).unwrap();
         }
-        prop_assert!(std::fs::read(&path).unwrap() == std::fs::read(&behind).unwrap());
-        std::fs::remove_file(&behind).unwrap();
+        w.finish().unwrap();
         let r = Reader::open(&path).unwrap();
         r.validate().unwrap();
         prop_assert_eq!(r.len(), samples);

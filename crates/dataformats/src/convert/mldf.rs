@@ -265,14 +265,11 @@ fn has_dictionary(dt: &DataType) -> bool {
     }
 }
 
-/// Writes every batch of `input` to the MLDF file `output`; with more
-/// than one of `threads` (0: every core), the file's bytes are written on
-/// a thread of their own while the records are encoded.
+/// Writes every batch of `input` to the MLDF file `output`.
 pub(crate) fn write(
     input: &mut dyn BatchStream,
     output: &std::path::Path,
     opts: &MldfOptions,
-    threads: usize,
     lossy: bool,
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
@@ -320,9 +317,6 @@ pub(crate) fn write(
         fields.push(MField::new(SCHEMA_FIELD, T::Json).with_nullable(true));
     }
     let mut w = Writer::create(output, fields, opts.writer).map_err(Error::Mldf)?;
-    if crate::core::parallel::threads(threads) > 1 {
-        w.write_behind().map_err(Error::Mldf)?;
-    }
     let mut written = 0u64;
     let mut text = String::new();
     let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
