@@ -898,6 +898,13 @@ fn json_lines_inputs_decode_on_every_core_as_on_one() {
             "{threads}: {e}"
         );
         assert!(!p("long.arrow").exists());
+        // The same line first: refused while inferring the schema.
+        let long_line = &long[lines[..10_001].concat().len()..];
+        let first: String = [long_line, &lines[..100].concat()].concat();
+        std::fs::write(p("first.jsonl"), &first).unwrap();
+        let e = convert(&p("first.jsonl"), &p("first.arrow"), &o).unwrap_err();
+        assert!(e.to_string().contains("limit exceeded"), "{threads}: {e}");
+        assert!(!p("first.arrow").exists());
     }
 }
 
@@ -1018,8 +1025,28 @@ fn csv_inputs_decode_on_every_core_as_in_one_pass() {
         let mut capped = o(threads);
         capped.open.limits = dataformats::core::Limits::default().with_max_alloc(1 << 20);
         let e = convert(&p("quote.csv"), &p("quote.arrow"), &capped).unwrap_err();
-        assert!(e.to_string().contains("CSV block"), "{threads}: {e}");
+        // Refused while inferring the schema (the record is in the first
+        // lines), before any block is cut.
+        assert!(e.to_string().contains("limit exceeded"), "{threads}: {e}");
         assert!(!p("quote.arrow").exists());
+    }
+    // After ten thousand short records (the schema comes from those): the
+    // block holding the unending record is refused at the cap.
+    let mut later = String::from("id,x,note\n");
+    for i in 0..10_500 {
+        later.push_str(&format!("{i},1.5,n{i}\n"));
+    }
+    later.push_str(&open_quote["id,x,note\n".len()..]);
+    std::fs::write(p("later.csv"), &later).unwrap();
+    for threads in [1, 3] {
+        let mut capped = o(threads);
+        capped.open.limits = dataformats::core::Limits::default().with_max_alloc(1 << 20);
+        let e = convert(&p("later.csv"), &p("later.arrow"), &capped).unwrap_err();
+        assert!(
+            e.to_string().contains("the text of a CSV block"),
+            "{threads}: {e}"
+        );
+        assert!(!p("later.arrow").exists());
     }
     // A header alone: no records.
     std::fs::write(p("empty.csv"), "id,x\n").unwrap();

@@ -228,6 +228,44 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     }
 }
 
+/// A reader that fails once more than the caller's cap of bytes
+/// (`Limits::max_alloc`) has come through it: the text read to infer a
+/// schema, not cut short silently.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+    what: &'static str,
+}
+
+impl<R> Capped<R> {
+    fn new(inner: R, what: &'static str, opts: &ConvertOptions) -> Self {
+        let limit = opts.open.limits.max_alloc;
+        Capped {
+            inner,
+            left: limit,
+            limit,
+            what,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        match self.left.checked_sub(n as u64) {
+            Some(left) => {
+                self.left = left;
+                Ok(n)
+            }
+            None => Err(std::io::Error::other(format!(
+                "limit exceeded: {} is over {} bytes, the limit is {}",
+                self.what, self.limit, self.limit
+            ))),
+        }
+    }
+}
+
 /// A reader that counts the bytes read through it.
 struct Counted<R> {
     inner: R,
@@ -326,8 +364,9 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 bytes: 0,
             };
             // The lines read to infer the schema are held one record at a
-            // time: at most the caller's cap of text is read for them.
-            let capped = std::io::Read::take(&mut counted, opts.open.limits.max_alloc);
+            // time: no more than the caller's cap of text is read for them
+            // (a record cut short there could be taken for another type).
+            let capped = Capped::new(&mut counted, "the CSV text read to infer its schema", opts);
             let (schema, read) = format.infer_schema(BufReader::new(capped), Some(10_000))?;
             let schema = Arc::new(schema);
             // Records without a fixed width: as many per batch as the
@@ -489,12 +528,17 @@ fn finish(t: DataType) -> DataType {
 /// The schema of the first lines of a JSON lines file: one nullable field
 /// per key, in order of appearance.
 fn infer_json(path: &Path, limits: crate::core::Limits) -> Result<arrow_schema::Schema, Error> {
-    use std::io::{BufRead as _, Read as _};
+    use std::io::BufRead as _;
     let f = File::open(path).map_err(io(path))?;
     let mut fields: Vec<(String, Option<DataType>)> = Vec::new();
-    // The lines are held one at a time: at most the caller's cap of text
-    // is read for them.
-    let capped = BufReader::new(f.take(limits.max_alloc));
+    // The lines are held one at a time: no more than the caller's cap of
+    // text is read for them.
+    let capped = BufReader::new(Capped {
+        inner: f,
+        left: limits.max_alloc,
+        limit: limits.max_alloc,
+        what: "the JSON lines read to infer their schema",
+    });
     for (n, line) in capped.lines().take(INFER_LINES).enumerate() {
         let line = line.map_err(io(path))?;
         if line.trim().is_empty() {
