@@ -1,6 +1,6 @@
 //! Inputs that are not dataset formats but carry typed tables: Parquet,
-//! Arrow IPC (file and stream) and CSV. Their batches go through the same
-//! writers as any dataset's.
+//! Arrow IPC (file and stream), CSV and JSON lines. Their batches go
+//! through the same writers as any dataset's.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -49,7 +49,7 @@ impl Table {
 
 /// Where a table's batches come from.
 enum Source {
-    /// An Arrow reader's batches (Parquet, Arrow IPC, CSV).
+    /// An Arrow reader's batches (Parquet, Arrow IPC).
     Arrow(Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>),
     /// JSON lines: the lines of each batch are read in order and can be
     /// decoded on any thread.
@@ -651,12 +651,7 @@ impl JsonLines {
                 raw.pop();
             }
         }
-        Some(String::from_utf8(raw).map_err(|_| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ))
-        }))
+        Some(String::from_utf8(raw).map_err(|_| io(super::not_utf8())))
     }
 }
 

@@ -59,14 +59,6 @@ impl<R: BufRead> LineBlocks<R> {
     }
 }
 
-/// The error `BufRead::lines` gives for a line that is not UTF-8.
-pub(crate) fn not_utf8() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        "stream did not contain valid UTF-8",
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -345,7 +345,8 @@ pub(crate) fn write(
     threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    use super::line_blocks::{LineBlock, LineBlocks, not_utf8};
+    use super::line_blocks::{LineBlock, LineBlocks};
+    use super::not_utf8;
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| Error::Io {

@@ -1139,6 +1139,16 @@ fn convert_local(
     Ok(report)
 }
 
+/// The error `BufRead::lines` gives for a line that is not UTF-8 (JSON
+/// lines read by hand give the same).
+#[cfg(any(feature = "mldf", feature = "export"))]
+pub(crate) fn not_utf8() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "stream did not contain valid UTF-8",
+    )
+}
+
 /// Batches read ahead of the writer, at most this many waiting.
 const AHEAD: usize = 2;
 
