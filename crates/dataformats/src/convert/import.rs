@@ -13,6 +13,8 @@ use arrow_schema::{ArrowError, DataType, SchemaRef};
 use super::{ConvertOptions, Input};
 use crate::dataset::{BatchStream, Error};
 
+mod parquet;
+
 /// The kinds of table file [`open`] reads, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Table {
@@ -49,8 +51,10 @@ impl Table {
 
 /// Where a table's batches come from.
 enum Source {
-    /// An Arrow reader's batches (Parquet, Arrow IPC).
+    /// An Arrow reader's batches (Arrow IPC; Parquet without columns).
     Arrow(Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>),
+    /// Parquet: runs of records, each read on any thread.
+    Parquet(Box<parquet::ParquetInput>),
     /// JSON lines: the lines of each batch are read in order and can be
     /// decoded on any thread.
     Json(JsonLines),
@@ -65,6 +69,7 @@ impl Iterator for Source {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Source::Arrow(batches) => Some(batches.next()?.map_err(Error::from)),
+            Source::Parquet(p) => p.next(),
             Source::Json(lines) => lines.next(),
             Source::Csv(blocks) => blocks.next(),
         }
@@ -135,19 +140,21 @@ impl BatchStream for Sliced {
     }
 
     /// JSON lines and CSV: each batch's text read here, in order, and
-    /// decoded on `threads` threads (`active` of them at a time); other
-    /// tables one batch after the other.
+    /// decoded on `threads` threads (`active` of them at a time); Parquet:
+    /// each run of records decoded on one of them; other tables one batch
+    /// after the other.
     fn send_all(
         &mut self,
         threads: usize,
         active: &crate::core::parallel::Active,
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
-        if threads < 2
-            || self.failed
-            || self.window.left == 0
-            || matches!(self.inner, Source::Arrow(_))
-        {
+        let serial = match &self.inner {
+            Source::Arrow(_) => true,
+            Source::Parquet(p) => !(p.parts.split && p.untouched()),
+            Source::Json(_) | Source::Csv(_) => false,
+        };
+        if threads < 2 || self.failed || self.window.left == 0 || serial {
             return crate::dataset::send_each(self, send);
         }
         // However the run ends, the stream has ended.
@@ -162,7 +169,7 @@ impl BatchStream for Sliced {
                     window,
                     send,
                     || json.next_text(),
-                    |lines| decode_json(&schema, &path, lines),
+                    |lines| Ok(vec![decode_json(&schema, &path, lines)?]),
                 );
             }
             Source::Csv(csv) => {
@@ -173,7 +180,22 @@ impl BatchStream for Sliced {
                     window,
                     send,
                     || csv.next_block(),
-                    |block| block.decode(&schema),
+                    |block| Ok(vec![block.decode(&schema)?]),
+                );
+            }
+            Source::Parquet(p) => {
+                let parquet::ParquetInput { parts, decoder, .. } = &mut **p;
+                // Every thread decodes, whatever the writer's pace: a run
+                // hands its batches on together, then none until the next,
+                // so the writer's waits per batch (`active` is lent by)
+                // come and go with the runs, not with the decoding's pace.
+                decode_apart(
+                    threads,
+                    &crate::core::parallel::Active::new(threads),
+                    window,
+                    send,
+                    || parts.next_part(),
+                    |part| decoder.decode(part),
                 );
             }
             Source::Arrow(_) => {}
@@ -182,7 +204,7 @@ impl BatchStream for Sliced {
 }
 
 /// Hands the batches `work` decodes on `threads` threads (`active` of them
-/// at a time) from the texts `next` reads, in order, through `window` to
+/// at a time) from the items `next` reads, in order, through `window` to
 /// `send`, until the end, the first error (handed on) or `send` refusing.
 fn decode_apart<T: Send>(
     threads: usize,
@@ -190,7 +212,7 @@ fn decode_apart<T: Send>(
     window: &mut Window,
     send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     mut next: impl FnMut() -> Option<Result<T, Error>>,
-    work: impl Fn(T) -> Result<RecordBatch, ArrowError> + Sync,
+    work: impl Fn(T) -> Result<Vec<RecordBatch>, Error> + Sync,
 ) {
     // `Err(None)`: stop without an error to hand on.
     let r = crate::core::parallel::ordered_active(
@@ -199,21 +221,17 @@ fn decode_apart<T: Send>(
         active,
         || next().transpose().map_err(Some),
         work,
-        |b| {
-            let b = match b {
-                Ok(b) => window.cut(b),
-                Err(e) => Some(Err(e.into())),
-            };
-            match b {
-                None => Ok(()),
-                Some(b) => {
-                    let ok = b.is_ok();
-                    match send(b) && ok && window.left > 0 {
-                        true => Ok(()),
-                        false => Err(None),
-                    }
+        |batches| {
+            for b in batches.map_err(Some)? {
+                let Some(b) = window.cut(b) else {
+                    continue;
+                };
+                let ok = b.is_ok();
+                if !(send(b) && ok && window.left > 0) {
+                    return Err(None);
                 }
             }
+            Ok(())
         },
     );
     if let Err(Some(e)) = r {
@@ -280,87 +298,23 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
     }
 }
 
-/// Records per batch of a Parquet file: [`ConvertOptions::batch_records`],
-/// but for records without a fixed width (when the batch size is left to
-/// the library) as many as the file's row groups say, by their bytes per
-/// row when decoded, fill [`super::BATCH_BYTES`]: a file of images gives
-/// batches of a few megabytes, not of 4,096 images.
-fn parquet_batch(
-    meta: &parquet::file::metadata::ParquetMetaData,
-    schema: &arrow_schema::Schema,
-    opts: &ConvertOptions,
-) -> usize {
-    let records = opts.batch_records(schema);
-    if opts.batch_size > 0 || super::record_width(schema).is_some() {
-        return usize::try_from(records).unwrap_or(usize::MAX);
-    }
-    let (bytes, rows) = meta.row_groups().iter().fold((0u64, 0u64), |(b, r), g| {
-        (
-            b.saturating_add(u64::try_from(g.total_byte_size()).unwrap_or(0)),
-            r.saturating_add(u64::try_from(g.num_rows()).unwrap_or(0)),
-        )
-    });
-    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
-    let fitted = (super::BATCH_BYTES / per_row).clamp(1, records);
-    usize::try_from(fitted).unwrap_or(usize::MAX)
-}
-
 /// Opens the table file `path` as typed batches.
 pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<Input, Error> {
-    let file = File::open(path).map_err(io(path))?;
+    let file = || File::open(path).map_err(io(path));
     let (schema, records, source): (SchemaRef, Option<u64>, Source) = match kind {
-        Table::Parquet => {
-            use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-            let b = ParquetRecordBatchReaderBuilder::try_new(file)?;
-            let meta = b.metadata().file_metadata();
-            let mut rows = u64::try_from(meta.num_rows()).unwrap_or(0);
-            let mut schema = b.schema().clone();
-            if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
-                let mut s = schema.as_ref().clone();
-                s.metadata.remove(crate::export::NUM_ROWS_KEY);
-                schema = Arc::new(s);
-            }
-            if schema.fields().is_empty() {
-                rows = meta
-                    .key_value_metadata()
-                    .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
-                    .and_then(|k| k.value.as_deref()?.parse().ok())
-                    .unwrap_or(rows);
-                // A file's number, bounded by the caller's limits.
-                opts.open
-                    .limits
-                    .check_count("records of a table without columns", rows)
-                    .map_err(Error::limit)?;
-                // Records without columns: only the row count says they exist.
-                let batch = opts.batch_records(&schema);
-                let s = schema.clone();
-                let r = (0..rows.div_ceil(batch)).map(move |k| {
-                    let n = (rows - k * batch).min(batch) as usize;
-                    RecordBatch::try_new_with_options(
-                        s.clone(),
-                        vec![],
-                        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-                    )
-                });
-                (schema, Some(rows), Source::Arrow(Box::new(r)))
-            } else {
-                let batch = parquet_batch(b.metadata(), &schema, opts);
-                let r = b.with_batch_size(batch).build()?;
-                (schema, Some(rows), Source::Arrow(Box::new(r)))
-            }
-        }
+        Table::Parquet => return parquet::open(path, opts),
         Table::ArrowFile => {
-            let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)?;
+            let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file()?), None)?;
             (r.schema(), None, Source::Arrow(Box::new(r)))
         }
         Table::ArrowStream => {
-            let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)?;
+            let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file()?), None)?;
             (r.schema(), None, Source::Arrow(Box::new(r)))
         }
         Table::Csv => {
             let format = arrow_csv::reader::Format::default().with_header(true);
             let mut counted = Counted {
-                inner: File::open(path).map_err(io(path))?,
+                inner: file()?,
                 bytes: 0,
             };
             // The lines read to infer the schema are held one record at a
@@ -376,13 +330,13 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 let per_row = counted.bytes.checked_div(read as u64).unwrap_or(0).max(1);
                 batch = (super::BATCH_BYTES / per_row).clamp(1, batch);
             }
-            let blocks = CsvBlocks::new(file, schema.clone(), batch, opts.open.limits);
+            let blocks = CsvBlocks::new(file()?, schema.clone(), batch, opts.open.limits);
             (schema, None, Source::Csv(Box::new(blocks)))
         }
         Table::JsonLines => {
             let schema = Arc::new(infer_json(path, opts.open.limits)?);
             let r = JsonLines {
-                reader: BufReader::new(file),
+                reader: BufReader::new(file()?),
                 limits: opts.open.limits,
                 schema: schema.clone(),
                 batch: opts.batch_len(&schema),

@@ -1,0 +1,1142 @@
+//! Parquet inputs, read in runs of records on every core.
+//!
+//! Each run (a [`Part`]) has a reader of its own that fetches only the
+//! pages it needs, by positioned reads, so runs can be decoded on any
+//! thread at once and handed on in order. A run is a whole number of
+//! batches, so the batches are cut where one reader of the whole range
+//! cuts them (every `batch` records from the first selected one, across
+//! row groups): the same batches on one thread as on many.
+//!
+//! The file is read in runs only where a reader can start in the middle
+//! of a row group cheaply: when the file's offset index locates every
+//! page of the columns read, or when none of them repeats (then a page
+//! header says how many records its page holds, and the pages before a
+//! run are stepped over unread). Otherwise (repeated values, as lists,
+//! without an offset index: the pages before a run would have to be
+//! decompressed to count their records) one reader reads it all.
+
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{
+    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+};
+use parquet::file::reader::{ChunkReader, Length};
+
+use super::{Sliced, Source, Window, io};
+use crate::convert::{ConvertOptions, Input};
+use crate::core::Limits;
+use crate::dataset::Error;
+
+/// Decoded bytes a run of records is cut to, when its row group can be
+/// cut (the columns' uncompressed sizes say how many records that is).
+const PART_BYTES: u64 = 16 << 20;
+
+/// A file read by positioned reads, through `&self`: any number of
+/// readers on any threads at once (the readers of a `File`'s clones share
+/// one cursor). Every read is checked against the file's length and the
+/// caller's cap on one allocation.
+#[derive(Clone)]
+pub(super) struct Positioned {
+    src: crate::core::Source,
+    limits: Limits,
+}
+
+impl Length for Positioned {
+    fn len(&self) -> u64 {
+        self.src.len()
+    }
+}
+
+/// Reads a [`Positioned`] file forward from an offset.
+pub(super) struct At {
+    src: crate::core::Source,
+    offset: u64,
+}
+
+impl std::io::Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.src.len().saturating_sub(self.offset);
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        let Some(buf @ [_, ..]) = buf.get_mut(..n) else {
+            return Ok(0);
+        };
+        self.src
+            .read_at(self.offset, buf)
+            .map_err(std::io::Error::other)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+impl ChunkReader for Positioned {
+    type T = BufReader<At>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(BufReader::new(At {
+            src: self.src.clone(),
+            offset: start,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let v = self
+            .src
+            .read_vec(start, length as u64, &self.limits)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        Ok(Bytes::from(v))
+    }
+}
+
+/// `rows` records of the file from its record `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Part {
+    start: u64,
+    rows: u64,
+}
+
+/// The runs of records to read, in order, covering the selected range.
+pub(super) struct Parts {
+    /// Records per run when the file can be read in runs: a whole number
+    /// of batches, so that the batches are cut where one reader of the
+    /// whole range cuts them.
+    part_rows: u64,
+    /// Whether a reader can start in the middle of a row group cheaply.
+    pub(super) split: bool,
+    /// The next record to hand out, and the end of the selected records.
+    next: u64,
+    end: u64,
+}
+
+impl Parts {
+    /// The next run: when the file can be read in runs at most
+    /// `part_rows` records, else all that are left.
+    pub(super) fn next_part(&mut self) -> Option<Result<Part, Error>> {
+        if self.next >= self.end {
+            return None;
+        }
+        let mut rows = self.end - self.next;
+        if self.split {
+            rows = rows.min(self.part_rows);
+        }
+        let part = Part {
+            start: self.next,
+            rows,
+        };
+        self.next += rows;
+        Some(Ok(part))
+    }
+}
+
+/// The uncompressed bytes of the leaf columns `leaves` in row group `g`.
+fn group_bytes(g: &RowGroupMetaData, leaves: &[usize]) -> u64 {
+    leaves
+        .iter()
+        .filter_map(|&c| g.columns().get(c))
+        .fold(0u64, |sum, c| {
+            sum.saturating_add(u64::try_from(c.uncompressed_size()).unwrap_or(0))
+        })
+}
+
+/// The first record of each row group, and after them the file's record
+/// count, as the row groups announce them; a negative count or a total
+/// past `u64` is an error naming the row group.
+fn group_starts(meta: &ParquetMetaData, path: &Path) -> Result<Vec<u64>, Error> {
+    let mut starts = Vec::with_capacity(meta.num_row_groups() + 1);
+    let mut at = 0u64;
+    starts.push(at);
+    for (k, g) in meta.row_groups().iter().enumerate() {
+        at = u64::try_from(g.num_rows())
+            .ok()
+            .and_then(|n| at.checked_add(n))
+            .ok_or_else(|| Error::Data {
+                format: None,
+                message: format!(
+                    "{}: row group {k} announces {} records, more than a file can hold",
+                    path.display(),
+                    g.num_rows()
+                ),
+            })?;
+        starts.push(at);
+    }
+    Ok(starts)
+}
+
+/// What every run's reader shares: the file, its metadata, the columns
+/// and the batch size. Runs are decoded through `&self`, on any thread.
+pub(super) struct Decoder {
+    input: Positioned,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// [`group_starts`].
+    starts: Vec<u64>,
+    /// The first selected record: batches end every `batch` records from
+    /// it.
+    base: u64,
+    batch: usize,
+    path: String,
+}
+
+impl Decoder {
+    /// The row group record `at` lies in (the last one for the end).
+    fn group_of(&self, at: u64) -> usize {
+        self.starts
+            .partition_point(|&s| s <= at)
+            .saturating_sub(1)
+            .min(self.meta.metadata().num_row_groups().saturating_sub(1))
+    }
+
+    /// Whether a batch ends at record `at`: every `batch` records from
+    /// the first selected one.
+    fn on_grid(&self, at: u64) -> bool {
+        (at - self.base).is_multiple_of(self.batch as u64)
+    }
+
+    /// The piece of a run that starts at record `at` (before `end`): the
+    /// records up to the next batch's start if `at` is not one, else up to
+    /// the end of its row group or of the run.
+    fn piece(&self, at: u64, end: u64) -> Piece {
+        let group = self.group_of(at);
+        let group_end = self.starts.get(group + 1).copied().unwrap_or(end);
+        let last = group_end.min(end).max(at + 1);
+        let into = (at - self.base) % self.batch as u64;
+        match into {
+            0 => Piece {
+                group,
+                start: at,
+                rows: last - at,
+                batch: self.batch,
+            },
+            _ => {
+                let rows = (self.batch as u64 - into).min(last - at);
+                Piece {
+                    group,
+                    start: at,
+                    rows,
+                    batch: usize::try_from(rows).unwrap_or(usize::MAX),
+                }
+            }
+        }
+    }
+
+    /// A reader of `piece`'s records.
+    fn reader(&self, piece: Piece) -> Result<ParquetRecordBatchReader, Error> {
+        let group_start = self.starts.get(piece.group).copied().unwrap_or(0);
+        let too_many = |n: u64| Error::Data {
+            format: None,
+            message: format!(
+                "{}: {n} records from record {} are more than this machine can address",
+                self.path, piece.start
+            ),
+        };
+        let skip = piece.start.saturating_sub(group_start);
+        let skip = usize::try_from(skip).map_err(|_| too_many(skip))?;
+        let rows = usize::try_from(piece.rows).map_err(|_| too_many(piece.rows))?;
+        let mut selection = Vec::with_capacity(2);
+        if skip > 0 {
+            selection.push(RowSelector::skip(skip));
+        }
+        selection.push(RowSelector::select(rows));
+        Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.input.clone(),
+            self.meta.clone(),
+        )
+        .with_row_groups(vec![piece.group])
+        .with_projection(self.mask.clone())
+        .with_batch_size(piece.batch)
+        .with_row_selection(RowSelection::from(selection))
+        .build()?)
+    }
+
+    /// Every batch of run `part`.
+    pub(super) fn decode(self: &Arc<Self>, part: Part) -> Result<Vec<RecordBatch>, Error> {
+        RunReader::new(Arc::clone(self), part).collect()
+    }
+
+    /// A piece that gave other than the records its row group announced
+    /// (the file's metadata and its pages disagree): an error naming the
+    /// row group.
+    fn short(&self, piece: Piece, read: u64) -> Error {
+        let group_start = self.starts.get(piece.group).copied().unwrap_or(0);
+        let group_end = self.starts.get(piece.group + 1).copied().unwrap_or(0);
+        Error::Data {
+            format: None,
+            message: format!(
+                "{}: row group {} announces {} records, but its pages gave {read} of the {} from its record {}",
+                self.path,
+                piece.group,
+                group_end.saturating_sub(group_start),
+                piece.rows,
+                piece.start - group_start,
+            ),
+        }
+    }
+}
+
+/// `rows` records of row group `group` from record `start` of the file,
+/// read by one reader in batches of `batch`.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    group: usize,
+    start: u64,
+    rows: u64,
+    batch: usize,
+}
+
+/// The batches of a run, read row group by row group (so that a row group
+/// whose pages hold fewer records than it announces is found, and the
+/// records of one are never taken for another's): each batch ends where
+/// one reader of the whole range would end it, one made of two row
+/// groups' records joined.
+pub(super) struct RunReader {
+    d: Arc<Decoder>,
+    /// The record the next piece starts at, and the run's end.
+    next: u64,
+    end: u64,
+    /// The piece being read, its reader and the records it gave.
+    reader: Option<(Piece, ParquetRecordBatchReader, u64)>,
+    /// The records of a batch begun in the row group before.
+    carry: Option<RecordBatch>,
+    failed: bool,
+}
+
+impl RunReader {
+    fn new(d: Arc<Decoder>, part: Part) -> Self {
+        RunReader {
+            d,
+            next: part.start,
+            end: part.start + part.rows,
+            reader: None,
+            carry: None,
+            failed: false,
+        }
+    }
+
+    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+        loop {
+            if let Some((piece, reader, read)) = &mut self.reader {
+                match reader.next() {
+                    Some(Ok(b)) => {
+                        *read += b.num_rows() as u64;
+                        if *read > piece.rows {
+                            return Some(Err(self.d.short(*piece, *read)));
+                        }
+                        let at = piece.start + *read;
+                        let b = match self.carry.take() {
+                            Some(c) => {
+                                match arrow_select::concat::concat_batches(&c.schema(), [&c, &b]) {
+                                    Ok(b) => b,
+                                    Err(e) => return Some(Err(e.into())),
+                                }
+                            }
+                            None => b,
+                        };
+                        if self.d.on_grid(at) || at == self.end {
+                            return Some(Ok(b));
+                        }
+                        self.carry = Some(b);
+                    }
+                    Some(Err(e)) => return Some(Err(e.into())),
+                    None => {
+                        let (piece, read) = (*piece, *read);
+                        if read != piece.rows {
+                            return Some(Err(self.d.short(piece, read)));
+                        }
+                        self.reader = None;
+                        self.next = piece.start + piece.rows;
+                    }
+                }
+                continue;
+            }
+            if self.next >= self.end {
+                return self.carry.take().map(Ok);
+            }
+            let piece = self.d.piece(self.next, self.end);
+            match self.d.reader(piece) {
+                Ok(r) => self.reader = Some((piece, r, 0)),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl Iterator for RunReader {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.step();
+        if matches!(r, Some(Err(_))) {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+/// A Parquet file's selected records, as batches: run by run, read in
+/// order here or on several threads ([`Parts`] and [`Decoder`]). The runs
+/// are the same either way, and so are their batches.
+pub(super) struct ParquetInput {
+    pub(super) parts: Parts,
+    pub(super) decoder: Arc<Decoder>,
+    run: Option<RunReader>,
+    failed: bool,
+}
+
+impl ParquetInput {
+    /// True when no run has been started here: the rest of the file can
+    /// go to other threads.
+    pub(super) fn untouched(&self) -> bool {
+        self.run.is_none() && !self.failed
+    }
+
+    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+        loop {
+            if let Some(run) = &mut self.run {
+                match run.next() {
+                    Some(b) => return Some(b),
+                    None => self.run = None,
+                }
+            }
+            let part = match self.parts.next_part()? {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            self.run = Some(RunReader::new(Arc::clone(&self.decoder), part));
+        }
+    }
+}
+
+impl Iterator for ParquetInput {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.step();
+        if matches!(r, Some(Err(_))) {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+/// Records per batch of a Parquet file: [`ConvertOptions::batch_records`],
+/// but for records without a fixed width (when the batch size is left to
+/// the library) as many as the file's row groups say, by the bytes per
+/// record of the columns read, fill [`crate::convert::BATCH_BYTES`]: a file
+/// of images gives batches of a few megabytes, not of 4,096 images.
+fn batch_records(
+    meta: &ParquetMetaData,
+    leaves: &[usize],
+    schema: &arrow_schema::Schema,
+    opts: &ConvertOptions,
+) -> u64 {
+    let records = opts.batch_records(schema);
+    if opts.batch_size > 0 || crate::convert::record_width(schema).is_some() {
+        return records;
+    }
+    let (bytes, rows) = meta.row_groups().iter().fold((0u64, 0u64), |(b, r), g| {
+        (
+            b.saturating_add(group_bytes(g, leaves)),
+            r.saturating_add(u64::try_from(g.num_rows()).unwrap_or(0)),
+        )
+    });
+    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
+    (crate::convert::BATCH_BYTES / per_row).clamp(1, records)
+}
+
+/// `md` (read from a file of `len` bytes) checked before any reader
+/// trusts it: every column chunk's bytes lie inside the file (else an
+/// error naming the row group and column), and the offset index, which
+/// readers follow without checking, is dropped unless every page it
+/// locates lies inside its column chunk, after the one before, and starts
+/// at a record after the one before (the pages are then read as if the
+/// file had none).
+fn checked(md: ParquetMetaData, len: u64, path: &Path) -> Result<ParquetMetaData, Error> {
+    for (k, g) in md.row_groups().iter().enumerate() {
+        for (c, col) in g.columns().iter().enumerate() {
+            if chunk_range(col).is_none_or(|r| r.end > len) {
+                return Err(Error::Data {
+                    format: None,
+                    message: format!(
+                        "{}: row group {k}, column {c} ({}): its {} bytes at offset {} lie outside the file of {len} bytes",
+                        path.display(),
+                        col.column_path(),
+                        col.compressed_size(),
+                        col.dictionary_page_offset()
+                            .unwrap_or(col.data_page_offset()),
+                    ),
+                });
+            }
+        }
+    }
+    let sound = md.offset_index().is_none_or(|index| {
+        index.len() == md.num_row_groups()
+            && index.iter().zip(md.row_groups()).all(|(cols, g)| {
+                cols.iter()
+                    .zip(g.columns())
+                    .all(|(o, col)| pages_sound(o.page_locations(), chunk_range(col), g.num_rows()))
+            })
+    });
+    if sound {
+        return Ok(md);
+    }
+    Ok(md.into_builder().set_offset_index(None).build())
+}
+
+/// The bytes of column chunk `col` in the file; `None` when negative or
+/// past `u64`.
+fn chunk_range(col: &parquet::file::metadata::ColumnChunkMetaData) -> Option<std::ops::Range<u64>> {
+    let start = u64::try_from(
+        col.dictionary_page_offset()
+            .unwrap_or(col.data_page_offset()),
+    )
+    .ok()?;
+    let len = u64::try_from(col.compressed_size()).ok()?;
+    Some(start..start.checked_add(len)?)
+}
+
+/// Whether the page locations `pages` of a column chunk at `chunk` of a
+/// row group of `rows` records can be followed: each page inside the
+/// chunk and after the one before, the first at record 0, each starting
+/// at a later record than the one before and before the end.
+fn pages_sound(
+    pages: &[parquet::file::page_index::offset_index::PageLocation],
+    chunk: Option<std::ops::Range<u64>>,
+    rows: i64,
+) -> bool {
+    let Some(chunk) = chunk else { return false };
+    if pages.first().is_none_or(|p| p.first_row_index != 0) {
+        return false;
+    }
+    let mut byte = chunk.start;
+    let mut row = -1i64;
+    pages.iter().all(|p| {
+        let (Ok(at), Ok(size)) = (
+            u64::try_from(p.offset),
+            u64::try_from(p.compressed_page_size),
+        ) else {
+            return false;
+        };
+        let ok = size > 0
+            && at >= byte
+            && at.checked_add(size).is_some_and(|end| end <= chunk.end)
+            && p.first_row_index > row
+            && p.first_row_index < rows;
+        byte = at.saturating_add(size);
+        row = p.first_row_index;
+        ok
+    })
+}
+
+/// Whether the offset index of `md` agrees with the page headers of the
+/// leaf columns `leaves` (read, not decompressed): as many data pages,
+/// each holding the records the index says it starts (a version-2 page
+/// says how many; a version-1 page holds one level per record of a
+/// column that does not repeat, and at least one per record of one that
+/// does). Runs follow the index to where they start; a file whose index
+/// disagrees is read as if it had none.
+fn index_agrees(input: &Positioned, md: &ParquetMetaData, leaves: &[usize]) -> Result<bool, Error> {
+    use parquet::column::page::PageReader;
+    let Some(index) = md.offset_index() else {
+        return Ok(true);
+    };
+    let descr = md.file_metadata().schema_descr();
+    let reader = Arc::new(input.clone());
+    for (cols, g) in index.iter().zip(md.row_groups()) {
+        let rows = usize::try_from(g.num_rows()).unwrap_or(0);
+        for &c in leaves {
+            let (Some(o), Some(col)) = (cols.get(c), g.columns().get(c)) else {
+                return Ok(false);
+            };
+            let repeats = c < descr.num_columns() && descr.column(c).max_rep_level() > 0;
+            let locations = o.page_locations();
+            let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
+                reader.clone(),
+                col,
+                rows,
+                None,
+            )?;
+            let mut k = 0;
+            while let Some(page) = pages.peek_next_page()? {
+                if !page.is_dict {
+                    let Some(at) = locations.get(k) else {
+                        return Ok(false);
+                    };
+                    let next = locations
+                        .get(k + 1)
+                        .map_or(g.num_rows(), |n| n.first_row_index);
+                    let want =
+                        usize::try_from(next.saturating_sub(at.first_row_index)).unwrap_or(0);
+                    let agrees = match (page.num_rows, page.num_levels) {
+                        (Some(r), _) => r == want,
+                        (None, Some(l)) if repeats => l >= want,
+                        (None, Some(l)) => l == want,
+                        (None, None) => false,
+                    };
+                    if !agrees {
+                        return Ok(false);
+                    }
+                    k += 1;
+                }
+                pages.skip_next_page()?;
+            }
+            if k != locations.len() {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Opens the Parquet file `path` as typed batches.
+pub(super) fn open(path: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
+    open_in_runs(path, opts, PART_BYTES)
+}
+
+/// Whether a reader can start in the middle of a row group of `md` cheaply
+/// for the leaf columns `leaves`: the offset index locates every page of
+/// theirs, or none of them repeats.
+fn runs_possible(md: &ParquetMetaData, leaves: &[usize]) -> bool {
+    let descr = md.file_metadata().schema_descr();
+    let repeats = leaves
+        .iter()
+        .any(|&c| c < descr.num_columns() && descr.column(c).max_rep_level() > 0);
+    let indexed = md.offset_index().is_some_and(|index| {
+        index.len() == md.num_row_groups()
+            && index.iter().all(|g| {
+                leaves
+                    .iter()
+                    .all(|&c| g.get(c).is_some_and(|o| !o.page_locations().is_empty()))
+            })
+    });
+    indexed || !repeats
+}
+
+/// [`open`], in runs of about `part_bytes` of the columns read.
+fn open_in_runs(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result<Input, Error> {
+    // Positioned reads: each page is copied once, into the buffer its
+    // reader decompresses from (a mapping was no faster, and its pages
+    // count as the process's memory).
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let src =
+        crate::core::Source::from_file(file).map_err(|e| io(path)(std::io::Error::other(e)))?;
+    let input = Positioned {
+        src,
+        limits: opts.open.limits,
+    };
+    // The offset index, when the file has one, lets a reader start in
+    // the middle of a row group without reading the pages before.
+    let md = ParquetMetaDataReader::new()
+        .with_offset_index_policy(PageIndexPolicy::Optional)
+        .parse_and_finish(&input)?;
+    let md = checked(md, input.len(), path)?;
+    let meta = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())?;
+    let file_meta = meta.metadata().file_metadata();
+    let mut schema = meta.schema().clone();
+    if schema.metadata().contains_key(crate::export::NUM_ROWS_KEY) {
+        let mut s = schema.as_ref().clone();
+        s.metadata.remove(crate::export::NUM_ROWS_KEY);
+        schema = Arc::new(s);
+    }
+    if schema.fields().is_empty() {
+        return without_columns(path, &meta, schema, opts);
+    }
+    let columns = opts.column_indices(&schema, path)?;
+    let projected = Arc::new(schema.project(&columns)?);
+    // The reader gives the columns read in the file's order, each once.
+    let mut roots = columns.clone();
+    roots.sort_unstable();
+    roots.dedup();
+    let local = columns
+        .iter()
+        .map(|c| roots.binary_search(c).unwrap_or_default())
+        .collect();
+    let descr = file_meta.schema_descr();
+    let leaves: Vec<usize> = (0..descr.num_columns())
+        .filter(|&c| roots.binary_search(&descr.get_column_root_idx(c)).is_ok())
+        .collect();
+    let mask = ProjectionMask::roots(descr, roots.iter().copied());
+    let mut meta = meta;
+    if !index_agrees(&input, meta.metadata(), &leaves)? {
+        let bare = (**meta.metadata())
+            .clone()
+            .into_builder()
+            .set_offset_index(None)
+            .build();
+        meta = ArrowReaderMetadata::try_new(Arc::new(bare), ArrowReaderOptions::new())?;
+    }
+    let md = meta.metadata().clone();
+    let split = runs_possible(&md, &leaves);
+    let starts = group_starts(&md, path)?;
+    let rows = starts.last().copied().unwrap_or(0);
+    let batch = batch_records(&md, &leaves, &projected, opts);
+    let range = opts.record_range(rows);
+    let total = range.end - range.start;
+    let window = Window {
+        schema: projected,
+        columns: local,
+        // The runs hold only the selected records.
+        skip: 0,
+        left: range.end - range.start,
+    };
+    let path = path.display().to_string();
+    // Runs of about `part_bytes` of the columns read, by the row groups'
+    // bytes per record.
+    let bytes = md
+        .row_groups()
+        .iter()
+        .fold(0u64, |sum, g| sum.saturating_add(group_bytes(g, &leaves)));
+    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
+    let part_rows = (part_bytes / per_row.saturating_mul(batch))
+        .max(1)
+        .saturating_mul(batch);
+    let parts = Parts {
+        part_rows,
+        split,
+        next: range.start,
+        end: range.end,
+    };
+    let decoder = Decoder {
+        input,
+        meta,
+        mask,
+        starts,
+        base: range.start,
+        batch: usize::try_from(batch).unwrap_or(usize::MAX).max(1),
+        path,
+    };
+    Ok(Input {
+        from: "parquet".to_string(),
+        records: total,
+        stream: Box::new(Sliced {
+            inner: Source::Parquet(Box::new(ParquetInput {
+                parts,
+                decoder: Arc::new(decoder),
+                run: None,
+                failed: false,
+            })),
+            window,
+            failed: false,
+        }),
+        repaired: None,
+        staged: None,
+    })
+}
+
+/// A file without columns (as the export writes a table of records
+/// without fields): only the row count its metadata records says how many
+/// records there are.
+fn without_columns(
+    path: &Path,
+    meta: &ArrowReaderMetadata,
+    schema: SchemaRef,
+    opts: &ConvertOptions,
+) -> Result<Input, Error> {
+    let file_meta = meta.metadata().file_metadata();
+    let rows = file_meta
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == crate::export::NUM_ROWS_KEY))
+        .and_then(|k| k.value.as_deref()?.parse().ok())
+        .unwrap_or(u64::try_from(file_meta.num_rows()).unwrap_or(0));
+    // A file's number, bounded by the caller's limits.
+    opts.open
+        .limits
+        .check_count("records of a table without columns", rows)
+        .map_err(Error::limit)?;
+    let batch = opts.batch_records(&schema);
+    let s = schema.clone();
+    let batches = (0..rows.div_ceil(batch)).map(move |k| {
+        let n = (rows - k * batch).min(batch) as usize;
+        RecordBatch::try_new_with_options(
+            s.clone(),
+            vec![],
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+    });
+    let columns = opts.column_indices(&schema, path)?;
+    let range = opts.record_range(u64::MAX);
+    let (skip, left) = (range.start, range.end - range.start);
+    Ok(Input {
+        from: "parquet".to_string(),
+        records: rows.saturating_sub(skip).min(left),
+        stream: Box::new(Sliced {
+            inner: Source::Arrow(Box::new(batches)),
+            window: Window {
+                schema: Arc::new(schema.project(&columns)?),
+                columns,
+                skip,
+                left,
+            },
+            failed: false,
+        }),
+        repaired: None,
+        staged: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use std::sync::Arc;
+
+    use arrow_array::builder::{FixedSizeListBuilder, Float32Builder, Int32Builder, ListBuilder};
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{Field, Schema};
+    use parquet::file::metadata::RowGroupMetaData;
+    use parquet::file::properties::WriterProperties;
+
+    use crate::convert::ConvertOptions;
+    use crate::dataset::Error;
+
+    const ROWS: i64 = 20_000;
+
+    /// Records `0..ROWS` of four columns: a nullable Int64, a list of four
+    /// floats, a text and a list of 0 to 4 ints.
+    fn table() -> RecordBatch {
+        let id = Int64Array::from_iter((0..ROWS).map(|i| (i % 7 != 3).then_some(i)));
+        let mut x = FixedSizeListBuilder::new(Float32Builder::new(), 4);
+        let mut l = ListBuilder::new(Int32Builder::new());
+        for i in 0..ROWS {
+            for j in 0..4 {
+                x.values().append_value((i * 4 + j) as f32 * 0.25);
+            }
+            x.append(true);
+            for j in 0..(i % 5) {
+                l.values().append_value((i + j) as i32);
+            }
+            l.append(i % 11 != 0);
+        }
+        let s = StringArray::from_iter_values(
+            (0..ROWS).map(|i| format!("v{i}").repeat((i % 13) as usize)),
+        );
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(id),
+            Arc::new(x.finish()),
+            Arc::new(s),
+            Arc::new(l.finish()),
+        ];
+        let fields: Vec<Field> = ["id", "x", "s", "l"]
+            .iter()
+            .zip(&columns)
+            .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    }
+
+    /// `table()` as Parquet: row groups of 6,000 records, pages of 700,
+    /// with or without an offset index.
+    fn write(path: &std::path::Path, indexed: bool) -> RecordBatch {
+        let t = table();
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(6_000))
+            .set_data_page_row_count_limit(700)
+            .set_write_batch_size(700)
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+            .set_offset_index_disabled(!indexed)
+            .build();
+        let file = std::fs::File::create(path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+        w.write(&t).unwrap();
+        w.close().unwrap();
+        t
+    }
+
+    /// What a reader gave, in order.
+    type Read = Vec<Result<RecordBatch, Error>>;
+
+    /// Every batch of `path`'s input read one after the other, and read on
+    /// three threads, in runs of about `part_bytes`.
+    fn both_ways(path: &std::path::Path, opts: &ConvertOptions, part_bytes: u64) -> (Read, Read) {
+        let mut one = super::open_in_runs(path, opts, part_bytes).unwrap();
+        let mut serial = Vec::new();
+        while let Some(b) = one.stream.next_batch() {
+            serial.push(b);
+        }
+        let mut many = super::open_in_runs(path, opts, part_bytes).unwrap();
+        let mut parallel = Vec::new();
+        many.stream
+            .send_all(3, &crate::core::parallel::Active::new(3), &mut |b| {
+                parallel.push(b);
+                true
+            });
+        (serial, parallel)
+    }
+
+    fn leaves_of(
+        path: &std::path::Path,
+        roots: &[usize],
+    ) -> (parquet::file::metadata::ParquetMetaData, Vec<usize>) {
+        let file = std::fs::File::open(path).unwrap();
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .with_offset_index_policy(super::PageIndexPolicy::Optional)
+            .parse_and_finish(&file)
+            .unwrap();
+        let descr = md.file_metadata().schema_descr();
+        let leaves = (0..descr.num_columns())
+            .filter(|&c| roots.contains(&descr.get_column_root_idx(c)))
+            .collect();
+        (md, leaves)
+    }
+
+    /// Runs are taken where a reader can start inside a row group cheaply:
+    /// with an offset index, or without one for columns that do not
+    /// repeat; not for lists without one.
+    #[test]
+    fn runs_only_where_pages_can_be_stepped_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.parquet"), dir.path().join("b.parquet"));
+        write(&a, true);
+        write(&b, false);
+        let (md, leaves) = leaves_of(&a, &[0, 1, 2, 3]);
+        assert!(super::runs_possible(&md, &leaves));
+        let (md, leaves) = leaves_of(&b, &[0, 1, 2, 3]);
+        assert!(md.offset_index().is_none());
+        assert!(!super::runs_possible(&md, &leaves));
+        let (md, leaves) = leaves_of(&b, &[1]);
+        assert!(!super::runs_possible(&md, &leaves));
+        let (md, leaves) = leaves_of(&b, &[0, 2]);
+        assert!(super::runs_possible(&md, &leaves));
+    }
+
+    /// Read in runs of one batch (or of a few KiB) on three threads, a
+    /// file gives the batches one reader gives: cut every `batch_size`
+    /// records from the first selected one across row groups, holding the
+    /// records and columns selected.
+    #[test]
+    fn runs_on_threads_give_the_batches_of_one_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cases = 0;
+        for indexed in [true, false] {
+            let path = dir.path().join(format!("{indexed}.parquet"));
+            let t = write(&path, indexed);
+            for columns in [None, Some(vec!["s", "id"]), Some(vec!["x", "l"])] {
+                for (rows, limit) in [
+                    (None, None),
+                    (Some(1_234..17_777), None),
+                    (Some(5_999..6_001), None),
+                    (None, Some(6_500)),
+                ] {
+                    let opts = ConvertOptions {
+                        batch_size: 333,
+                        columns: columns
+                            .clone()
+                            .map(|c| c.iter().map(|n| n.to_string()).collect()),
+                        rows: rows.clone(),
+                        limit,
+                        ..Default::default()
+                    };
+                    for part_bytes in [1, 3 << 10, 1 << 30] {
+                        let (serial, parallel) = both_ways(&path, &opts, part_bytes);
+                        let serial: Vec<RecordBatch> =
+                            serial.into_iter().map(Result::unwrap).collect();
+                        let parallel: Vec<RecordBatch> =
+                            parallel.into_iter().map(Result::unwrap).collect();
+                        assert_eq!(
+                            serial, parallel,
+                            "{indexed} {columns:?} {rows:?} {limit:?} {part_bytes}"
+                        );
+                        // What was selected, in batches of 333.
+                        let range = opts.record_range(ROWS as u64);
+                        let names = columns.clone().unwrap_or(vec!["id", "x", "s", "l"]);
+                        let idx: Vec<usize> = names
+                            .iter()
+                            .map(|n| t.schema().index_of(n).unwrap())
+                            .collect();
+                        let want = t
+                            .project(&idx)
+                            .unwrap()
+                            .slice(range.start as usize, (range.end - range.start) as usize);
+                        let got =
+                            arrow_select::concat::concat_batches(&want.schema(), &serial).unwrap();
+                        assert_eq!(got, want);
+                        let n = serial.len();
+                        assert!(serial[..n - 1].iter().all(|b| b.num_rows() == 333));
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 2 * 3 * 4 * 3);
+    }
+
+    /// `bytes` (a Parquet file) with row group `group` changed by `change`:
+    /// the footer written again, the pages and page indexes where they
+    /// were.
+    fn rewrite(
+        bytes: &[u8],
+        group: usize,
+        change: impl FnOnce(RowGroupMetaData) -> RowGroupMetaData,
+    ) -> Vec<u8> {
+        use parquet::file::metadata::{ParquetMetaDataReader, ParquetMetaDataWriter};
+        let whole = bytes::Bytes::copy_from_slice(bytes);
+        let md = ParquetMetaDataReader::new()
+            .parse_and_finish(&whole)
+            .unwrap();
+        let mut b = md.into_builder();
+        let mut groups = b.take_row_groups();
+        groups[group] = change(groups[group].clone());
+        let md = b.set_row_groups(groups).build();
+        let n = bytes.len();
+        let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        let mut out = bytes[..n - 8 - footer].to_vec();
+        ParquetMetaDataWriter::new(&mut out, &md).finish().unwrap();
+        out
+    }
+
+    /// `bytes` with row group `group` announcing `delta` records more than
+    /// it holds.
+    fn announce(bytes: &[u8], group: usize, delta: i64) -> Vec<u8> {
+        rewrite(bytes, group, |g| {
+            let n = g.num_rows();
+            g.into_builder().set_num_rows(n + delta).build().unwrap()
+        })
+    }
+
+    /// A column chunk said to start before the file or to end past it is
+    /// refused when the file is opened, naming the row group and column.
+    #[test]
+    fn column_chunks_outside_the_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.parquet");
+        write(&good, true);
+        let bytes = std::fs::read(&good).unwrap();
+        let len = bytes.len() as i64;
+        let cases: [(Option<i64>, i64, i64); 3] =
+            [(None, -8, 10), (Some(-1), 4, 10), (None, 4, len)];
+        for (dict, data, size) in cases {
+            let bad = rewrite(&bytes, 2, |g| {
+                let mut cols = g.columns().to_vec();
+                cols[1] = cols[1]
+                    .clone()
+                    .into_builder()
+                    .set_dictionary_page_offset(dict)
+                    .set_data_page_offset(data)
+                    .set_total_compressed_size(size)
+                    .build()
+                    .unwrap();
+                g.into_builder().set_column_metadata(cols).build().unwrap()
+            });
+            let path = dir.path().join("bad.parquet");
+            std::fs::write(&path, bad).unwrap();
+            let e = super::open_in_runs(&path, &ConvertOptions::default(), 1 << 20)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("row group 2, column 1") && e.contains("outside the file"),
+                "{e}"
+            );
+        }
+    }
+
+    /// A row group that announces more records than its pages hold is an
+    /// error naming a row group, on one thread and on three, whatever the
+    /// runs; one that announces fewer gives the same records either way.
+    #[test]
+    fn row_groups_announcing_other_counts_than_their_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.parquet");
+        write(&good, true);
+        let bytes = std::fs::read(&good).unwrap();
+        let opts = ConvertOptions {
+            batch_size: 500,
+            ..Default::default()
+        };
+        let more = dir.path().join("more.parquet");
+        std::fs::write(&more, announce(&bytes, 1, 10)).unwrap();
+        for part_bytes in [1, 3 << 10, 1 << 30] {
+            let (serial, parallel) = both_ways(&more, &opts, part_bytes);
+            for got in [serial, parallel] {
+                let last = got.last().unwrap();
+                let e = last.as_ref().unwrap_err().to_string();
+                assert!(e.contains("row group"), "{e}");
+                assert_eq!(got.iter().filter(|b| b.is_err()).count(), 1);
+            }
+        }
+        let fewer = dir.path().join("fewer.parquet");
+        std::fs::write(&fewer, announce(&bytes, 1, -10)).unwrap();
+        for part_bytes in [1, 3 << 10, 1 << 30] {
+            let (serial, parallel) = both_ways(&fewer, &opts, part_bytes);
+            let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+            let parallel: Vec<RecordBatch> = parallel.into_iter().map(Result::unwrap).collect();
+            assert_eq!(serial, parallel);
+            let rows: usize = serial.iter().map(RecordBatch::num_rows).sum();
+            assert_eq!(rows as i64, ROWS - 10);
+        }
+    }
+
+    /// Every byte of the first row group's offset index changed (to
+    /// 0xFF, by one): the input reads to its end or to an error, never a
+    /// panic, on one thread and on three; for the columns that do not
+    /// repeat (whose page headers say how many records each page holds),
+    /// what it reads to the end is the file's records.
+    #[test]
+    fn damaged_offset_indexes_end_in_an_error_or_in_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.parquet");
+        let want = write(&good, true);
+        let bytes = std::fs::read(&good).unwrap();
+        let (md, _) = leaves_of(&good, &[0, 1, 2, 3]);
+        let descr = md.file_metadata().schema_descr();
+        let regions: Vec<(std::ops::Range<usize>, bool)> = md.row_groups()[0]
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(c, col)| {
+                let at = col.offset_index_offset().unwrap() as usize;
+                let repeats = descr.column(c).max_rep_level() > 0;
+                (
+                    at..at + col.offset_index_length().unwrap() as usize,
+                    repeats,
+                )
+            })
+            .collect();
+        assert_eq!(regions.iter().filter(|r| !r.1).count(), 2);
+        let path = dir.path().join("bad.parquet");
+        let opts = ConvertOptions::default();
+        let (mut tried, mut refused) = (0, 0);
+        for (r, repeats) in regions {
+            for at in r {
+                for v in [0xFF, bytes[at].wrapping_add(1)] {
+                    let mut b = bytes.clone();
+                    b[at] = v;
+                    std::fs::write(&path, &b).unwrap();
+                    tried += 1;
+                    if super::open_in_runs(&path, &opts, 3 << 10).is_err() {
+                        refused += 1;
+                        continue;
+                    }
+                    let (serial, parallel) = both_ways(&path, &opts, 3 << 10);
+                    for got in [serial, parallel] {
+                        assert!(got.iter().filter(|b| b.is_err()).count() <= 1);
+                        let Ok(got) = got.into_iter().collect::<Result<Vec<_>, _>>() else {
+                            continue;
+                        };
+                        if !repeats {
+                            let got =
+                                arrow_select::concat::concat_batches(&want.schema(), &got).unwrap();
+                            assert!(got == want, "byte {at} set to {v}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tried > 300 && refused < tried, "{refused} of {tried}");
+    }
+}
