@@ -13,6 +13,7 @@ use arrow_schema::{ArrowError, DataType, SchemaRef};
 use super::{ConvertOptions, Input};
 use crate::dataset::{BatchStream, Error};
 
+mod ipc;
 mod parquet;
 
 /// The kinds of table file [`open`] reads, by extension.
@@ -55,6 +56,8 @@ enum Source {
     Arrow(Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>),
     /// Parquet: runs of records, each read on any thread.
     Parquet(Box<parquet::ParquetInput>),
+    /// An Arrow IPC file: its stored batches, each decoded on any thread.
+    Ipc(ipc::IpcBatches),
     /// JSON lines: the lines of each batch are read in order and can be
     /// decoded on any thread.
     Json(JsonLines),
@@ -70,6 +73,7 @@ impl Iterator for Source {
         match self {
             Source::Arrow(batches) => Some(batches.next()?.map_err(Error::from)),
             Source::Parquet(p) => p.next(),
+            Source::Ipc(b) => b.next(),
             Source::Json(lines) => lines.next(),
             Source::Csv(blocks) => blocks.next(),
         }
@@ -152,6 +156,7 @@ impl BatchStream for Sliced {
         let serial = match &self.inner {
             Source::Arrow(_) => true,
             Source::Parquet(p) => !(p.parts.split && p.untouched()),
+            Source::Ipc(_) => false,
             Source::Json(_) | Source::Csv(_) => false,
         };
         if threads < 2 || self.failed || self.window.left == 0 || serial {
@@ -196,6 +201,17 @@ impl BatchStream for Sliced {
                     send,
                     || parts.next_part(),
                     |part| decoder.decode(part),
+                );
+            }
+            Source::Ipc(batches) => {
+                let file = batches.file.clone();
+                decode_apart(
+                    threads,
+                    active,
+                    window,
+                    send,
+                    || batches.next_index(),
+                    |k| Ok(vec![file.batch(k)?]),
                 );
             }
             Source::Arrow(_) => {}
@@ -303,10 +319,7 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
     let file = || File::open(path).map_err(io(path));
     let (schema, records, source): (SchemaRef, Option<u64>, Source) = match kind {
         Table::Parquet => return parquet::open(path, opts),
-        Table::ArrowFile => {
-            let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(file()?), None)?;
-            (r.schema(), None, Source::Arrow(Box::new(r)))
-        }
+        Table::ArrowFile => return open_ipc(path, opts),
         Table::ArrowStream => {
             let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file()?), None)?;
             (r.schema(), None, Source::Arrow(Box::new(r)))
@@ -368,6 +381,32 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
                 skip,
                 left,
             },
+            failed: false,
+        }),
+        repaired: None,
+        staged: None,
+    })
+}
+
+/// Opens the Arrow IPC file `path`: its stored batches, holding only the
+/// columns selected.
+fn open_ipc(path: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
+    let file = ipc::IpcFile::open(path, opts.open.limits, |schema| {
+        opts.column_indices(schema, path)
+    })?;
+    let schema = file.schema();
+    let range = opts.record_range(u64::MAX);
+    Ok(Input {
+        from: Table::ArrowFile.name().to_string(),
+        records: 0,
+        stream: Box::new(Sliced {
+            window: Window {
+                columns: (0..schema.fields().len()).collect(),
+                schema,
+                skip: range.start,
+                left: range.end - range.start,
+            },
+            inner: Source::Ipc(ipc::IpcBatches::new(file)),
             failed: false,
         }),
         repaired: None,
