@@ -58,6 +58,8 @@ enum Source {
     Parquet(Box<parquet::ParquetInput>),
     /// An Arrow IPC file: its stored batches, each decoded on any thread.
     Ipc(ipc::IpcBatches),
+    /// An Arrow IPC stream, read in order.
+    IpcStream(Box<ipc::IpcStream>),
     /// JSON lines: the lines of each batch are read in order and can be
     /// decoded on any thread.
     Json(JsonLines),
@@ -74,6 +76,7 @@ impl Iterator for Source {
             Source::Arrow(batches) => Some(batches.next()?.map_err(Error::from)),
             Source::Parquet(p) => p.next(),
             Source::Ipc(b) => b.next(),
+            Source::IpcStream(b) => b.next(),
             Source::Json(lines) => lines.next(),
             Source::Csv(blocks) => blocks.next(),
         }
@@ -154,7 +157,7 @@ impl BatchStream for Sliced {
         send: &mut dyn FnMut(Result<RecordBatch, Error>) -> bool,
     ) {
         let serial = match &self.inner {
-            Source::Arrow(_) => true,
+            Source::Arrow(_) | Source::IpcStream(_) => true,
             Source::Parquet(p) => !(p.parts.split && p.untouched()),
             Source::Ipc(_) => false,
             Source::Json(_) | Source::Csv(_) => false,
@@ -214,7 +217,7 @@ impl BatchStream for Sliced {
                     |k| Ok(vec![file.batch(k)?]),
                 );
             }
-            Source::Arrow(_) => {}
+            Source::Arrow(_) | Source::IpcStream(_) => {}
         }
     }
 }
@@ -321,8 +324,8 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
         Table::Parquet => return parquet::open(path, opts),
         Table::ArrowFile => return open_ipc(path, opts),
         Table::ArrowStream => {
-            let r = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file()?), None)?;
-            (r.schema(), None, Source::Arrow(Box::new(r)))
+            let r = ipc::IpcStream::open(path)?;
+            (r.schema(), None, Source::IpcStream(Box::new(r)))
         }
         Table::Csv => {
             let format = arrow_csv::reader::Format::default().with_header(true);

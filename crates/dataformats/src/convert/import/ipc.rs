@@ -200,6 +200,128 @@ fn guard<T>(
     }
 }
 
+/// The bytes of an Arrow IPC stream handed to the decoder at a time.
+const STREAM_PIECE: usize = 1 << 20;
+
+/// An Arrow IPC stream's batches, read in order: the file is handed to
+/// arrow-ipc's push decoder a piece at a time, so that what it holds grows
+/// only with the bytes the file has (arrow-ipc's stream reader allocates
+/// what a message's header asks for before reading it), and a panic of
+/// the decoder on a malformed message is an error naming the batch.
+pub(super) struct IpcStream {
+    file: std::fs::File,
+    decoder: arrow_ipc::reader::StreamDecoder,
+    /// Bytes read and not yet decoded.
+    pending: Buffer,
+    /// A batch decoded while looking for the schema.
+    held: Option<RecordBatch>,
+    schema: SchemaRef,
+    path: String,
+    next: usize,
+    failed: bool,
+}
+
+impl IpcStream {
+    /// Opens the Arrow IPC stream `path`, reading up to its schema.
+    pub(super) fn open(path: &Path) -> Result<IpcStream, Error> {
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(super::io(path))?;
+        let mut me = IpcStream {
+            file,
+            decoder: arrow_ipc::reader::StreamDecoder::new(),
+            pending: Buffer::from_vec(Vec::<u8>::new()),
+            held: None,
+            schema: Arc::new(arrow_schema::Schema::empty()),
+            path: name,
+            next: 0,
+            failed: false,
+        };
+        loop {
+            if let Some(schema) = me.decoder.schema() {
+                me.schema = schema;
+                return Ok(me);
+            }
+            if me.pending.is_empty() && !me.fill()? {
+                return Err(bad(&me.path, "the stream ends before its schema"));
+            }
+            let (decoder, pending) = (&mut me.decoder, &mut me.pending);
+            // The decoder goes on past the schema to the first batch.
+            me.held = guard(&me.path, "the schema message", || decoder.decode(pending))?;
+        }
+    }
+
+    /// The stream's schema.
+    pub(super) fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Reads the next piece of the file into `pending`; false at its end.
+    fn fill(&mut self) -> Result<bool, Error> {
+        use std::io::Read;
+        let mut piece = vec![0u8; STREAM_PIECE];
+        let n = loop {
+            match self.file.read(&mut piece) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Error::Io {
+                        path: self.path.clone(),
+                        source: e,
+                    });
+                }
+            }
+        };
+        piece.truncate(n);
+        self.pending = Buffer::from_vec(piece);
+        Ok(n > 0)
+    }
+
+    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+        let what = format!("record batch {}", self.next);
+        if let Some(b) = self.held.take() {
+            self.next += 1;
+            return Some(Ok(b));
+        }
+        loop {
+            if self.pending.is_empty() {
+                match self.fill() {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        // The end of the file: a message cut short is an error.
+                        return match self.decoder.finish() {
+                            Ok(()) => None,
+                            Err(e) => Some(Err(bad(&self.path, format!("{what}: {e}")))),
+                        };
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            let (decoder, pending) = (&mut self.decoder, &mut self.pending);
+            match guard(&self.path, &what, || decoder.decode(pending)) {
+                Ok(Some(b)) => {
+                    self.next += 1;
+                    return Some(Ok(b));
+                }
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl Iterator for IpcStream {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.step();
+        self.failed = matches!(r, Some(Err(_)));
+        r
+    }
+}
+
 /// The batches of an [`IpcFile`], read in order.
 pub(super) struct IpcBatches {
     pub(super) file: Arc<IpcFile>,
@@ -394,5 +516,52 @@ mod tests {
             }
         }
         assert!(opened > 0 && failed > 0, "{opened} opened, {failed} failed");
+    }
+
+    /// The same for an Arrow IPC stream, read in order by arrow-ipc's
+    /// reader: every byte's top bit flipped ends in the records or in one
+    /// error.
+    #[test]
+    fn damaged_streams_end_in_an_error_or_in_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let want = batches(&[3, 4]);
+        let mut bytes = Vec::new();
+        {
+            let mut w =
+                arrow_ipc::writer::StreamWriter::try_new(&mut bytes, &want[0].schema()).unwrap();
+            for b in &want {
+                w.write(b).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        let good = dir.path().join("good.arrows");
+        std::fs::write(&good, &bytes).unwrap();
+        let read = |path: &std::path::Path| -> Option<Read> {
+            let opts = ConvertOptions::default();
+            let mut inp = super::super::open(path, super::super::Table::ArrowStream, &opts).ok()?;
+            let mut got = Vec::new();
+            while let Some(b) = inp.stream.next_batch() {
+                got.push(b);
+            }
+            Some(got)
+        };
+        let got: Vec<RecordBatch> = read(&good)
+            .unwrap()
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got, want);
+        let bad = dir.path().join("bad.arrows");
+        let mut failed = 0;
+        for at in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[at] ^= 0x80;
+            std::fs::write(&bad, &b).unwrap();
+            let Some(got) = read(&bad) else { continue };
+            let errors = got.iter().filter(|b| b.is_err()).count();
+            assert!(errors <= 1 && got.iter().skip_while(|b| b.is_ok()).count() == errors);
+            failed += errors;
+        }
+        assert!(failed > 0);
     }
 }
