@@ -193,13 +193,9 @@ impl BatchStream for Sliced {
             }
             Source::Parquet(p) => {
                 let parquet::ParquetInput { parts, decoder, .. } = &mut **p;
-                // Every thread decodes, whatever the writer's pace: a run
-                // hands its batches on together, then none until the next,
-                // so the writer's waits per batch (`active` is lent by)
-                // come and go with the runs, not with the decoding's pace.
                 decode_apart(
                     threads,
-                    &crate::core::parallel::Active::new(threads),
+                    active,
                     window,
                     send,
                     || parts.next_part(),
