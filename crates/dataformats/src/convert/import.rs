@@ -146,6 +146,17 @@ impl BatchStream for Sliced {
         }
     }
 
+    /// A Parquet input that can be read in runs: the records not yet
+    /// handed out, as parts read side by side.
+    fn parts(&self) -> Option<&dyn crate::dataset::Parts> {
+        match &self.inner {
+            Source::Parquet(p) if !self.failed && self.window.left > 0 => {
+                p.view().map(|v| v as &dyn crate::dataset::Parts)
+            }
+            _ => None,
+        }
+    }
+
     /// JSON lines and CSV: each batch's text read here, in order, and
     /// decoded on `threads` threads (`active` of them at a time); Parquet:
     /// each run of records decoded on one of them; other tables one batch

@@ -405,6 +405,62 @@ pub(super) struct ParquetInput {
     pub(super) decoder: Arc<Decoder>,
     run: Option<RunReader>,
     failed: bool,
+    /// The records not yet handed out, as parts a writer can read side by
+    /// side; `None` when runs cannot start inside a row group.
+    view: Option<View>,
+}
+
+/// The records of a Parquet input not yet handed out, read in parts on
+/// any thread ([`crate::dataset::Parts`]): the Parquet writer reads and
+/// encodes each part on a thread of its own. A part's batches are cut
+/// where the whole stream cuts them (every `batch` records from the first
+/// selected one), wherever the part starts.
+pub(super) struct View {
+    decoder: Arc<Decoder>,
+    /// The next record to hand out, and the end of the selected ones.
+    at: std::sync::atomic::AtomicU64,
+    end: u64,
+    /// The columns asked for, by their place in a decoded batch, and the
+    /// schema they make.
+    columns: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl crate::dataset::Parts for View {
+    fn range(&self) -> std::ops::Range<u64> {
+        self.at.load(std::sync::atomic::Ordering::SeqCst)..self.end
+    }
+
+    fn part(&self, rows: std::ops::Range<u64>) -> Box<dyn crate::dataset::BatchStream + Send + '_> {
+        let part = Part {
+            start: rows.start,
+            rows: rows.end.saturating_sub(rows.start),
+        };
+        Box::new(ViewPart {
+            view: self,
+            run: RunReader::new(Arc::clone(&self.decoder), part),
+        })
+    }
+}
+
+/// One part of a [`View`].
+struct ViewPart<'a> {
+    view: &'a View,
+    run: RunReader,
+}
+
+impl crate::dataset::BatchStream for ViewPart<'_> {
+    fn schema(&self) -> SchemaRef {
+        self.view.schema.clone()
+    }
+
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        let b = self.run.next()?;
+        Some(b.and_then(|b| {
+            Ok(b.project(&self.view.columns)?
+                .with_schema(self.view.schema.clone())?)
+        }))
+    }
 }
 
 impl ParquetInput {
@@ -414,11 +470,25 @@ impl ParquetInput {
         self.run.is_none() && !self.failed
     }
 
+    /// The records not yet handed out, as parts, when the file can be
+    /// read so and nothing has failed.
+    pub(super) fn view(&self) -> Option<&View> {
+        self.view.as_ref().filter(|_| !self.failed)
+    }
+
     fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
         loop {
             if let Some(run) = &mut self.run {
                 match run.next() {
-                    Some(b) => return Some(b),
+                    Some(b) => {
+                        if let (Ok(b), Some(v)) = (&b, &self.view) {
+                            v.at.fetch_add(
+                                b.num_rows() as u64,
+                                std::sync::atomic::Ordering::SeqCst,
+                            );
+                        }
+                        return Some(b);
+                    }
                     None => self.run = None,
                 }
             }
@@ -752,15 +822,24 @@ fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result
         batch: usize::try_from(batch).unwrap_or(usize::MAX).max(1),
         path,
     };
+    let decoder = Arc::new(decoder);
+    let view = split.then(|| View {
+        decoder: Arc::clone(&decoder),
+        at: std::sync::atomic::AtomicU64::new(range.start),
+        end: range.end,
+        columns: window.columns.clone(),
+        schema: window.schema.clone(),
+    });
     Ok(Input {
         from: "parquet".to_string(),
         records: total,
         stream: Box::new(Sliced {
             inner: Source::Parquet(Box::new(ParquetInput {
                 parts,
-                decoder: Arc::new(decoder),
+                decoder,
                 run: None,
                 failed: false,
+                view,
             })),
             window,
             failed: false,
@@ -1213,5 +1292,69 @@ mod tests {
             }
         }
         assert!(read > 0 && failed > 0, "{read} read, {failed} failed");
+    }
+
+    /// The records left after a first batch, read as parts cut anywhere,
+    /// are the records the stream would give, in batches that end where
+    /// its batches end (or where a part ends); a Parquet target made from
+    /// the file in parts is the same on one thread, on three and on every
+    /// core, and holds the records.
+    #[test]
+    fn parts_give_the_records_the_stream_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.parquet");
+        let t = write(&path, true);
+        let opts = ConvertOptions {
+            batch_size: 333,
+            rows: Some(1_234..17_777),
+            ..Default::default()
+        };
+        let mut inp = super::open_in_runs(&path, &opts, 3 << 10).unwrap();
+        let first = inp.stream.next_batch().unwrap().unwrap();
+        let parts = inp.stream.parts().unwrap();
+        let range = parts.range();
+        assert_eq!(range, 1_234 + first.num_rows() as u64..17_777);
+        let cuts = [
+            range.start,
+            range.start + 1_000,
+            range.start + 1_001,
+            9_999,
+            range.end,
+        ];
+        let mut got = vec![first];
+        for w in cuts.windows(2) {
+            let mut part = parts.part(w[0]..w[1]);
+            let mut rows = 0;
+            while let Some(b) = part.next_batch() {
+                let b = b.unwrap();
+                rows += b.num_rows() as u64;
+                let end = w[0] + rows;
+                assert!(
+                    end == w[1] || (end - 1_234) % 333 == 0,
+                    "a batch ends at {end}"
+                );
+                got.push(b);
+            }
+            assert_eq!(rows, w[1] - w[0]);
+        }
+        let got = arrow_select::concat::concat_batches(&got[0].schema(), &got).unwrap();
+        assert_eq!(got, t.slice(1_234, 17_777 - 1_234));
+        let mut files = Vec::new();
+        for threads in [1, 3, 0] {
+            let out = dir.path().join(format!("t{threads}.parquet"));
+            let opts = ConvertOptions {
+                threads,
+                ..Default::default()
+            };
+            crate::convert::convert(&path, &out, &opts).unwrap();
+            files.push(std::fs::read(&out).unwrap());
+        }
+        assert!(files.iter().all(|f| f == &files[0]), "the files differ");
+        let back = bytes::Bytes::from(files.remove(0));
+        let r =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(back, 8_192).unwrap();
+        let back: Vec<RecordBatch> = r.map(Result::unwrap).collect();
+        let back = arrow_select::concat::concat_batches(&t.schema(), &back).unwrap();
+        assert_eq!(back, t);
     }
 }
