@@ -850,7 +850,9 @@ const CONVERT_TARGETS: &[&str] = &[
 /// per thread) and Arrow (the imports' own decoding on every core).
 const CONVERT_IMPORTS: &[(&str, &str)] = &[
     ("parquet", "parquet"),
+    ("parquet", "arrow"),
     ("arrow", "parquet"),
+    ("arrow", "arrows"),
     ("csv", "parquet"),
     ("jsonl", "parquet"),
     ("csv", "arrow"),
@@ -860,7 +862,8 @@ const CONVERT_IMPORTS: &[(&str, &str)] = &[
 /// #17's "every conversion uses all cores": an MLDF made from `mb` MB of
 /// [`write_jsonl`]'s lines converted into every target (`--lossy`: CNTK
 /// keeps floats only), then those lines and the MLDF's Parquet, Arrow and
-/// CSV copies into Parquet and Arrow ([`CONVERT_IMPORTS`]), each on one
+/// CSV copies into Parquet and Arrow (file or stream,
+/// [`CONVERT_IMPORTS`]), each on one
 /// thread and on every core,
 /// alternating, each run writing a new file; the ratio of the medians.
 fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
