@@ -123,6 +123,24 @@ struct Sliced {
     failed: bool,
 }
 
+impl Sliced {
+    /// The input named `from` of `records` announced records (0: not
+    /// known): `inner`'s batches through `window`.
+    fn input(from: &str, records: u64, inner: Source, window: Window) -> Input {
+        Input {
+            from: from.to_string(),
+            records,
+            stream: Box::new(Sliced {
+                inner,
+                window,
+                failed: false,
+            }),
+            repaired: None,
+            staged: None,
+        }
+    }
+}
+
 impl BatchStream for Sliced {
     fn schema(&self) -> SchemaRef {
         self.window.schema.clone()
@@ -380,22 +398,13 @@ pub(crate) fn open(path: &Path, kind: Table, opts: &ConvertOptions) -> Result<In
     let total = records
         .map(|r| r.saturating_sub(skip).min(left))
         .unwrap_or(0);
-    Ok(Input {
-        from: kind.name().to_string(),
-        records: total,
-        stream: Box::new(Sliced {
-            inner: source,
-            window: Window {
-                schema: projected,
-                columns,
-                skip,
-                left,
-            },
-            failed: false,
-        }),
-        repaired: None,
-        staged: None,
-    })
+    let window = Window {
+        schema: projected,
+        columns,
+        skip,
+        left,
+    };
+    Ok(Sliced::input(kind.name(), total, source, window))
 }
 
 /// Opens the Arrow IPC file `path`: its stored batches, holding only the
@@ -406,22 +415,14 @@ fn open_ipc(path: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
     })?;
     let schema = file.schema();
     let range = opts.record_range(u64::MAX);
-    Ok(Input {
-        from: Table::ArrowFile.name().to_string(),
-        records: 0,
-        stream: Box::new(Sliced {
-            window: Window {
-                columns: (0..schema.fields().len()).collect(),
-                schema,
-                skip: range.start,
-                left: range.end - range.start,
-            },
-            inner: Source::Ipc(ipc::IpcBatches::new(file)),
-            failed: false,
-        }),
-        repaired: None,
-        staged: None,
-    })
+    let window = Window {
+        columns: (0..schema.fields().len()).collect(),
+        schema,
+        skip: range.start,
+        left: range.end - range.start,
+    };
+    let batches = Source::Ipc(ipc::IpcBatches::new(file));
+    Ok(Sliced::input(Table::ArrowFile.name(), 0, batches, window))
 }
 
 /// Lines read to infer a JSON lines file's schema.

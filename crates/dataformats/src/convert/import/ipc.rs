@@ -218,7 +218,6 @@ pub(super) struct IpcStream {
     schema: SchemaRef,
     path: String,
     next: usize,
-    failed: bool,
 }
 
 impl IpcStream {
@@ -234,7 +233,6 @@ impl IpcStream {
             schema: Arc::new(arrow_schema::Schema::empty()),
             path: name,
             next: 0,
-            failed: false,
         };
         loop {
             if let Some(schema) = me.decoder.schema() {
@@ -275,8 +273,13 @@ impl IpcStream {
         self.pending = Buffer::from_vec(piece);
         Ok(n > 0)
     }
+}
 
-    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+/// Ends with the first error (the stream it feeds stops there).
+impl Iterator for IpcStream {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
         let what = format!("record batch {}", self.next);
         if let Some(b) = self.held.take() {
             self.next += 1;
@@ -309,24 +312,11 @@ impl IpcStream {
     }
 }
 
-impl Iterator for IpcStream {
-    type Item = Result<RecordBatch, Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.step();
-        self.failed = matches!(r, Some(Err(_)));
-        r
-    }
-}
-
 /// The batches of an [`IpcFile`], read in order.
 pub(super) struct IpcBatches {
     pub(super) file: Arc<IpcFile>,
-    pub(super) next: usize,
-    failed: bool,
+    /// The next batch to hand out.
+    next: usize,
 }
 
 impl IpcBatches {
@@ -334,13 +324,12 @@ impl IpcBatches {
         IpcBatches {
             file: Arc::new(file),
             next: 0,
-            failed: false,
         }
     }
 
     /// The next batch's index, to be decoded on any thread.
     pub(super) fn next_index(&mut self) -> Option<Result<usize, Error>> {
-        if self.failed || self.next >= self.file.len() {
+        if self.next >= self.file.len() {
             return None;
         }
         self.next += 1;
@@ -348,6 +337,7 @@ impl IpcBatches {
     }
 }
 
+/// Ends with the first error (the stream it feeds stops there).
 impl Iterator for IpcBatches {
     type Item = Result<RecordBatch, Error>;
 
@@ -356,9 +346,7 @@ impl Iterator for IpcBatches {
             Ok(k) => k,
             Err(e) => return Some(Err(e)),
         };
-        let b = self.file.batch(k);
-        self.failed = b.is_err();
-        Some(b)
+        Some(self.file.batch(k))
     }
 }
 

@@ -310,7 +310,6 @@ pub(super) struct RunReader {
     reader: Option<(Piece, ParquetRecordBatchReader, u64)>,
     /// The records of a batch begun in the row group before.
     carry: Option<RecordBatch>,
-    failed: bool,
 }
 
 impl RunReader {
@@ -321,11 +320,16 @@ impl RunReader {
             end: part.start + part.rows,
             reader: None,
             carry: None,
-            failed: false,
         }
     }
+}
 
-    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+/// Ends with the first error (after it, the items are not defined; the
+/// input's stream ends there).
+impl Iterator for RunReader {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((piece, reader, read)) = &mut self.reader {
                 // parquet's decoder asserts some of what a page says: a
@@ -382,21 +386,6 @@ impl RunReader {
     }
 }
 
-impl Iterator for RunReader {
-    type Item = Result<RecordBatch, Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.step();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
-    }
-}
-
 /// A Parquet file's selected records, as batches: run by run, read in
 /// order here or on several threads ([`Parts`] and [`Decoder`]). The runs
 /// are the same either way, and so are their batches.
@@ -404,7 +393,6 @@ pub(super) struct ParquetInput {
     pub(super) parts: Parts,
     pub(super) decoder: Arc<Decoder>,
     run: Option<RunReader>,
-    failed: bool,
     /// The records not yet handed out, as parts a writer can read side by
     /// side; `None` when runs cannot start inside a row group.
     view: Option<View>,
@@ -438,7 +426,7 @@ impl crate::dataset::Parts for View {
         };
         Box::new(ViewPart {
             view: self,
-            run: RunReader::new(Arc::clone(&self.decoder), part),
+            run: Some(RunReader::new(Arc::clone(&self.decoder), part)),
         })
     }
 }
@@ -446,7 +434,8 @@ impl crate::dataset::Parts for View {
 /// One part of a [`View`].
 struct ViewPart<'a> {
     view: &'a View,
-    run: RunReader,
+    /// `None` once the part has ended with an error.
+    run: Option<RunReader>,
 }
 
 impl crate::dataset::BatchStream for ViewPart<'_> {
@@ -455,7 +444,10 @@ impl crate::dataset::BatchStream for ViewPart<'_> {
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
-        let b = self.run.next()?;
+        let b = self.run.as_mut()?.next()?;
+        if b.is_err() {
+            self.run = None;
+        }
         Some(b.and_then(|b| {
             Ok(b.project(&self.view.columns)?
                 .with_schema(self.view.schema.clone())?)
@@ -467,16 +459,21 @@ impl ParquetInput {
     /// True when no run has been started here: the rest of the file can
     /// go to other threads.
     pub(super) fn untouched(&self) -> bool {
-        self.run.is_none() && !self.failed
+        self.run.is_none()
     }
 
     /// The records not yet handed out, as parts, when the file can be
-    /// read so and nothing has failed.
+    /// read so.
     pub(super) fn view(&self) -> Option<&View> {
-        self.view.as_ref().filter(|_| !self.failed)
+        self.view.as_ref()
     }
+}
 
-    fn step(&mut self) -> Option<Result<RecordBatch, Error>> {
+/// Ends with the first error (the stream it feeds stops there).
+impl Iterator for ParquetInput {
+    type Item = Result<RecordBatch, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(run) = &mut self.run {
                 match run.next() {
@@ -498,21 +495,6 @@ impl ParquetInput {
             };
             self.run = Some(RunReader::new(Arc::clone(&self.decoder), part));
         }
-    }
-}
-
-impl Iterator for ParquetInput {
-    type Item = Result<RecordBatch, Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.step();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
     }
 }
 
@@ -830,23 +812,13 @@ fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result
         columns: window.columns.clone(),
         schema: window.schema.clone(),
     });
-    Ok(Input {
-        from: "parquet".to_string(),
-        records: total,
-        stream: Box::new(Sliced {
-            inner: Source::Parquet(Box::new(ParquetInput {
-                parts,
-                decoder,
-                run: None,
-                failed: false,
-                view,
-            })),
-            window,
-            failed: false,
-        }),
-        repaired: None,
-        staged: None,
-    })
+    let runs = Source::Parquet(Box::new(ParquetInput {
+        parts,
+        decoder,
+        run: None,
+        view,
+    }));
+    Ok(Sliced::input("parquet", total, runs, window))
 }
 
 /// A file without columns (as the export writes a table of records
@@ -882,22 +854,19 @@ fn without_columns(
     let columns = opts.column_indices(&schema, path)?;
     let range = opts.record_range(u64::MAX);
     let (skip, left) = (range.start, range.end - range.start);
-    Ok(Input {
-        from: "parquet".to_string(),
-        records: rows.saturating_sub(skip).min(left),
-        stream: Box::new(Sliced {
-            inner: Source::Arrow(Box::new(batches)),
-            window: Window {
-                schema: Arc::new(schema.project(&columns)?),
-                columns,
-                skip,
-                left,
-            },
-            failed: false,
-        }),
-        repaired: None,
-        staged: None,
-    })
+    let window = Window {
+        schema: Arc::new(schema.project(&columns)?),
+        columns,
+        skip,
+        left,
+    };
+    let records = rows.saturating_sub(skip).min(left);
+    Ok(Sliced::input(
+        "parquet",
+        records,
+        Source::Arrow(Box::new(batches)),
+        window,
+    ))
 }
 
 #[cfg(test)]
