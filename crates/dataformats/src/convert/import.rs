@@ -283,6 +283,24 @@ fn decode_apart<T: Send>(
     }
 }
 
+/// `f`, a call into another crate's decoder (`by`: arrow-ipc's, the
+/// parquet crate's) on what a file says: a panic (they assert some of what
+/// a footer, block or page says) is an error naming `what()` in `path`,
+/// not a crash.
+fn caught<T>(
+    path: &str,
+    what: impl FnOnce() -> String,
+    by: &str,
+    f: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::Data {
+            format: None,
+            message: format!("{path}: {} is malformed (the {by} failed on it)", what()),
+        })
+    })
+}
+
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.display().to_string(),

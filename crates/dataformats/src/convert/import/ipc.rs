@@ -191,13 +191,12 @@ fn guard<T>(
     what: &str,
     f: impl FnOnce() -> Result<T, arrow_schema::ArrowError>,
 ) -> Result<T, Error> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(|e| bad(path, format!("{what}: {e}"))),
-        Err(_) => Err(bad(
-            path,
-            format!("{what} is malformed (the Arrow IPC decoder failed on it)"),
-        )),
-    }
+    super::caught(
+        path,
+        || what.to_string(),
+        "Arrow IPC decoder",
+        || f().map_err(|e| bad(path, format!("{what}: {e}"))),
+    )
 }
 
 /// The bytes of an Arrow IPC stream handed to the decoder at a time.

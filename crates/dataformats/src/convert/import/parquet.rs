@@ -247,8 +247,8 @@ impl Decoder {
             selection.push(RowSelector::skip(skip));
         }
         selection.push(RowSelector::select(rows));
-        let what = format!("row group {}", piece.group);
-        caught(&self.path, &what, || {
+        let what = || format!("row group {}", piece.group);
+        super::caught(&self.path, what, "Parquet reader", || {
             Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
                 self.input.clone(),
                 self.meta.clone(),
@@ -332,15 +332,14 @@ impl Iterator for RunReader {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((piece, reader, read)) = &mut self.reader {
-                // parquet's decoder asserts some of what a page says: a
-                // panic on a malformed page is an error, not a crash.
-                let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
-                    .unwrap_or_else(|_| {
-                        Some(Err(arrow_schema::ArrowError::ParquetError(format!(
-                            "{}: row group {}: a page is malformed (the Parquet decoder failed on it)",
-                            self.d.path, piece.group
-                        ))))
-                    });
+                let group = piece.group;
+                let what = || format!("row group {group}: a page");
+                let next = match super::caught(&self.d.path, what, "Parquet decoder", || {
+                    Ok(reader.next())
+                }) {
+                    Ok(next) => next.map(|b| b.map_err(Error::from)),
+                    Err(e) => Some(Err(e)),
+                };
                 match next {
                     Some(Ok(b)) => {
                         *read += b.num_rows() as u64;
@@ -362,7 +361,7 @@ impl Iterator for RunReader {
                         }
                         self.carry = Some(b);
                     }
-                    Some(Err(e)) => return Some(Err(e.into())),
+                    Some(Err(e)) => return Some(Err(e)),
                     None => {
                         let (piece, read) = (*piece, *read);
                         if read != piece.rows {
@@ -672,18 +671,6 @@ pub(super) fn open(path: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
     open_in_runs(path, opts, PART_BYTES)
 }
 
-/// `f`, a call into the parquet crate on what the file says: a panic (it
-/// asserts some of what a footer or page says) is an error naming `what`,
-/// not a crash.
-fn caught<T>(path: &str, what: &str, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(Error::Data {
-            format: None,
-            message: format!("{path}: {what} is malformed (the Parquet reader failed on it)"),
-        })
-    })
-}
-
 /// Whether a reader can start in the middle of a row group of `md` cheaply
 /// for the leaf columns `leaves`: the offset index locates every page of
 /// theirs, or none of them repeats.
@@ -706,7 +693,8 @@ fn runs_possible(md: &ParquetMetaData, leaves: &[usize]) -> bool {
 /// [`open`], in runs of about `part_bytes` of the columns read.
 fn open_in_runs(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result<Input, Error> {
     let name = path.display().to_string();
-    caught(&name, "the file's footer", || {
+    let what = || "the file's footer".to_string();
+    super::caught(&name, what, "Parquet reader", || {
         open_unguarded(path, opts, part_bytes)
     })
 }
