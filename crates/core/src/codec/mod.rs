@@ -256,9 +256,10 @@ pub fn zstd_content_size(src: &[u8]) -> Option<u64> {
 }
 
 /// [`compress`], appending the compressed bytes to `out` (an LZ4 block
-/// goes straight into `out`'s room, so a caller compressing many small
-/// pieces reuses one buffer); returns how many bytes were appended. On an
-/// error `out` is as it was.
+/// or a Zstandard frame goes straight into `out`'s room, so a caller
+/// compressing many small pieces reuses one buffer); returns how many
+/// bytes were appended. On an error `out` is as it was. Zstandard reuses
+/// one compression context per thread.
 pub fn compress_append(
     codec: Codec,
     src: &[u8],
@@ -268,6 +269,8 @@ pub fn compress_append(
     match codec {
         #[cfg(feature = "lz4")]
         Codec::Lz4Block => lz4::block_compress_append(src, level, out),
+        #[cfg(feature = "zstd")]
+        Codec::Zstd => zstd::compress_append(src, level, out),
         _ => {
             let c = compress(codec, src, level)?;
             out.extend_from_slice(&c);
