@@ -43,4 +43,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use format::{Alloc, Dtype, Field, FieldType, Header, MAGIC};
 pub use loader::{Loader, LoaderOptions, Order};
 pub use read::{Reader, Value};
-pub use write::{FieldValue, Layout, Writer, WriterOptions};
+pub use write::{Encoded, FieldValue, Layout, SampleEncoder, Writer, WriterOptions};

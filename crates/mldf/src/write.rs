@@ -183,7 +183,7 @@ fn align_up(x: u64, a: u64) -> u64 {
 #[derive(Debug)]
 pub struct Writer {
     out: BufWriter<AtomicFile>,
-    fields: Vec<Field>,
+    encoder: SampleEncoder,
     opts: WriterOptions,
     data_ptr: u64,
     metadata_ptr: u64,
@@ -266,7 +266,11 @@ impl Writer {
         Ok(Writer {
             out,
             row: Vec::with_capacity(row_size as usize),
-            fields,
+            encoder: SampleEncoder {
+                fields: fields.into(),
+                compressed: opts.compressed,
+                row_size: row_size as usize,
+            },
             opts,
             data_ptr,
             metadata_ptr,
@@ -286,65 +290,108 @@ impl Writer {
     /// Appends one sample: one value per field, in field order. A refused
     /// sample writes nothing.
     pub fn add_sample(&mut self, values: &[FieldValue<'_>]) -> Result<()> {
-        if self.fields.is_empty() {
-            // Readers refuse samples without fields (§9.1).
-            return Err(arg("a file without fields cannot hold samples"));
-        }
-        if values.len() != self.fields.len() {
-            return Err(arg(format!(
-                "{} value(s) for {} field(s)",
-                values.len(),
-                self.fields.len()
-            )));
-        }
-        if let Layout::A { num_samples } = self.opts.layout
-            && self.samples >= num_samples
-        {
-            return Err(arg(format!("layout A was given {num_samples} samples")));
-        }
-        // Encode and check every value before writing any byte.
-        self.row.clear();
+        self.room_for(1)?;
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
         // Stored bytes (borrowed from the caller when not compressed) and
         // where their record sits in the row.
         let mut pending: Vec<(Cow<'_, [u8]>, usize)> = Vec::new();
-        for (f, v) in self.fields.iter().zip(values) {
-            let loc = |e: Error| e.in_value(self.samples, &f.name);
-            let rec_at = self.row.len();
-            let size = f.ty.record_size().unwrap_or(0) as usize;
-            self.row.resize(rec_at + size, 0);
-            let rec = self.row.get_mut(rec_at..).unwrap_or_default();
-            let payload = encode(f, v, rec).map_err(loc)?;
-            let stored = match payload {
-                Some(p) if !p.is_empty() => {
-                    let s = if self.opts.compressed {
-                        Cow::Owned(
-                            codec::compress(Codec::Zstd, &p, Some(3))
-                                .map_err(|e| arg(e.to_string()))?,
-                        )
-                    } else {
-                        p
-                    };
-                    if s.len() > u32::MAX as usize {
-                        return Err(loc(arg("a stored value above 2^32-1 bytes")));
-                    }
-                    Some(s)
-                }
-                _ => None,
-            };
-            if f.nullable {
-                let present = u8::from(!matches!(v, FieldValue::Missing));
-                self.row.push(present);
-                self.row.extend_from_slice(&[0u8; 7]);
-            }
-            if let Some(s) = stored {
+        let compressed = self.opts.compressed;
+        let encoded = self
+            .encoder
+            .encode_row(self.samples, values, &mut row, |payload, rec_at| {
+                let s = if compressed {
+                    let mut z = Vec::new();
+                    codec::compress_append(Codec::Zstd, &payload, Some(ZSTD_LEVEL), &mut z)
+                        .map_err(|e| arg(e.to_string()))?;
+                    Cow::Owned(z)
+                } else {
+                    payload
+                };
+                stored_size(s.len())?;
                 pending.push((s, rec_at));
-            }
+                Ok(())
+            });
+        let placed = encoded
+            .and_then(|()| self.place(&mut row, pending.iter().map(|(s, at)| (s.as_ref(), *at))));
+        self.row = row;
+        placed
+    }
+
+    /// A handle that encodes samples for this writer on any thread
+    /// (checking, and compressing when the file is compressed), for
+    /// [`Writer::add_encoded`] to write in order.
+    pub fn encoder(&self) -> SampleEncoder {
+        self.encoder.clone()
+    }
+
+    /// Appends the samples of `e`, made by this writer's
+    /// [`SampleEncoder`], in their order. Samples made for other fields
+    /// or another compression are refused, as are more samples than
+    /// layout A has room for; a refusal writes nothing.
+    pub fn add_encoded(&mut self, e: &Encoded) -> Result<()> {
+        if e.is_empty() {
+            return Ok(());
         }
+        let enc = &self.encoder;
+        if e.fields != enc.fields.len()
+            || e.row_size != enc.row_size
+            || e.compressed != enc.compressed
+        {
+            return Err(arg(
+                "the samples were encoded for other fields or another compression",
+            ));
+        }
+        self.room_for(e.len() as u64)?;
+        let mut row = std::mem::take(&mut self.row);
+        let mut first = 0usize;
+        let mut result = Ok(());
+        for (k, &end) in e.samples.iter().enumerate() {
+            let rows = e.rows.get(k * e.row_size..(k + 1) * e.row_size);
+            let values = e.values.get(first..end);
+            let (Some(rows), Some(values)) = (rows, values) else {
+                result = Err(arg("encoded samples out of step with their rows"));
+                break;
+            };
+            row.clear();
+            row.extend_from_slice(rows);
+            let stored = values
+                .iter()
+                .map(|v| (e.data.get(v.start..v.end).unwrap_or_default(), v.rec_at));
+            result = self.place(&mut row, stored);
+            if result.is_err() {
+                break;
+            }
+            first = end;
+        }
+        self.row = row;
+        result
+    }
+
+    /// Refuses `n` more samples when layout A has no room for them.
+    fn room_for(&self, n: u64) -> Result<()> {
+        if let Layout::A { num_samples } = self.opts.layout
+            && self.samples.saturating_add(n) > num_samples
+        {
+            return Err(arg(format!("layout A was given {num_samples} samples")));
+        }
+        Ok(())
+    }
+
+    /// Writes one sample whose record is `row` and whose stored values
+    /// are `values` (each with where its record sits in `row`): the values
+    /// in the data region, their pointers into `row`, `row` into the
+    /// metadata table.
+    fn place<'v>(
+        &mut self,
+        row: &mut [u8],
+        values: impl Iterator<Item = (&'v [u8], usize)> + Clone,
+    ) -> Result<()> {
         // Optional page packing (§11.4).
         let page = u64::from(self.opts.page_size);
         if self.opts.page_packing {
-            let total: u64 = pending
-                .iter()
+            let total: u64 = values
+                .clone()
                 .map(|(s, _)| align_up(s.len() as u64, 8))
                 .sum();
             let used = (self.pos - self.data_ptr) % page;
@@ -353,7 +400,7 @@ impl Writer {
                 self.pad_data(to)?;
             }
         }
-        for (s, rec_at) in &pending {
+        for (s, rec_at) in values {
             let at = align_up(self.pos, 8);
             self.pad_data(at)?;
             self.out.write_all(s)?;
@@ -361,7 +408,7 @@ impl Writer {
                 self.crc.update(s);
             }
             self.pos += s.len() as u64;
-            if let Some(d) = self.row.get_mut(*rec_at..*rec_at + 8) {
+            if let Some(d) = row.get_mut(rec_at..rec_at + 8) {
                 d.copy_from_slice(&at.to_le_bytes());
             }
             let mut e = [0u8; 16];
@@ -369,9 +416,7 @@ impl Writer {
             e[8..12].copy_from_slice(&(s.len() as u32).to_le_bytes());
             self.allocs.write(&e)?;
         }
-        let row = std::mem::take(&mut self.row);
-        self.rows.write(&row)?;
-        self.row = row;
+        self.rows.write(row)?;
         self.samples += 1;
         Ok(())
     }
@@ -431,7 +476,7 @@ impl Writer {
             version_minor: 0,
             flags,
             num_samples: self.samples,
-            num_fields: self.fields.len() as u16,
+            num_fields: self.encoder.fields.len() as u16,
             page_size: self.opts.page_size,
             field_desc_ptr: FIELD_DESC_PTR,
             metadata_ptr,
@@ -450,6 +495,187 @@ impl Writer {
             .into_inner()
             .map_err(|e| Error::from(e.into_error()))?;
         f.finish()?;
+        Ok(())
+    }
+}
+
+/// The zstd level of compressed values (the reference writer's).
+const ZSTD_LEVEL: i32 = 3;
+
+/// Refuses a stored value MLDF cannot point at (sizes are 32-bit).
+fn stored_size(n: usize) -> Result<()> {
+    if n > u32::MAX as usize {
+        return Err(arg("a stored value above 2^32-1 bytes"));
+    }
+    Ok(())
+}
+
+/// Encodes samples for one [`Writer`] on any thread: checks each value
+/// against its field, builds the sample's record and its stored values
+/// (zstd frames when the file is compressed) into an [`Encoded`], which
+/// the writer then writes with [`Writer::add_encoded`]. Cheap to clone;
+/// made by [`Writer::encoder`].
+///
+/// ```no_run
+/// use dataformats_mldf::{Encoded, Field, FieldType, FieldValue, Writer, WriterOptions};
+/// let opts = WriterOptions { compressed: true, ..Default::default() };
+/// let mut w = Writer::create("out.mldf", vec![Field::new("text", FieldType::TextRaw)], opts)?;
+/// let enc = w.encoder();
+/// // On another thread:
+/// let mut block = Encoded::default();
+/// for (i, t) in ["a", "bb", "ccc"].into_iter().enumerate() {
+///     enc.encode(i as u64, &[FieldValue::Text(t)], &mut block)?;
+/// }
+/// // Back on the writer's thread, blocks in order:
+/// w.add_encoded(&block)?;
+/// w.finish()?;
+/// # Ok::<(), dataformats_mldf::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SampleEncoder {
+    fields: std::sync::Arc<[Field]>,
+    compressed: bool,
+    row_size: usize,
+}
+
+/// Where one stored value of an [`Encoded`] is.
+#[derive(Debug, Clone, Copy)]
+struct StoredValue {
+    /// Its bytes in `data`.
+    start: usize,
+    end: usize,
+    /// Its record's place in the sample's row.
+    rec_at: usize,
+}
+
+/// Samples encoded by a [`SampleEncoder`], waiting to be written in
+/// order by [`Writer::add_encoded`]; reusable after [`Encoded::clear`].
+#[derive(Debug, Clone, Default)]
+pub struct Encoded {
+    fields: usize,
+    row_size: usize,
+    compressed: bool,
+    /// The stored values, back to back.
+    data: Vec<u8>,
+    /// The records of every sample, back to back (pointers not yet set).
+    rows: Vec<u8>,
+    values: Vec<StoredValue>,
+    /// Where each sample's values end in `values`.
+    samples: Vec<usize>,
+}
+
+impl Encoded {
+    /// Samples held.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether no sample is held.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// Bytes of values to store (after compression).
+    pub fn stored_bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Forgets every sample, keeping the memory.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.rows.clear();
+        self.values.clear();
+        self.samples.clear();
+    }
+}
+
+impl SampleEncoder {
+    /// Checks `values` (one per field, in field order) and adds them to
+    /// `out` as one more sample; `sample` is the sample's number, for
+    /// errors. A refused sample leaves `out` as it was.
+    pub fn encode(&self, sample: u64, values: &[FieldValue<'_>], out: &mut Encoded) -> Result<()> {
+        if out.is_empty() {
+            out.fields = self.fields.len();
+            out.row_size = self.row_size;
+            out.compressed = self.compressed;
+        } else if out.fields != self.fields.len()
+            || out.row_size != self.row_size
+            || out.compressed != self.compressed
+        {
+            return Err(arg("the block holds samples encoded for another writer"));
+        }
+        let (data, rows, stored) = (out.data.len(), out.rows.len(), out.values.len());
+        let mut row = std::mem::take(&mut out.rows);
+        let compressed = self.compressed;
+        let (buf, list) = (&mut out.data, &mut out.values);
+        let r = self.encode_row(sample, values, &mut row, |payload, rec_at| {
+            let start = buf.len();
+            if compressed {
+                codec::compress_append(Codec::Zstd, &payload, Some(ZSTD_LEVEL), buf)
+                    .map_err(|e| arg(e.to_string()))?;
+            } else {
+                buf.extend_from_slice(&payload);
+            }
+            stored_size(buf.len() - start)?;
+            list.push(StoredValue {
+                start,
+                end: buf.len(),
+                rec_at: rec_at - rows,
+            });
+            Ok(())
+        });
+        out.rows = row;
+        match r {
+            Ok(()) => {
+                out.samples.push(out.values.len());
+                Ok(())
+            }
+            Err(e) => {
+                out.data.truncate(data);
+                out.rows.truncate(rows);
+                out.values.truncate(stored);
+                Err(e)
+            }
+        }
+    }
+
+    /// Checks `values` against the fields and appends the sample's record
+    /// to `row`; each value to store goes to `store` with where its record
+    /// sits in `row`.
+    fn encode_row<'v>(
+        &self,
+        sample: u64,
+        values: &[FieldValue<'v>],
+        row: &mut Vec<u8>,
+        mut store: impl FnMut(Cow<'v, [u8]>, usize) -> Result<()>,
+    ) -> Result<()> {
+        if self.fields.is_empty() {
+            // Readers refuse samples without fields (§9.1).
+            return Err(arg("a file without fields cannot hold samples"));
+        }
+        if values.len() != self.fields.len() {
+            return Err(arg(format!(
+                "{} value(s) for {} field(s)",
+                values.len(),
+                self.fields.len()
+            )));
+        }
+        for (f, v) in self.fields.iter().zip(values) {
+            let loc = |e: Error| e.in_value(sample, &f.name);
+            let rec_at = row.len();
+            let size = f.ty.record_size().unwrap_or(0) as usize;
+            row.resize(rec_at + size, 0);
+            let rec = row.get_mut(rec_at..).unwrap_or_default();
+            match encode(f, v, rec).map_err(loc)? {
+                Some(p) if !p.is_empty() => store(p, rec_at).map_err(loc)?,
+                _ => {}
+            }
+            if f.nullable {
+                let present = u8::from(!matches!(v, FieldValue::Missing));
+                row.push(present);
+                row.extend_from_slice(&[0u8; 7]);
+            }
+        }
         Ok(())
     }
 }

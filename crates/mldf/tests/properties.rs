@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use dataformats_mldf::{
-    Dtype, Field, FieldType, FieldValue, Layout, Reader, Value, Writer, WriterOptions,
+    Dtype, Encoded, Field, FieldType, FieldValue, Layout, Reader, Value, Writer, WriterOptions,
 };
 use proptest::prelude::*;
 
@@ -239,6 +239,159 @@ proptest! {
         }
         std::fs::remove_file(&path).unwrap();
     }
+}
+
+/// Writes `data` sample by sample, or in blocks of `block` samples
+/// encoded on threads of their own and added in order; the file's bytes.
+fn written(
+    dir: &std::path::Path,
+    data: &[Owned],
+    opts: WriterOptions,
+    block: Option<usize>,
+) -> Vec<u8> {
+    let path = dir.join(format!("{}.mldf", block.unwrap_or(0)));
+    let mut w = Writer::create(&path, fields(), opts).unwrap();
+    match block {
+        None => {
+            for o in data {
+                w.add_sample(&values(o)).unwrap();
+            }
+        }
+        Some(n) => {
+            let enc = w.encoder();
+            let blocks: Vec<Encoded> = std::thread::scope(|s| {
+                let handles: Vec<_> = data
+                    .chunks(n)
+                    .enumerate()
+                    .map(|(b, part)| {
+                        let enc = enc.clone();
+                        s.spawn(move || {
+                            let mut e = Encoded::default();
+                            for (i, o) in part.iter().enumerate() {
+                                enc.encode((b * n + i) as u64, &values(o), &mut e).unwrap();
+                            }
+                            e
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for e in &blocks {
+                w.add_encoded(e).unwrap();
+            }
+        }
+    }
+    assert_eq!(w.samples(), data.len() as u64);
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Samples encoded apart, in blocks on other threads, make the file
+    /// that writing them one by one makes, byte for byte.
+    #[test]
+    fn samples_encoded_apart_make_the_same_file(
+        samples in 0u64..40,
+        block in 1usize..9,
+        layout_a in any::<bool>(),
+        compressed in any::<bool>(),
+        checksummed in any::<bool>(),
+        packing in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("df-mldf-apart-{}-{seed}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let opts = WriterOptions {
+            page_size: 4096,
+            compressed,
+            checksummed,
+            layout: if layout_a { Layout::A { num_samples: samples } } else { Layout::B },
+            page_packing: packing,
+        };
+        let data: Vec<Owned> = (0..samples).map(|i| owned(i, seed)).collect();
+        let one = written(&dir, &data, opts, None);
+        let apart = written(&dir, &data, opts, Some(block));
+        prop_assert!(one == apart, "{} and {} bytes", one.len(), apart.len());
+        std::fs::remove_dir(&dir).unwrap();
+    }
+}
+
+/// A refused sample leaves the block as it was (the samples before it
+/// are written, the error names the sample); blocks of another writer's
+/// fields or compression, and more samples than layout A holds, are
+/// refused before anything is written.
+#[test]
+fn encoded_refusals_keep_the_block() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("df-mldf-enc-refuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = WriterOptions {
+        page_size: 4096,
+        compressed: true,
+        ..WriterOptions::default()
+    };
+    let data: Vec<Owned> = (0..3).map(|i| owned(i, 5)).collect();
+    let want = written(&dir, &data, opts, None);
+    let p = dir.join("x.mldf");
+    let mut w = Writer::create(&p, fields(), opts).unwrap();
+    let enc = w.encoder();
+    let mut e = Encoded::default();
+    enc.encode(0, &values(&data[0]), &mut e).unwrap();
+    enc.encode(1, &values(&data[1]), &mut e).unwrap();
+    let (n, stored) = (e.len(), e.stored_bytes());
+    // Refused at the last field, after the values before it were stored.
+    let mut v = values(&data[2]);
+    v[11] = FieldValue::Tokens {
+        encoding: 2,
+        ids: &[70_000],
+    };
+    let err = enc.encode(2, &v, &mut e).unwrap_err().to_string();
+    assert!(err.contains("sample 2") && err.contains("tokens"), "{err}");
+    assert_eq!((e.len(), e.stored_bytes()), (n, stored));
+    enc.encode(2, &values(&data[2]), &mut e).unwrap();
+    // Another writer's blocks: other compression, other fields.
+    let q = dir.join("y.mldf");
+    let other = Writer::create(&q, fields(), WriterOptions::default()).unwrap();
+    let mut plain = Encoded::default();
+    other
+        .encoder()
+        .encode(0, &values(&data[0]), &mut plain)
+        .unwrap();
+    assert!(w.add_encoded(&plain).is_err());
+    assert!(enc.encode(3, &values(&data[0]), &mut plain).is_err());
+    let few = vec![Field::new("int", FieldType::Int)];
+    let third = Writer::create(dir.join("z.mldf"), few, opts).unwrap();
+    let mut small = Encoded::default();
+    third
+        .encoder()
+        .encode(0, &[FieldValue::Int(1)], &mut small)
+        .unwrap();
+    assert!(w.add_encoded(&small).is_err());
+    assert_eq!(w.samples(), 0);
+    w.add_encoded(&e).unwrap();
+    w.add_encoded(&Encoded::default()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), want);
+    // Layout A: one sample too many is refused whole.
+    let a = WriterOptions {
+        layout: Layout::A { num_samples: 2 },
+        ..opts
+    };
+    let mut w = Writer::create(dir.join("a.mldf"), fields(), a).unwrap();
+    assert!(w.add_encoded(&e).is_err());
+    assert_eq!(w.samples(), 0);
+    drop((w, other, third));
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file or spill left"
+    );
 }
 
 #[test]
