@@ -280,6 +280,17 @@ impl<K: Kind> LocatedError<K> {
         self
     }
 
+    /// Its sample counted `base` samples further on: for samples numbered
+    /// within a block (encoded on another thread) whose place in the whole
+    /// is known only when the block is written.
+    #[must_use]
+    pub fn after_samples(mut self, base: u64) -> Self {
+        if let Some(s) = self.0.place.sample.as_mut() {
+            *s = s.saturating_add(base);
+        }
+        self
+    }
+
     /// In the value of field `name` of sample `s`.
     #[must_use]
     pub fn in_value(mut self, s: u64, name: &str) -> Self {

@@ -793,6 +793,82 @@ fn large_json_lines_to_mldf_keep_order_and_line_numbers() {
     assert!(!p("bad.mldf").exists());
 }
 
+/// JSON lines -> compressed, checksummed MLDF: the samples are encoded
+/// (checked, compressed) on the parsing threads, and the file is the one
+/// a single thread writes, byte for byte; a value the writer refuses far
+/// into the file names its line and its sample.
+#[test]
+fn json_lines_to_compressed_mldf_are_encoded_on_every_core() {
+    use dataformats::convert::mldf_json::JsonSchema;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let schema = JsonSchema::from_json(
+        r#"{"fields": [{"name": "i", "type": "INT"},
+                       {"name": "x", "type": "NDARRAY", "dtype": "float32", "shape": [8]},
+                       {"name": "j", "type": "JSON", "nullable": true},
+                       {"name": "t", "type": "TEXT_RAW"}],
+            "compressed": true, "checksummed": true, "page_packing": true}"#,
+    )
+    .unwrap();
+    let mut text = String::new();
+    let rows = 60_000usize;
+    for i in 0..rows {
+        let x: Vec<String> = (0..8)
+            .map(|k| format!("{}.5", (i * 7 + k) % 1000))
+            .collect();
+        text.push_str(&format!(
+            "{{\"i\": {i}, \"x\": [{}], \"j\": {{\"k\": {}}}, \"t\": \"{}\"}}\n",
+            x.join(","),
+            i % 13,
+            "word ".repeat(i % 9)
+        ));
+        if i % 777 == 0 {
+            text.push('\n');
+        }
+    }
+    assert!(text.len() > 5 << 20, "{}", text.len());
+    std::fs::write(p("in.jsonl"), &text).unwrap();
+    let mut files = Vec::new();
+    for threads in [1, 3, 0] {
+        let mut o = ConvertOptions::default();
+        o.mldf.json_schema = Some(schema.clone());
+        o.threads = threads;
+        let out = p(&format!("out{threads}.mldf"));
+        assert_eq!(
+            convert(&p("in.jsonl"), &out, &o).unwrap().records,
+            rows as u64
+        );
+        files.push(std::fs::read(&out).unwrap());
+    }
+    assert!(files[0] == files[1] && files[0] == files[2]);
+    let m = dataformats::mldf::Reader::open(p("out0.mldf")).unwrap();
+    m.validate().unwrap();
+    match m.value(54_321, 3).unwrap() {
+        dataformats::mldf::Value::Text(t) => assert_eq!(t, "word ".repeat(54_321 % 9)),
+        v => panic!("{v:?}"),
+    }
+    // Three bytes for a float32[8] (the writer's check, not the parser's)
+    // on line 50,001, some of the lines before it blank.
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let bad = 50_000;
+    let mut broken: String = lines[..bad].concat();
+    broken.push_str("{\"i\": 1, \"x\": {\"base64\": \"AAAA\"}, \"j\": null, \"t\": \"\"}\n");
+    broken.push_str(&lines[bad + 1..].concat());
+    std::fs::write(p("bad.jsonl"), &broken).unwrap();
+    let blank = lines[..bad].iter().filter(|l| l.trim().is_empty()).count();
+    let mut o = ConvertOptions::default();
+    o.mldf.json_schema = Some(schema);
+    let e = convert(&p("bad.jsonl"), &p("bad.mldf"), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&format!("line {}:", bad + 1)), "{e}");
+    assert!(
+        e.contains(&format!("sample {}", bad - blank)),
+        "{blank} blank: {e}"
+    );
+    assert!(!p("bad.mldf").exists());
+}
+
 /// A JSON lines input is decoded on every core, a batch of lines per
 /// thread: the same output on one thread, on three and on every core;
 /// records and columns selected as on one; and a bad line far into the

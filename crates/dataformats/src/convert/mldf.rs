@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -265,12 +266,15 @@ fn has_dictionary(dt: &DataType) -> bool {
     }
 }
 
-/// Writes every batch of `input` to the MLDF file `output`.
+/// Writes every batch of `input` to the MLDF file `output`, the records
+/// staged and encoded (checked, compressed) on `threads` threads (0:
+/// every core) and written in order.
 pub(crate) fn write(
     input: &mut dyn BatchStream,
     output: &std::path::Path,
     opts: &MldfOptions,
     lossy: bool,
+    threads: usize,
     report: &mut Report,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
@@ -317,108 +321,77 @@ pub(crate) fn write(
         fields.push(MField::new(SCHEMA_FIELD, T::Json).with_nullable(true));
     }
     let mut w = Writer::create(output, fields, opts.writer).map_err(Error::Mldf)?;
-    let mut written = 0u64;
+    let encoder = w.encoder();
+    // Records go to the workers in jobs of a batch's rows. With a carrier,
+    // the last record holds it (after every other value in the data
+    // region, so the values of each field in the records before stay back
+    // to back): each batch's last row waits for the next job, or the last
+    // one, which carries the text.
     let mut text = String::new();
-    let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
-    let mut jsons: Vec<String> = vec![String::new(); plans.len()];
-    // Writes row `i` of `b` as record `record`, with the carrier's value
-    // when given.
-    let mut write_row = |b: &arrow_array::RecordBatch,
-                         i: usize,
-                         record: u64,
-                         carried: Option<&str>,
-                         report: &mut Report|
-     -> Result<(), Error> {
-        let mut vals: Vec<FieldValue<'_>> = Vec::with_capacity(plans.len() + 1);
-        // First pass: owned bytes and texts this record needs.
-        let cells = plans
-            .iter()
-            .zip(b.columns())
-            .zip(schema.fields())
-            .zip(scratch.iter_mut().zip(jsons.iter_mut()));
-        for (((enc, c), f), (bytes, json)) in cells {
-            if c.is_null(i) {
-                if !f.is_nullable() {
-                    return Err(Error::Data {
-                        format: None,
-                        message: format!(
-                            "record {record}, field {:?}: a null in a field that is not nullable",
-                            f.name()
-                        ),
-                    });
+    let mut held: Option<RecordBatch> = None;
+    let mut next_record = 0u64;
+    let mut ended = false;
+    let mut next = || -> Result<Option<Job>, Error> {
+        while !ended {
+            let Some(b) = input.next_batch() else {
+                ended = true;
+                return Ok(held.take().map(|h| Job {
+                    first: next_record,
+                    parts: vec![(h.num_rows() - 1..h.num_rows(), h)],
+                    carried: Some(std::mem::take(&mut text)),
+                }));
+            };
+            let b = b?.project(&keep)?;
+            if carry && next_record == 0 && held.is_none() {
+                let mut dicts = Vec::new();
+                for (f, c) in schema.fields().iter().zip(b.columns()) {
+                    if has_dictionary(f.data_type())
+                        && let Some(d) = crate::typed::dictionary_entries(c.as_ref())
+                    {
+                        dicts.push((f.name().clone(), d));
+                    }
                 }
+                text = carrier_json(&schema, &dicts)?;
+            }
+            if b.num_rows() == 0 {
                 continue;
             }
-            let cell = Cell {
-                name: f.name(),
-                record,
-                lossy,
-            };
-            stage(enc, c.as_ref(), i, bytes, json, report, &cell)?;
-        }
-        let cells = plans
-            .iter()
-            .zip(b.columns())
-            .zip(scratch.iter().zip(jsons.iter()));
-        for ((enc, c), (bytes, json)) in cells {
-            vals.push(if c.is_null(i) {
-                FieldValue::Missing
-            } else {
-                value(enc, c.as_ref(), i, bytes, json)
-            });
-        }
-        if carry {
-            vals.push(carried.map_or(FieldValue::Missing, FieldValue::Json));
-        }
-        w.add_sample(&vals).map_err(|e| Error::Data {
-            format: Some(crate::Format::Mldf),
-            message: format!("record {record}: {e}"),
-        })
-    };
-    // With a carrier, the last record holds it (after every other value in
-    // the data region, so the values of each field in the records before
-    // stay back to back): each batch's last row waits until the next
-    // batch, or the end, shows whether it is the last record.
-    let mut held: Option<arrow_array::RecordBatch> = None;
-    while let Some(b) = input.next_batch() {
-        let b = b?.project(&keep)?;
-        if carry && written == 0 && held.is_none() {
-            let mut dicts = Vec::new();
-            for (f, c) in schema.fields().iter().zip(b.columns()) {
-                if has_dictionary(f.data_type())
-                    && let Some(d) = crate::typed::dictionary_entries(c.as_ref())
-                {
-                    dicts.push((f.name().clone(), d));
-                }
+            let mut parts = Vec::with_capacity(2);
+            if let Some(h) = held.take() {
+                parts.push((h.num_rows() - 1..h.num_rows(), h));
             }
-            text = carrier_json(&schema, &dicts)?;
+            let now = if carry {
+                b.num_rows() - 1
+            } else {
+                b.num_rows()
+            };
+            parts.push((0..now, b.clone()));
+            if carry {
+                held = Some(b);
+            }
+            let job = Job {
+                first: next_record,
+                parts,
+                carried: None,
+            };
+            next_record += job.records();
+            return Ok(Some(job));
         }
-        if b.num_rows() == 0 {
-            continue;
+        Ok(None)
+    };
+    let encode = |job: Job| encode_job(&job, &plans, &schema, &encoder, carry, lossy);
+    let mut written = 0u64;
+    let threads = crate::core::parallel::threads(threads);
+    crate::core::parallel::ordered(threads, &mut next, encode, |done| {
+        let done = done?;
+        for c in &done.report.changes {
+            report.change_n(c.kind, &c.field, c.first_record, c.count, &c.detail);
         }
-        if let Some(h) = held.take() {
-            write_row(&h, h.num_rows() - 1, written, None, report)?;
-            written += 1;
-        }
-        let now = if carry {
-            b.num_rows() - 1
-        } else {
-            b.num_rows()
-        };
-        for i in 0..now {
-            write_row(&b, i, written + i as u64, None, report)?;
-        }
-        written += now as u64;
+        w.add_encoded(&done.samples).map_err(Error::Mldf)?;
+        written += done.samples.len() as u64;
         progress(written);
-        if carry {
-            held = Some(b);
-        }
-    }
-    if let Some(h) = held.take() {
-        write_row(&h, h.num_rows() - 1, written, Some(&text), report)?;
-        written += 1;
-        progress(written);
-    }
+        Ok(())
+    })?;
     if carry && written == 0 {
         report.note(Change {
             kind: ChangeKind::SchemaNotCarried,
@@ -434,6 +407,99 @@ pub(crate) fn write(
     w.finish().map_err(Error::Mldf)?;
     report.records = written;
     Ok(())
+}
+
+/// Records for one worker: rows of batches, the first numbered `first`;
+/// `carried` is the carrier's text, for the last record of the file.
+struct Job {
+    first: u64,
+    parts: Vec<(std::ops::Range<usize>, RecordBatch)>,
+    carried: Option<String>,
+}
+
+impl Job {
+    fn records(&self) -> u64 {
+        self.parts.iter().map(|(r, _)| r.len() as u64).sum()
+    }
+}
+
+/// A job's records as MLDF samples, with the changes made to them.
+struct Encoded {
+    samples: crate::mldf::Encoded,
+    report: Report,
+}
+
+/// Stages and encodes (checks, compresses) the records of `job`.
+fn encode_job(
+    job: &Job,
+    plans: &[Enc],
+    schema: &Schema,
+    encoder: &crate::mldf::SampleEncoder,
+    carry: bool,
+    lossy: bool,
+) -> Result<Encoded, Error> {
+    let mut out = Encoded {
+        samples: crate::mldf::Encoded::default(),
+        report: Report::default(),
+    };
+    let mut scratch: Vec<Vec<u8>> = vec![Vec::new(); plans.len()];
+    let mut jsons: Vec<String> = vec![String::new(); plans.len()];
+    let mut record = job.first;
+    let last = job.first + job.records();
+    for (rows, b) in &job.parts {
+        for i in rows.clone() {
+            // First pass: owned bytes and texts this record needs.
+            let cells = plans
+                .iter()
+                .zip(b.columns())
+                .zip(schema.fields())
+                .zip(scratch.iter_mut().zip(jsons.iter_mut()));
+            for (((enc, c), f), (bytes, json)) in cells {
+                if c.is_null(i) {
+                    if !f.is_nullable() {
+                        return Err(Error::Data {
+                            format: None,
+                            message: format!(
+                                "record {record}, field {:?}: a null in a field that is not nullable",
+                                f.name()
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                let cell = Cell {
+                    name: f.name(),
+                    record,
+                    lossy,
+                };
+                stage(enc, c.as_ref(), i, bytes, json, &mut out.report, &cell)?;
+            }
+            let mut vals: Vec<FieldValue<'_>> = Vec::with_capacity(plans.len() + 1);
+            let cells = plans
+                .iter()
+                .zip(b.columns())
+                .zip(scratch.iter().zip(jsons.iter()));
+            for ((enc, c), (bytes, json)) in cells {
+                vals.push(if c.is_null(i) {
+                    FieldValue::Missing
+                } else {
+                    value(enc, c.as_ref(), i, bytes, json)
+                });
+            }
+            if carry {
+                let carried = job.carried.as_deref().filter(|_| record + 1 == last);
+                vals.push(carried.map_or(FieldValue::Missing, FieldValue::Json));
+            }
+            encoder
+                .encode(record, &vals, &mut out.samples)
+                .map_err(|e| Error::Data {
+                    format: Some(crate::Format::Mldf),
+                    message: format!("record {record}: {e}"),
+                })?;
+            record += 1;
+        }
+    }
+    Ok(out)
 }
 
 /// Where a value is: its field, its record, and whether changes are allowed.
@@ -836,6 +902,160 @@ fn restore_column(
             let refs: Vec<Option<&serde_json::Value>> = parsed.iter().map(Option::as_ref).collect();
             super::json::decode(dt, &refs, dict)
                 .map_err(|e| format!("record {}: {}", e.at, e.message))
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, Int32Array, StringArray};
+
+    /// Batches from a list.
+    struct Batches(SchemaRef, std::vec::IntoIter<RecordBatch>);
+
+    impl BatchStream for Batches {
+        fn schema(&self) -> SchemaRef {
+            self.0.clone()
+        }
+        fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+            self.1.next().map(Ok)
+        }
+    }
+
+    /// Batches of `sizes` rows (some empty): an Int32 (so the schema is
+    /// carried), a text with nulls, a bfloat16 tensor whose values round
+    /// in some records, a float32 tensor.
+    fn batches(sizes: &[usize]) -> (SchemaRef, Vec<RecordBatch>) {
+        let bf16 = Field::new("h", DataType::Float32, false).with_metadata(
+            [(
+                crate::typed::TYPE_KEY.to_string(),
+                "NDARRAY<bfloat16>[]".to_string(),
+            )]
+            .into(),
+        );
+        let item = Arc::new(Field::new("item", DataType::Float32, false));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int32, false),
+            Field::new("t", DataType::Utf8, true),
+            bf16,
+            Field::new("x", DataType::FixedSizeList(item.clone(), 4), false),
+        ]));
+        let mut out = Vec::new();
+        let mut k = 0i32;
+        for &n in sizes {
+            let ids: Vec<i32> = (k..k + n as i32).collect();
+            k += n as i32;
+            let t: Vec<Option<String>> = ids
+                .iter()
+                .map(|i| (i % 5 != 0).then(|| "word ".repeat((*i % 7) as usize)))
+                .collect();
+            // 1 + 2^-9 rounds to 1 in bfloat16: every 11th record.
+            let h: Vec<f32> = ids
+                .iter()
+                .map(|i| {
+                    if i % 11 == 3 {
+                        1.0 + 2f32.powi(-9)
+                    } else {
+                        (i % 100) as f32
+                    }
+                })
+                .collect();
+            let x: Vec<f32> = ids
+                .iter()
+                .flat_map(|i| [*i as f32, 0.5, -1.0, 2.0])
+                .collect();
+            let x = FixedSizeListArray::new(item.clone(), 4, Arc::new(Float32Array::from(x)), None);
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from(ids)),
+                Arc::new(StringArray::from(t)),
+                Arc::new(Float32Array::from(h)),
+                Arc::new(x),
+            ];
+            out.push(RecordBatch::try_new(schema.clone(), cols).unwrap());
+        }
+        (schema, out)
+    }
+
+    fn run(
+        sizes: &[usize],
+        opts: &MldfOptions,
+        lossy: bool,
+        threads: usize,
+        path: &std::path::Path,
+    ) -> Result<(Report, Vec<u64>), Error> {
+        let (schema, b) = batches(sizes);
+        let mut stream = Batches(schema, b.into_iter());
+        let mut report = Report::default();
+        let mut seen = Vec::new();
+        write(
+            &mut stream,
+            path,
+            opts,
+            lossy,
+            threads,
+            &mut report,
+            &mut |n| seen.push(n),
+        )?;
+        Ok((report, seen))
+    }
+
+    /// The records are encoded on several threads and written in order:
+    /// the same file, the same changes (first record and count) and the
+    /// same progress on one thread, three and every core, compressed or
+    /// not; the carried schema is in the last record; without `lossy` the
+    /// first rounding is the error on any number of threads.
+    #[test]
+    fn records_encoded_on_threads_make_the_one_thread_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let sizes = [7, 0, 300, 1, 1, 0, 64, 129, 2];
+        let total: usize = sizes.iter().sum();
+        for compressed in [false, true] {
+            let mut opts = MldfOptions::default();
+            opts.writer.compressed = compressed;
+            opts.writer.checksummed = true;
+            let mut first: Option<(Vec<u8>, Report, Vec<u64>)> = None;
+            for threads in [1, 3, 0] {
+                let p = dir.path().join(format!("{compressed}-{threads}.mldf"));
+                let (report, seen) = run(&sizes, &opts, true, threads, &p).unwrap();
+                assert_eq!(report.changes.len(), 1, "{:?}", report.changes);
+                let c = &report.changes[0];
+                assert_eq!((c.kind, c.first_record), (ChangeKind::Rounded, 3));
+                assert_eq!(c.count, (0..total).filter(|i| i % 11 == 3).count() as u64);
+                assert_eq!(seen.last().copied(), Some(total as u64));
+                let bytes = std::fs::read(&p).unwrap();
+                match &first {
+                    None => first = Some((bytes, report, seen)),
+                    Some((b, r, s)) => {
+                        assert!(*b == bytes, "{threads} threads, compressed {compressed}");
+                        assert_eq!(r.changes, report.changes);
+                        assert_eq!(*s, seen);
+                    }
+                }
+            }
+            let r =
+                crate::mldf::Reader::open(dir.path().join(format!("{compressed}-0.mldf"))).unwrap();
+            r.validate().unwrap();
+            assert_eq!(r.len(), total as u64);
+            let carrier = r.fields().len() - 1;
+            assert_eq!(r.fields()[carrier].name, SCHEMA_FIELD);
+            for i in 0..total as u64 - 1 {
+                assert!(matches!(
+                    r.value(i, carrier).unwrap(),
+                    crate::mldf::Value::Missing
+                ));
+            }
+            let last = r.value(total as u64 - 1, carrier).unwrap();
+            assert!(matches!(last, crate::mldf::Value::Json(t) if t.contains("Int32")));
+            for threads in [1, 3] {
+                let p = dir
+                    .path()
+                    .join(format!("strict-{compressed}-{threads}.mldf"));
+                let e = run(&sizes, &opts, false, threads, &p).unwrap_err();
+                assert!(e.to_string().contains("record 3"), "{e}");
+                assert!(!p.exists());
+            }
         }
     }
 }

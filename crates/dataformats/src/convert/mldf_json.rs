@@ -329,7 +329,33 @@ struct Rows {
     cells: Vec<Cell>,
     /// The NDARRAY bytes the cells' spans point into.
     arena: Vec<u8>,
+    /// Into a compressed file: the rows as MLDF samples, numbered from 0
+    /// in the block (the cells and arena then dropped).
+    encoded: crate::mldf::Encoded,
+    /// The first error: of a line, or (with the line and the block's
+    /// sample number) of a value the writer refused.
     error: Option<Error>,
+    refused: Option<(usize, crate::mldf::Error)>,
+}
+
+/// The values of row `i` of a block, whose cells are `cells` (one per
+/// field, row after row) pointing into `arena`.
+fn row_values<'a>(
+    fields: &[Field],
+    cells: &'a [Cell],
+    arena: &'a [u8],
+    i: usize,
+    values: &mut Vec<FieldValue<'a>>,
+) {
+    let n = fields.len();
+    let cells = cells.get(i * n..(i + 1) * n).unwrap_or_default();
+    values.clear();
+    values.extend(
+        fields
+            .iter()
+            .zip(cells)
+            .map(|(f, c)| field_value(f, c, arena)),
+    );
 }
 
 /// Writes one MLDF sample per non-blank line of `input`; returns the
@@ -359,6 +385,8 @@ pub(crate) fn write(
     let has_json = fields.iter().any(|f| f.ty == FieldType::Json);
     let mut w =
         crate::mldf::Writer::create(output, fields.clone(), schema.writer).map_err(Error::Mldf)?;
+    let encoder = w.encoder();
+    let compressed = schema.writer.compressed;
     let base = input.parent().unwrap_or(Path::new("."));
     let file = std::fs::File::open(input).map_err(io(input))?;
     let size = file.metadata().map_or(0, |m| m.len());
@@ -374,7 +402,9 @@ pub(crate) fn write(
             lines: Vec::new(),
             cells: Vec::new(),
             arena: Vec::new(),
+            encoded: crate::mldf::Encoded::default(),
             error: None,
+            refused: None,
         };
         for (ln, body) in block.lines() {
             let row = std::str::from_utf8(body)
@@ -412,6 +442,23 @@ pub(crate) fn write(
                 }
             }
         }
+        // Into a compressed file, the samples are encoded (checked,
+        // compressed) here, on the parsing thread: the writer's thread
+        // only puts them in place. Uncompressed, encoding would only add a
+        // copy: the writer's thread writes the values from the block.
+        if compressed {
+            let mut values = Vec::with_capacity(fields.len());
+            for (i, &ln) in rows.lines.iter().enumerate() {
+                row_values(fields, &rows.cells, &rows.arena, i, &mut values);
+                if let Err(e) = encoder.encode(i as u64, &values, &mut rows.encoded) {
+                    // Before any error of a later line.
+                    rows.refused = Some((ln, e));
+                    break;
+                }
+            }
+            rows.cells = Vec::new();
+            rows.arena = Vec::new();
+        }
         rows
     };
     let threads = crate::core::parallel::threads_for(size, threads);
@@ -419,18 +466,18 @@ pub(crate) fn write(
     crate::core::parallel::ordered(threads, next, parse, |block| {
         read += block.bytes;
         progress(read);
-        let mut values = Vec::with_capacity(fields.len());
-        let n = fields.len();
-        for (i, &ln) in block.lines.iter().enumerate() {
-            let cells = block.cells.get(i * n..(i + 1) * n).unwrap_or_default();
-            values.clear();
-            values.extend(
-                fields
-                    .iter()
-                    .zip(cells)
-                    .map(|(f, c)| field_value(f, c, &block.arena)),
-            );
-            w.add_sample(&values).map_err(|e| loc(ln, e.to_string()))?;
+        if compressed {
+            let base = w.samples();
+            w.add_encoded(&block.encoded).map_err(Error::Mldf)?;
+            if let Some((ln, e)) = block.refused {
+                return Err(loc(ln, e.after_samples(base).to_string()));
+            }
+        } else {
+            let mut values = Vec::with_capacity(fields.len());
+            for (i, &ln) in block.lines.iter().enumerate() {
+                row_values(fields, &block.cells, &block.arena, i, &mut values);
+                w.add_sample(&values).map_err(|e| loc(ln, e.to_string()))?;
+            }
         }
         block.error.map_or(Ok(()), Err)
     })?;

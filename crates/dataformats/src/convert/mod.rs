@@ -1363,7 +1363,15 @@ fn write_target(
 ) -> Result<(), Error> {
     match target {
         #[cfg(feature = "mldf")]
-        Target::Mldf => mldf::write(stream, output, &opts.mldf, opts.lossy, report, progress),
+        Target::Mldf => mldf::write(
+            stream,
+            output,
+            &opts.mldf,
+            opts.lossy,
+            opts.threads,
+            report,
+            progress,
+        ),
         #[cfg(feature = "tbl2")]
         Target::Tbl2 => tbl2::write(
             stream,
