@@ -270,6 +270,9 @@ pub struct ConvertArgs {
     /// Settings for CSV -> IDV.
     #[command(flatten)]
     idv: IdvArgs,
+    /// Settings when the output is an MLDF file.
+    #[command(flatten)]
+    mldf: MldfArgs,
     /// JSON lines -> MLDF: the fields and writer options (see docs/formats/mldf.md).
     #[arg(long)]
     schema: Option<PathBuf>,
@@ -317,7 +320,56 @@ impl ConvertArgs {
                 .map_err(|e| Failure::new(2, "usage", Some(s), e.to_string()))?;
             opts.mldf.json_schema = Some(schema);
         }
+        self.mldf.apply(&mut opts)?;
         Ok(opts)
+    }
+}
+
+/// Settings for writing MLDF files from the command line.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct MldfArgs {
+    /// Store every value as one zstd frame (the compressed flag).
+    #[arg(long, help_heading = "MLDF output")]
+    mldf_compress: bool,
+    /// Store the data region's CRC-32 (the checksummed flag; `validate` checks it).
+    #[arg(long, help_heading = "MLDF output")]
+    mldf_checksum: bool,
+    /// Data region page size: a power of two from 4K to 2G (suffixes K, M, G; default 2M).
+    #[arg(long, help_heading = "MLDF output")]
+    mldf_page_size: Option<String>,
+    /// Start a sample's values on a new page when they would straddle one and fit in one.
+    #[arg(long, help_heading = "MLDF output")]
+    mldf_page_packing: bool,
+}
+
+impl MldfArgs {
+    /// Puts the MLDF writer settings into `opts`: for any input, and on
+    /// top of a JSON lines `--schema`'s own (a flag given here turns its
+    /// setting on, a page size given here replaces its).
+    fn apply(&self, opts: &mut ConvertOptions) -> Result<(), Failure> {
+        let page = match &self.mldf_page_size {
+            None => None,
+            Some(s) => {
+                let n = parse_size(s).map_err(|e| usage(format!("--mldf-page-size: {e}")))?;
+                let ok = n.is_power_of_two() && (4096..=1 << 31).contains(&n);
+                if !ok {
+                    return Err(usage(format!(
+                        "--mldf-page-size {s}: a power of two from 4K to 2G"
+                    )));
+                }
+                Some(n as u32)
+            }
+        };
+        let schema = opts.mldf.json_schema.as_mut().map(|s| &mut s.writer);
+        for w in std::iter::once(&mut opts.mldf.writer).chain(schema) {
+            w.compressed |= self.mldf_compress;
+            w.checksummed |= self.mldf_checksum;
+            w.page_packing |= self.mldf_page_packing;
+            if let Some(p) = page {
+                w.page_size = p;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -689,6 +689,120 @@ fn csv_to_idv_inspect_validate_dump() {
     assert!(!dir.join("e.idv").exists());
 }
 
+/// MLDF output settings from the command line: any input can become a
+/// compressed, checksummed MLDF file with other pages; with a JSON lines
+/// `--schema` the flags add to the schema's; a page size that is not a
+/// power of two from 4K to 2G is a usage error.
+#[test]
+fn mldf_output_flags() {
+    let dir = scratch("mldf-flags");
+    let csv = dir.join("d.csv");
+    let mut body = String::from("id,name,x\n");
+    for i in 0..500 {
+        body.push_str(&format!("{i},name {},{}.25\n", i % 17, i * 3));
+    }
+    std::fs::write(&csv, &body).unwrap();
+    let inspect = |m: &std::path::Path| -> serde_json::Value {
+        let out = run(&["--json", "inspect", m.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = dir.join("plain.mldf");
+    let packed = dir.join("packed.mldf");
+    assert!(
+        run(&["convert", csv.to_str().unwrap(), plain.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let out = run(&[
+        "convert",
+        csv.to_str().unwrap(),
+        packed.to_str().unwrap(),
+        "--mldf-compress",
+        "--mldf-checksum",
+        "--mldf-page-size",
+        "64K",
+        "--mldf-page-packing",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (p, z) = (inspect(&plain), inspect(&packed));
+    assert_eq!(p["flags"], serde_json::json!(["LITTLE_ENDIAN"]));
+    assert_eq!(
+        z["flags"],
+        serde_json::json!(["LITTLE_ENDIAN", "COMPRESSED", "CHECKSUMMED"])
+    );
+    assert_eq!(
+        (p["page_size"].as_u64(), z["page_size"].as_u64()),
+        (Some(2 << 20), Some(64 << 10))
+    );
+    assert!(
+        run(&["validate", packed.to_str().unwrap()])
+            .status
+            .success()
+    );
+    // The same records either way.
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    assert!(
+        run(&["convert", plain.to_str().unwrap(), a.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(
+        run(&["convert", packed.to_str().unwrap(), b.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(std::fs::read_to_string(&a).unwrap().lines().count(), 500);
+    // With a schema: its flags, and the command line's on top.
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"fields": [{"name": "id", "type": "INT"}], "checksummed": true}"#,
+    )
+    .unwrap();
+    let jsonl = dir.join("d.jsonl");
+    std::fs::write(&jsonl, "{\"id\": 1}\n{\"id\": 2}\n").unwrap();
+    let m = dir.join("s.mldf");
+    let args = [
+        "convert",
+        jsonl.to_str().unwrap(),
+        m.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+    ];
+    assert!(run(&args).status.success());
+    assert_eq!(
+        inspect(&m)["flags"],
+        serde_json::json!(["LITTLE_ENDIAN", "CHECKSUMMED"])
+    );
+    let mut more = args.to_vec();
+    more.extend(["--mldf-compress", "--mldf-page-size", "8192"]);
+    assert!(run(&more).status.success());
+    let i = inspect(&m);
+    assert_eq!(
+        i["flags"],
+        serde_json::json!(["LITTLE_ENDIAN", "COMPRESSED", "CHECKSUMMED"])
+    );
+    assert_eq!(i["page_size"], 8192);
+    for bad in ["3000", "2K", "4G", "12K", "x"] {
+        let out = run(&[
+            "convert",
+            csv.to_str().unwrap(),
+            dir.join("bad.mldf").to_str().unwrap(),
+            "--mldf-page-size",
+            bad,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("page"),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+        assert!(!dir.join("bad.mldf").exists());
+    }
+}
+
 #[test]
 fn jsonl_to_mldf_and_back_diff_and_tbl2() {
     let dir = scratch("mldf");
