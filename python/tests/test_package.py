@@ -286,6 +286,14 @@ def test_convert_takes_the_clis_options(tmp_path):
     blp = tmp_path / "ids.blp"
     dataformats.convert(src, blp, columns=["id"], clevel=0, codec="lz4", checksum="sha256")
     assert dataformats.open(blp).to_arrow().column(0).to_pylist() == list(range(100))
+    # MLDF settings: values as zstd frames, a CRC-32, 64 KiB pages (the
+    # header's flags at byte 13, page size at byte 29), the same records.
+    z = tmp_path / "z.mldf"
+    dataformats.convert(src, z, mldf_compress=True, mldf_checksum=True, mldf_page_size="64K")
+    head = z.read_bytes()[:33]
+    assert int.from_bytes(head[13:17], "little") == 1 | 2 | 4
+    assert int.from_bytes(head[29:33], "little") == 64 << 10
+    assert dataformats.open(z).to_arrow().equals(dataformats.open(src).to_arrow())
 
 
 def _assert_view(ds, name, want):

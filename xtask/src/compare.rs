@@ -861,7 +861,8 @@ const CONVERT_IMPORTS: &[(&str, &str)] = &[
 
 /// #17's "every conversion uses all cores": an MLDF made from `mb` MB of
 /// [`write_jsonl`]'s lines converted into every target (`--lossy`: CNTK
-/// keeps floats only), then those lines and the MLDF's Parquet, Arrow and
+/// keeps floats only) and into a compressed MLDF, then those lines and the
+/// MLDF's Parquet, Arrow and
 /// CSV copies into Parquet and Arrow (file or stream,
 /// [`CONVERT_IMPORTS`]), each on one
 /// thread and on every core,
@@ -880,12 +881,19 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
         size as f64 / 1e6
     );
     for ext in CONVERT_TARGETS {
-        let (one, all) = one_and_all(root, &src, &dir.join(format!("out.{ext}")))?;
+        let (one, all) = one_and_all(root, &src, &dir.join(format!("out.{ext}")), &[])?;
         println!(
             "  mldf -> {ext:<8} one thread {one:.2} s | every core {all:.2} s | {:.2}x",
             one / all
         );
     }
+    // Values compressed on every core.
+    let z = dir.join("out-z.mldf");
+    let (one, all) = one_and_all(root, &src, &z, &["--mldf-compress"])?;
+    println!(
+        "  mldf -> mldf --mldf-compress one thread {one:.2} s | every core {all:.2} s | {:.2}x",
+        one / all
+    );
     for (i, (ext, to)) in CONVERT_IMPORTS.iter().enumerate() {
         let input = match *ext {
             "jsonl" => jsonl.clone(),
@@ -895,7 +903,7 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
             crate::interop::run(&mut quiet_convert(root, &src, &input))?;
         }
         let mb = std::fs::metadata(&input).map_or(0, |m| m.len()) as f64 / 1e6;
-        let (one, all) = one_and_all(root, &input, &dir.join(format!("out.{to}")))?;
+        let (one, all) = one_and_all(root, &input, &dir.join(format!("out.{to}")), &[])?;
         if CONVERT_IMPORTS
             .get(i + 1..)
             .is_none_or(|rest| rest.iter().all(|(e, _)| e != ext))
@@ -913,7 +921,12 @@ fn convert(root: &Path, dir: &Path, mb: u64) -> Result<(), String> {
 
 /// The median wall seconds of converting `input` to `out` (`--lossy`) on
 /// one thread and on every core, over [`PAIRS`] alternating pairs.
-fn one_and_all(root: &Path, input: &Path, out: &Path) -> Result<(f64, f64), String> {
+fn one_and_all(
+    root: &Path,
+    input: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> Result<(f64, f64), String> {
     let remove = |p: &Path| {
         let _ = std::fs::remove_dir_all(p);
         fresh(p);
@@ -922,11 +935,11 @@ fn one_and_all(root: &Path, input: &Path, out: &Path) -> Result<(f64, f64), Stri
     for _ in 0..PAIRS {
         for (threads, times) in [("1", &mut one), ("0", &mut all)] {
             remove(out);
-            times.push(timed(quiet_convert(root, input, out).args([
-                "--lossy",
-                "--threads",
-                threads,
-            ]))?);
+            times.push(timed(
+                quiet_convert(root, input, out)
+                    .args(["--lossy", "--threads", threads])
+                    .args(extra),
+            )?);
         }
     }
     remove(out);
