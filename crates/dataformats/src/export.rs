@@ -109,7 +109,8 @@ pub fn write<W: Write + Send>(
 /// file is the same on any number of threads: a stream whose records can
 /// be read in parts ([`BatchStream::parts`], a dataset's) is read a part
 /// per thread too; any other is read on the calling thread and cut into
-/// parts of whole batches. CSV and JSON lines are rendered on every core.
+/// parts of whole batches. CSV and JSON lines are rendered on `threads`
+/// threads too, pieces of a few hundred records each, written in order.
 pub fn write_with_threads<W: Write + Send>(
     reader: &mut dyn BatchStream,
     format: ExportFormat,
@@ -186,7 +187,7 @@ pub fn write_with_threads<W: Write + Send>(
         ExportFormat::Csv | ExportFormat::JsonLines => {
             let csv = format == ExportFormat::Csv;
             let mut out = std::io::BufWriter::with_capacity(1 << 18, out);
-            rows = write_text(reader, csv, &mut out, progress)?;
+            rows = write_text(reader, csv, &mut out, threads, progress)?;
             if csv && rows == 0 {
                 // arrow-csv writes the header with the first batch.
                 let empty = RecordBatch::new_empty(Arc::new(flat_schema(&schema)));
@@ -233,12 +234,13 @@ fn parquet_writer<W: Write + Send>(
 const TEXT_PIECE: usize = 256;
 
 /// Writes the batches of `reader` as CSV (`csv`) or JSON lines: rendered
-/// on every core once there is more than one batch, written in order. The
-/// number of records.
+/// on `threads` threads (0: every core) once there is more than one
+/// piece, written in order. The number of records.
 fn write_text(
     reader: &mut dyn BatchStream,
     csv: bool,
     out: &mut dyn Write,
+    threads: usize,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
     // Batches are rendered in pieces of a few hundred records (a record
@@ -269,7 +271,7 @@ fn write_text(
         };
     while ahead.len() < 2 && refill(&mut ahead, reader) {}
     let threads = if ahead.len() > 1 {
-        crate::core::parallel::threads(0)
+        crate::core::parallel::threads(threads)
     } else {
         1
     };
@@ -434,8 +436,8 @@ mod tests {
         .unwrap()
     }
 
-    /// Many batches (some longer than a piece), rendered on several
-    /// threads, give the text of all their records rendered at once (one
+    /// Many batches (some longer than a piece), rendered on one thread,
+    /// three or every core, give the text of all their records rendered at once (one
     /// CSV header); an error in a batch comes after every batch before it
     /// was written, none after it.
     #[test]
@@ -446,27 +448,31 @@ mod tests {
         for format in [ExportFormat::Csv, ExportFormat::JsonLines] {
             let csv = format == ExportFormat::Csv;
             let want = render_text(&all, csv, true).unwrap();
-            let mut got = Vec::new();
-            let mut seen = Vec::new();
-            let items: Vec<_> = batches.iter().cloned().map(Ok).collect();
-            let mut s = crate::BatchIter::new(schema.clone(), items.into_iter());
-            let rows = write(&mut s, format, &mut got, &mut |r| seen.push(r)).unwrap();
-            assert_eq!(rows, all.num_rows() as u64);
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                String::from_utf8(want).unwrap()
-            );
-            // Progress after each piece of at most TEXT_PIECE records.
-            let mut at = 0;
-            let mut want_seen = Vec::new();
-            for b in &batches {
-                let end = at + b.num_rows() as u64;
-                while at < end {
-                    at = end.min(at + TEXT_PIECE as u64);
-                    want_seen.push(at);
+            for threads in [1, 3, 0] {
+                let mut got = Vec::new();
+                let mut seen = Vec::new();
+                let items: Vec<_> = batches.iter().cloned().map(Ok).collect();
+                let mut s = crate::BatchIter::new(schema.clone(), items.into_iter());
+                let rows =
+                    write_with_threads(&mut s, format, &mut got, threads, &mut |r| seen.push(r))
+                        .unwrap();
+                assert_eq!(rows, all.num_rows() as u64);
+                assert_eq!(
+                    String::from_utf8(got).unwrap(),
+                    String::from_utf8(want.clone()).unwrap()
+                );
+                // Progress after each piece of at most TEXT_PIECE records.
+                let mut at = 0;
+                let mut want_seen = Vec::new();
+                for b in &batches {
+                    let end = at + b.num_rows() as u64;
+                    while at < end {
+                        at = end.min(at + TEXT_PIECE as u64);
+                        want_seen.push(at);
+                    }
                 }
+                assert_eq!(seen, want_seen, "{format:?}, {threads} threads");
             }
-            assert_eq!(seen, want_seen, "{format:?}");
 
             let mut items: Vec<_> = batches.iter().cloned().map(Ok).collect();
             items[5] = Err(Error::invalid("batch 5 is broken"));
