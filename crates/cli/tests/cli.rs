@@ -689,6 +689,43 @@ fn csv_to_idv_inspect_validate_dump() {
     assert!(!dir.join("e.idv").exists());
 }
 
+/// A damaged Arrow file that arrow's own decoder panics on: a clean error
+/// naming the file and the panic, and no panic report on stderr (bytes of
+/// a small file's first batch flipped in turn, many of which reach such a
+/// panic).
+#[test]
+fn a_decoder_panic_is_an_error_without_a_panic_report() {
+    let dir = scratch("quiet-panic");
+    let csv = dir.join("d.csv");
+    std::fs::write(&csv, "id,x,ok\n1,0.5,true\n2,1.5,false\n3,2.5,true\n").unwrap();
+    let good = dir.join("good.arrow");
+    assert!(
+        run(&["convert", csv.to_str().unwrap(), good.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let bytes = std::fs::read(&good).unwrap();
+    let (bad, out) = (dir.join("bad.arrow"), dir.join("out.jsonl"));
+    let mut caught = 0;
+    for at in (bytes.len() * 3 / 8..bytes.len() * 5 / 8).step_by(5) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x80;
+        std::fs::write(&bad, &b).unwrap();
+        let r = run(&["convert", bad.to_str().unwrap(), out.to_str().unwrap()]);
+        let err = text(&r.stderr);
+        assert_ne!(r.status.code(), Some(101), "byte {at}: {err}");
+        assert!(!err.contains("panicked"), "byte {at}: {err}");
+        if err.contains("failed on it: ") {
+            assert!(
+                !r.status.success() && err.contains("bad.arrow"),
+                "byte {at}: {err}"
+            );
+            caught += 1;
+        }
+    }
+    assert!(caught > 0, "no flip reached a decoder panic");
+}
+
 /// MLDF output settings from the command line: any input can become a
 /// compressed, checksummed MLDF file with other pages; with a JSON lines
 /// `--schema` the flags add to the schema's; a page size that is not a

@@ -67,6 +67,7 @@ pub mod image;
 pub mod json;
 pub mod limits;
 pub mod located;
+pub mod panics;
 pub mod parallel;
 pub mod parse;
 pub mod plain;

@@ -285,18 +285,21 @@ fn decode_apart<T: Send>(
 
 /// `f`, a call into another crate's decoder (`by`: arrow-ipc's, the
 /// parquet crate's) on what a file says: a panic (they assert some of what
-/// a footer, block or page says) is an error naming `what()` in `path`,
-/// not a crash.
+/// a footer, block or page says) is an error naming `what()` in `path` and
+/// the panic's message, not a crash, and nothing is printed for it.
 fn caught<T>(
     path: &str,
     what: impl FnOnce() -> String,
     by: &str,
     f: impl FnOnce() -> Result<T, Error>,
 ) -> Result<T, Error> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+    crate::core::panics::catch_quiet(f).unwrap_or_else(|panic| {
         Err(Error::Data {
             format: None,
-            message: format!("{path}: {} is malformed (the {by} failed on it)", what()),
+            message: format!(
+                "{path}: {} is malformed (the {by} failed on it: {panic})",
+                what()
+            ),
         })
     })
 }
