@@ -199,6 +199,29 @@ fn same(f: &Field, got: &Value<'_>, want: &FieldValue<'_>) -> bool {
     }
 }
 
+/// 4 KiB pages and the settings given (layout A for `samples`).
+fn options(
+    samples: u64,
+    layout_a: bool,
+    compressed: bool,
+    checksummed: bool,
+    page_packing: bool,
+) -> WriterOptions {
+    WriterOptions {
+        page_size: 4096,
+        compressed,
+        checksummed,
+        layout: if layout_a {
+            Layout::A {
+                num_samples: samples,
+            }
+        } else {
+            Layout::B
+        },
+        page_packing,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -214,13 +237,7 @@ proptest! {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("df-mldf-prop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{seed}.mldf"));
-        let opts = WriterOptions {
-            page_size: 4096,
-            compressed,
-            checksummed,
-            layout: if layout_a { Layout::A { num_samples: samples } } else { Layout::B },
-            page_packing: packing,
-        };
+        let opts = options(samples, layout_a, compressed, checksummed, packing);
         let mut w = Writer::create(&path, fields(), opts).unwrap();
         let data: Vec<Owned> = (0..samples).map(|i| owned(i, seed)).collect();
         for o in &data {
@@ -306,13 +323,7 @@ proptest! {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("df-mldf-apart-{}-{seed}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let opts = WriterOptions {
-            page_size: 4096,
-            compressed,
-            checksummed,
-            layout: if layout_a { Layout::A { num_samples: samples } } else { Layout::B },
-            page_packing: packing,
-        };
+        let opts = options(samples, layout_a, compressed, checksummed, packing);
         let data: Vec<Owned> = (0..samples).map(|i| owned(i, seed)).collect();
         let one = written(&dir, &data, opts, None);
         let apart = written(&dir, &data, opts, Some(block));
