@@ -258,8 +258,9 @@ pub fn zstd_content_size(src: &[u8]) -> Option<u64> {
 /// [`compress`], appending the compressed bytes to `out` (an LZ4 block
 /// or a Zstandard frame goes straight into `out`'s room, so a caller
 /// compressing many small pieces reuses one buffer); returns how many
-/// bytes were appended. On an error `out` is as it was. Zstandard reuses
-/// one compression context per thread.
+/// bytes were appended. On an error `out` is as it was. Zstandard keeps
+/// one compression context per thread for inputs up to 128 KiB (and one
+/// decompression context per thread for every frame).
 pub fn compress_append(
     codec: Codec,
     src: &[u8],

@@ -42,6 +42,7 @@ pub(super) fn compress(src: &[u8], level: Option<i32>) -> Result<Vec<u8>, CodecE
 /// Compresses `src` at `level` onto the end of `out` (one frame with its
 /// content size, no checksum: what `zstd::bulk::compress` writes, byte for
 /// byte) and returns the frame's length; on an error `out` is as it was.
+/// Inputs up to [`KEEP_FOR`] use the thread's kept context.
 pub(super) fn compress_append(
     src: &[u8],
     level: Option<i32>,
@@ -57,7 +58,12 @@ pub(super) fn compress_append(
     let start = out.len();
     out.resize(start + ::zstd::zstd_safe::compress_bound(src.len()), 0);
     let room = out.get_mut(start..).unwrap_or_default();
-    match with_compressor(level, |c| c.compress_to_buffer(src, room)) {
+    let compressed = if src.len() <= KEEP_FOR {
+        with_compressor(level, |c| c.compress_to_buffer(src, room))
+    } else {
+        Compressor::new(level).and_then(|mut c| c.compress_to_buffer(src, room))
+    };
+    match compressed {
         Ok(n) => {
             out.truncate(start + n);
             Ok(n)
@@ -68,6 +74,13 @@ pub(super) fn compress_append(
         }
     }
 }
+
+/// Inputs up to this size are compressed with the thread's kept context.
+/// Making a context costs about as much as compressing a few kilobytes, so
+/// a larger input gains little from a kept one, and a context keeps the
+/// tables it grew for the largest input it saw (tens of MB at high levels
+/// for inputs of megabytes): small inputs keep it small.
+const KEEP_FOR: usize = 128 << 10;
 
 thread_local! {
     /// One compression context per thread (with the level it was last set
@@ -149,7 +162,7 @@ mod tests {
     fn reused_contexts_give_the_frames_of_fresh_ones() {
         let mut out = b"kept".to_vec();
         for (k, level) in [3, 3, 19, 1, -5, 3, 22, 3].into_iter().enumerate() {
-            for n in [0, 1, 256, 70_000] {
+            for n in [0, 1, 256, 70_000, KEEP_FOR + 1] {
                 let src = data(n, k as u32 * 7 + 1);
                 let fresh = ::zstd::bulk::compress(&src, level).unwrap();
                 assert_eq!(
