@@ -343,33 +343,19 @@ pub struct MldfArgs {
 }
 
 impl MldfArgs {
-    /// Puts the MLDF writer settings into `opts`: for any input, and on
-    /// top of a JSON lines `--schema`'s own (a flag given here turns its
-    /// setting on, a page size given here replaces its).
+    /// Puts the MLDF writer settings into `opts` (on top of a JSON lines
+    /// `--schema`'s own).
     fn apply(&self, opts: &mut ConvertOptions) -> Result<(), Failure> {
-        let page = match &self.mldf_page_size {
-            None => None,
-            Some(s) => {
-                let n = parse_size(s).map_err(|e| usage(format!("--mldf-page-size: {e}")))?;
-                let ok = n.is_power_of_two() && (4096..=1 << 31).contains(&n);
-                if !ok {
-                    return Err(usage(format!(
-                        "--mldf-page-size {s}: a power of two from 4K to 2G"
-                    )));
-                }
-                Some(n as u32)
-            }
-        };
-        let schema = opts.mldf.json_schema.as_mut().map(|s| &mut s.writer);
-        for w in std::iter::once(&mut opts.mldf.writer).chain(schema) {
-            w.compressed |= self.mldf_compress;
-            w.checksummed |= self.mldf_checksum;
-            w.page_packing |= self.mldf_page_packing;
-            if let Some(p) = page {
-                w.page_size = p;
-            }
-        }
-        Ok(())
+        let bad = |e: String| usage(format!("--mldf-page-size: {e}"));
+        let page_size = self.mldf_page_size.as_deref().map(parse_size).transpose();
+        opts.mldf
+            .apply(dataformats::convert::mldf::WriterFlags {
+                compressed: self.mldf_compress,
+                checksummed: self.mldf_checksum,
+                page_packing: self.mldf_page_packing,
+                page_size: page_size.map_err(bad)?,
+            })
+            .map_err(|e| bad(e.to_string()))
     }
 }
 

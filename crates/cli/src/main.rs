@@ -268,21 +268,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let a = dataformats::convert::direct::append(&c.input, &c.output, &c.pack.options()?)
                 .map_err(|e| fail(&c.output, &e))?;
             if cli.json {
-                say!(
-                    "{}",
-                    json!({"appended": a.bytes, "new_chunks": a.new_chunks, "nchunks": a.nchunks,
-                        "payload_bytes": a.payload_bytes, "max_app_chunks": a.slots_left})
-                );
+                say!("{}", a.json());
             } else if !progress::quiet() {
-                say!(
-                    "{}: appended {} bytes ({} new chunk(s)); now {} chunk(s), {} payload bytes, {} slot(s) left",
-                    c.output.display(),
-                    a.bytes,
-                    a.new_chunks,
-                    a.nchunks,
-                    a.payload_bytes,
-                    a.slots_left
-                );
+                say!("{}: {a}", c.output.display());
             }
             Ok(())
         }
@@ -312,11 +300,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// `dump FILE --sample I --out PATH`: one TBL v2 sample's decoded bytes
 /// to a file.
 fn extract(path: &Path, sample: u64, out: &Path) -> Result<(), Failure> {
-    let tbl = |e: dataformats::tbl2::Error| fail(path, &DatasetError::Tbl2(e));
-    let src = dataformats::remote::source(path).map_err(|e| fail(path, &e))?;
-    let r = dataformats::tbl2::Reader::with_options(src, Default::default()).map_err(tbl)?;
-    let i = usize::try_from(sample).unwrap_or(usize::MAX);
-    let data = r.read_sample(i).map_err(tbl)?;
+    let data = describe::tbl2_sample(path, sample).map_err(|e| fail(path, &e))?;
     std::fs::write(out, &data).map_err(|e| Failure::new(1, "io", Some(out), e.to_string()))?;
     say!(
         "sample {sample}: {} bytes written to {}",

@@ -21,18 +21,9 @@ pub(crate) fn schema(path: &Path, json: bool) -> Result<(), Failure> {
         say!("{}", dataformats::typed::schema_json(&schema));
         return Ok(());
     }
-    for f in schema.fields() {
-        let own = f
-            .metadata()
-            .get(dataformats::typed::TYPE_KEY)
-            .map(|t| format!("  ({t})"))
-            .unwrap_or_default();
-        say!(
-            "{}: {}{}{own}",
-            f.name(),
-            f.data_type(),
-            if f.is_nullable() { " (nullable)" } else { "" }
-        );
+    let text = dataformats::typed::schema_text(&schema);
+    if let Some(lines) = text.strip_suffix('\n') {
+        say!("{lines}");
     }
     Ok(())
 }

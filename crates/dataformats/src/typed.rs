@@ -405,6 +405,24 @@ pub(crate) fn swap_bytes(bytes: &mut [u8], width: usize) {
     }
 }
 
+/// The typed schema as text, one field a line: `name: type`, then
+/// ` (nullable)` and the format's own type (`  (NDARRAY<float32>[64])`)
+/// where there is one.
+pub fn schema_text(schema: &arrow_schema::Schema) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for f in schema.fields() {
+        let own = f
+            .metadata()
+            .get(TYPE_KEY)
+            .map(|t| format!("  ({t})"))
+            .unwrap_or_default();
+        let nullable = if f.is_nullable() { " (nullable)" } else { "" };
+        let _ = writeln!(out, "{}: {}{nullable}{own}", f.name(), f.data_type());
+    }
+    out
+}
+
 /// The typed schema as JSON: `{"fields": [{"name", "type", "nullable",
 /// "metadata"}]}`, types spelled by [`type_name`].
 pub fn schema_json(schema: &arrow_schema::Schema) -> serde_json::Value {
@@ -766,5 +784,36 @@ pub(crate) fn dictionary_entries(a: &dyn Array) -> Option<Vec<String>> {
         DataType::List(_) => dictionary_entries(a.as_list::<i32>().values().as_ref()),
         DataType::FixedSizeList(..) => dictionary_entries(a.as_fixed_size_list().values().as_ref()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use arrow_schema::{DataType, Field, Schema};
+
+    /// One line a field: name, type, nullability, the format's own type.
+    #[test]
+    fn schema_text_is_a_line_a_field() {
+        let own = [(
+            super::TYPE_KEY.to_string(),
+            "NDARRAY<float32>[2]".to_string(),
+        )]
+        .into();
+        let item = std::sync::Arc::new(Field::new("item", DataType::Float32, false));
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("x", DataType::FixedSizeList(item, 2), true).with_metadata(own),
+        ]);
+        let text = super::schema_text(&schema);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0], "id: Int64");
+        assert!(lines[1].starts_with("x: FixedSizeList"), "{text}");
+        assert!(
+            lines[1].ends_with(" (nullable)  (NDARRAY<float32>[2])"),
+            "{text}"
+        );
+        assert_eq!(super::schema_text(&Schema::empty()), "");
     }
 }

@@ -58,6 +58,19 @@ impl Default for WriterOptions {
     }
 }
 
+impl WriterOptions {
+    /// Refuses a page size MLDF does not allow: a power of two from 4096
+    /// to 2^31 (§3.3).
+    pub fn check_page_size(page_size: u64) -> Result<()> {
+        if !page_size.is_power_of_two() || !(4096..=1 << 31).contains(&page_size) {
+            return Err(arg(format!(
+                "page size {page_size} is not a power of two in 4096..=2^31"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One value to write.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FieldValue<'a> {
@@ -199,12 +212,7 @@ impl Writer {
     /// Starts a file at `path` with `fields`.
     pub fn create(path: impl AsRef<Path>, fields: Vec<Field>, opts: WriterOptions) -> Result<Self> {
         let path = path.as_ref();
-        if !opts.page_size.is_power_of_two() || opts.page_size < 4096 || opts.page_size > 1 << 31 {
-            return Err(arg(format!(
-                "page size {} is not a power of two in 4096..=2^31",
-                opts.page_size
-            )));
-        }
+        WriterOptions::check_page_size(u64::from(opts.page_size))?;
         if fields.len() > 65535 {
             return Err(arg("more than 65535 fields"));
         }

@@ -419,6 +419,30 @@ pub struct Appended {
     pub slots_left: u64,
 }
 
+#[cfg(feature = "bloscpack")]
+impl Appended {
+    /// As JSON: `appended`, `new_chunks`, `nchunks`, `payload_bytes` and
+    /// `max_app_chunks` (the slots left), the command line's `--json` form.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({"appended": self.bytes, "new_chunks": self.new_chunks,
+            "nchunks": self.nchunks, "payload_bytes": self.payload_bytes,
+            "max_app_chunks": self.slots_left})
+    }
+}
+
+/// In words: bytes and chunks appended, the file's chunks, payload and
+/// slots left now.
+#[cfg(feature = "bloscpack")]
+impl std::fmt::Display for Appended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "appended {} bytes ({} new chunk(s)); now {} chunk(s), {} payload bytes, {} slot(s) left",
+            self.bytes, self.new_chunks, self.nchunks, self.payload_bytes, self.slots_left
+        )
+    }
+}
+
 /// Appends `input`'s bytes (an `.npy` file's array bytes, any other file
 /// whole) to the Bloscpack file `output` in place, using the offset slots
 /// its writer reserved (`WriteOptions::max_app_chunks`); the chunk

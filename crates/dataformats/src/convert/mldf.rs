@@ -50,6 +50,47 @@ impl Default for MldfOptions {
     }
 }
 
+/// MLDF writer settings given for a whole conversion (the command line's
+/// `--mldf-*` options), for [`MldfOptions::apply`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterFlags {
+    /// Store every value as one zstd frame.
+    pub compressed: bool,
+    /// Store the data region's CRC-32.
+    pub checksummed: bool,
+    /// Start a sample's values on a new page when they would straddle one.
+    pub page_packing: bool,
+    /// The data region's page size.
+    pub page_size: Option<u64>,
+}
+
+impl MldfOptions {
+    /// Puts `flags` into the writer settings of every input: the typed
+    /// sources' and a JSON lines schema's, where a flag given turns the
+    /// setting on and a page size given replaces the schema's. A page size
+    /// MLDF does not allow is refused.
+    pub fn apply(&mut self, flags: WriterFlags) -> Result<(), Error> {
+        let page = match flags.page_size {
+            None => None,
+            Some(p) => {
+                crate::mldf::WriterOptions::check_page_size(p)
+                    .map_err(|e| Error::invalid(e.to_string()))?;
+                Some(u32::try_from(p).map_err(|_| Error::invalid(format!("page size {p}")))?)
+            }
+        };
+        let schema = self.json_schema.as_mut().map(|s| &mut s.writer);
+        for w in std::iter::once(&mut self.writer).chain(schema) {
+            w.compressed |= flags.compressed;
+            w.checksummed |= flags.checksummed;
+            w.page_packing |= flags.page_packing;
+            if let Some(p) = page {
+                w.page_size = p;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How one Arrow field is stored in MLDF.
 #[derive(Debug, Clone, PartialEq)]
 enum Enc {

@@ -23,18 +23,6 @@
 //! # Ok::<(), dataformats::DatasetError>(())
 //! ```
 
-// Builds without some formats leave some helpers unused.
-#![cfg_attr(
-    not(all(
-        feature = "bloscpack",
-        feature = "tbl2",
-        feature = "cntk",
-        feature = "idv",
-        feature = "mldf"
-    )),
-    allow(dead_code, unused_variables, unused_imports)
-)]
-
 #[cfg(feature = "bloscpack")]
 mod bloscpack;
 #[cfg(feature = "cntk")]
@@ -367,6 +355,27 @@ pub fn validate(path: &Path, progress: &mut dyn Progress) -> Result<Description,
             message: format!("{}: this build reads no .npy or tar files", path.display()),
         }),
     }
+}
+
+/// The decoded bytes of sample `i` of the TBL v2 file at `path` (a path
+/// or URL), its CRC-16 checked.
+pub fn tbl2_sample(path: &Path, i: u64) -> Result<Vec<u8>, Error> {
+    #[cfg(feature = "tbl2")]
+    {
+        let src = crate::remote::source(path)?;
+        let r = crate::tbl2::Reader::with_options(src, Default::default()).map_err(Error::Tbl2)?;
+        r.read_sample(usize::try_from(i).unwrap_or(usize::MAX))
+            .map(std::borrow::Cow::into_owned)
+            .map_err(Error::Tbl2)
+    }
+    #[cfg(not(feature = "tbl2"))]
+    Err(Error::Unsupported {
+        format: None,
+        message: format!(
+            "{}: this build reads no TBL v2 files (sample {i})",
+            path.display()
+        ),
+    })
 }
 
 /// Writes the records of `path` to `out` in the form `opts` names.
