@@ -700,6 +700,24 @@ fn decode_json(
     path: &str,
     lines: Vec<(usize, String)>,
 ) -> Result<RecordBatch, ArrowError> {
+    // Records decoded as they are read, when nothing in them needs the
+    // documents (which then give the same records or the error).
+    if !lines
+        .iter()
+        .any(|(_, l)| crate::core::json::wide_integer(l).is_some())
+        && let Some(batch) = super::json_rows::decode(schema, &lines)
+    {
+        return Ok(batch);
+    }
+    decode_documents(schema, path, lines)
+}
+
+/// [`decode_json`] through a document per line.
+fn decode_documents(
+    schema: &SchemaRef,
+    path: &str,
+    lines: Vec<(usize, String)>,
+) -> Result<RecordBatch, ArrowError> {
     let bad = |line: usize, m: String| ArrowError::ParseError(format!("{path}: line {line}: {m}"));
     let mut rows: Vec<(usize, serde_json::Map<String, serde_json::Value>)> =
         Vec::with_capacity(lines.len());
@@ -1040,6 +1058,183 @@ fn relocate(e: ArrowError, by: u64) -> ArrowError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records decoded as the lines are read are those of the documents:
+    /// on random lines of random flat schemas (every value kind in every
+    /// column kind, nulls, missing, unknown and repeated keys, lines that
+    /// are not objects or not JSON), wherever the quick decoder gives a
+    /// batch the documents give the same one, and wherever they refuse the
+    /// lines the quick decoder gives none.
+    #[test]
+    fn records_decoded_as_read_are_the_documents_records() {
+        use arrow_schema::{Field, Schema};
+        let mut r = crate::core::rng::SplitMix64::new(41);
+        let list = |t: DataType| DataType::List(Arc::new(Field::new("item", t, true)));
+        let kinds = [
+            DataType::Boolean,
+            DataType::Int8,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::UInt8,
+            DataType::UInt64,
+            DataType::Float32,
+            DataType::Float64,
+            DataType::Utf8,
+            list(DataType::Float64),
+            list(DataType::Int64),
+            list(DataType::Utf8),
+            list(DataType::Float32),
+            DataType::Date32,
+        ];
+        let values = [
+            "null",
+            "true",
+            "false",
+            "0",
+            "7",
+            "-3",
+            "127",
+            "128",
+            "-129",
+            "255",
+            "256",
+            "9223372036854775807",
+            "9223372036854775808",
+            "18446744073709551615",
+            "-0",
+            "1.5",
+            "-0.0",
+            "1e300",
+            "1e-320",
+            "2.5e38",
+            "\"NaN\"",
+            "\"Infinity\"",
+            "\"-Infinity\"",
+            "\"abc\"",
+            "\"a\\\"b\\u00e9\"",
+            "\"NaN:0x7ff8000000000001\"",
+            "\"NaN:0x7fc00001\"",
+            "[]",
+            "[1,2.5,null]",
+            "[\"x\",null]",
+            "[1,[2]]",
+            "[true]",
+            "{}",
+            "{\"a\":1}",
+            "[-1,18446744073709551615]",
+            "[\"NaN\",1e5]",
+        ];
+        let (mut quick, mut refused) = (0, 0);
+        for case in 0..3000 {
+            let n = 1 + r.below(4) as usize;
+            let fields: Vec<Field> = (0..n)
+                .map(|k| {
+                    let t = kinds[r.below(kinds.len() as u64) as usize].clone();
+                    Field::new(format!("f{k}"), t, r.below(8) != 0)
+                })
+                .collect();
+            let schema = Arc::new(Schema::new(fields));
+            let lines: Vec<(usize, String)> = (0..1 + r.below(5) as usize)
+                .map(|line| {
+                    let text = match r.below(40) {
+                        0 => "[1]".to_string(),
+                        1 => "{\"f0\":1".to_string(),
+                        2 => "{} x".to_string(),
+                        _ => {
+                            let mut members = Vec::new();
+                            for k in 0..n + 1 {
+                                if r.below(5) == 0 {
+                                    continue;
+                                }
+                                let name = if k == n {
+                                    "zz".to_string()
+                                } else {
+                                    format!("f{k}")
+                                };
+                                let kind = schema.fields().get(k).map(|f| f.data_type().clone());
+                                let pick = |r: &mut crate::core::rng::SplitMix64| {
+                                    // Mostly values of the column's own kind.
+                                    let own: &[&str] = match &kind {
+                                        Some(DataType::Boolean) => &["true", "false", "null"],
+                                        Some(DataType::Int8 | DataType::UInt8) => {
+                                            &["0", "7", "100", "null"]
+                                        }
+                                        Some(DataType::Int32 | DataType::Int64) => {
+                                            &["-3", "0", "123456", "-2147483648", "null"]
+                                        }
+                                        Some(DataType::UInt64) => {
+                                            &["0", "18446744073709551615", "9"]
+                                        }
+                                        Some(DataType::Float32 | DataType::Float64) => &[
+                                            "1.5",
+                                            "-0.0",
+                                            "7",
+                                            "-2",
+                                            "3.4028235e38",
+                                            "1e-45",
+                                            "\"NaN\"",
+                                            "null",
+                                        ],
+                                        Some(DataType::Utf8) => {
+                                            &["\"abc\"", "\"\"", "\"\\u00e9\\n\"", "null"]
+                                        }
+                                        Some(DataType::List(item)) => match item.data_type() {
+                                            DataType::Utf8 => &["[\"x\",null,\"\"]", "[]", "null"],
+                                            DataType::Int64 => {
+                                                &["[1,-2,null]", "[]", "[9223372036854775807]"]
+                                            }
+                                            _ => &[
+                                                "[1.5,-2,null,1e-7]",
+                                                "[]",
+                                                "[\"Infinity\"]",
+                                                "null",
+                                            ],
+                                        },
+                                        _ => &["null"],
+                                    };
+                                    let v = if r.below(4) != 0 {
+                                        own[r.below(own.len() as u64) as usize]
+                                    } else {
+                                        values[r.below(values.len() as u64) as usize]
+                                    };
+                                    v.to_string()
+                                };
+                                members.push(format!("\"{name}\":{}", pick(&mut r)));
+                                if r.below(30) == 0 {
+                                    members.push(format!("\"{name}\":{}", pick(&mut r)));
+                                }
+                            }
+                            // The members in a random order.
+                            for i in (1..members.len()).rev() {
+                                members.swap(i, r.below(i as u64 + 1) as usize);
+                            }
+                            format!("{{{}}}", members.join(","))
+                        }
+                    };
+                    (line + 1, text)
+                })
+                .collect();
+            let documents = decode_documents(&schema, "t", lines.clone());
+            match super::super::json_rows::decode(&schema, &lines) {
+                Some(batch) => {
+                    quick += 1;
+                    let want = documents.unwrap_or_else(|e| panic!("case {case}: {lines:?}: {e}"));
+                    assert_eq!(batch.schema(), want.schema(), "case {case}");
+                    assert_eq!(
+                        format!("{batch:?}"),
+                        format!("{want:?}"),
+                        "case {case}: {lines:?}"
+                    );
+                }
+                None => refused += usize::from(documents.is_err()),
+            }
+        }
+        // Both sides were reached often.
+        assert!(
+            quick > 300 && refused > 300,
+            "quick {quick}, refused {refused}"
+        );
+    }
 
     /// A few bytes drawn from `alphabet` by a small generator of `seed`.
     fn text(seed: &mut u64, alphabet: &[u8], len: usize) -> Vec<u8> {

@@ -35,6 +35,8 @@ pub mod idv;
 #[cfg(feature = "export")]
 mod import;
 pub mod json;
+#[cfg(feature = "export")]
+mod json_rows;
 #[cfg(feature = "mldf")]
 mod line_blocks;
 #[cfg(feature = "mldf")]
