@@ -11,13 +11,15 @@
 //! that does not fit its column, a key given twice, a line that is not an
 //! object or not JSON. The caller then decodes the lines the document way,
 //! which gives the same records or names the problem; so the two agree on
-//! every input (a test compares them on random lines).
+//! every input (a test compares them on random lines). [`decode_texts`]
+//! does the same for a column of JSON texts, one value each (MLDF fields
+//! that hold a nested value as JSON).
 
 use std::sync::Arc;
 
 use arrow_array::types::*;
 use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, ListArray, PrimitiveArray, RecordBatch,
     RecordBatchOptions, StringArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer};
@@ -449,4 +451,136 @@ pub(super) fn decode(schema: &SchemaRef, lines: &[(usize, String)]) -> Option<Re
         .collect::<Option<Vec<_>>>()?;
     let opts = RecordBatchOptions::new().with_row_count(Some(lines.len()));
     RecordBatch::try_new_with_options(schema.clone(), arrays, &opts).ok()
+}
+
+/// The JSON texts of `texts` (a null: a null) as an array of `dt`, one
+/// value each, or `None` when the document path is to decode them.
+pub(super) fn decode_texts(dt: &DataType, texts: &StringArray) -> Option<ArrayRef> {
+    let mut column = Column::new(dt, true)?;
+    for t in texts.iter() {
+        match t {
+            None => column.null().ok()?,
+            Some(t) => {
+                let mut de = serde_json::Deserializer::from_str(t);
+                Value {
+                    column: &mut column,
+                }
+                .deserialize(&mut de)
+                .ok()?;
+                de.end().ok()?;
+            }
+        }
+    }
+    let a = column.finish(dt)?;
+    (a.len() == texts.len()).then_some(a)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use arrow_schema::Field;
+
+    /// A column of JSON texts decoded as read is the documents' column:
+    /// random texts (of the column's kind mostly, and of every other kind,
+    /// nulls, JSON `null`, texts that are not JSON) into every kind of
+    /// column; wherever the quick decoder gives an array the documents
+    /// give the same one, and wherever they refuse the texts it gives none.
+    #[test]
+    fn texts_decoded_as_read_are_the_documents_values() {
+        let mut r = crate::core::rng::SplitMix64::new(43);
+        let list = |t: DataType| DataType::List(Arc::new(Field::new("item", t, true)));
+        let kinds = [
+            DataType::Boolean,
+            DataType::Int16,
+            DataType::Int64,
+            DataType::UInt32,
+            DataType::UInt64,
+            DataType::Float32,
+            DataType::Float64,
+            DataType::Utf8,
+            list(DataType::Float64),
+            list(DataType::Int8),
+            list(DataType::Utf8),
+            list(list(DataType::Int64)),
+            DataType::List(Arc::new(Field::new("item", DataType::Float64, false))),
+        ];
+        let texts = [
+            "null",
+            "true",
+            "0",
+            "-3",
+            "40000",
+            "-40000",
+            "18446744073709551615",
+            "123456789012345678901234",
+            "1.5",
+            "-0.0",
+            "1e400",
+            "\"NaN\"",
+            "\"-Infinity\"",
+            "\"abc\"",
+            "\"NaN:0x7ff8000000000001\"",
+            "[]",
+            "[1,2.5,null]",
+            "[[1],[2,3]]",
+            "[\"x\",null]",
+            "[1,\"x\"]",
+            "{}",
+            "[1,",
+            " 7 ",
+            "7 8",
+            "",
+        ];
+        let (mut quick, mut refused) = (0, 0);
+        for case in 0..4000 {
+            let dt = kinds[r.below(kinds.len() as u64) as usize].clone();
+            let own: &[&str] = match &dt {
+                DataType::Boolean => &["true", "false"],
+                DataType::Float32 | DataType::Float64 => {
+                    &["1.5", "-2", "3.4028235e38", "\"Infinity\""]
+                }
+                DataType::Utf8 => &["\"a\\u00e9\"", "\"\""],
+                DataType::List(item) => match item.data_type() {
+                    DataType::Utf8 => &["[\"x\",null]", "[]"],
+                    DataType::List(_) => &["[[1],[2,3],null]"],
+                    _ => &["[1,-2,null]", "[]", "[100]"],
+                },
+                _ => &["0", "17", "null"],
+            };
+            let values: Vec<Option<&str>> = (0..1 + r.below(6))
+                .map(|_| match r.below(8) {
+                    0 => None,
+                    1..=5 => Some(own[r.below(own.len() as u64) as usize]),
+                    _ => Some(texts[r.below(texts.len() as u64) as usize]),
+                })
+                .collect();
+            let array = StringArray::from(values.clone());
+            let parsed: Result<Vec<Option<serde_json::Value>>, _> = values
+                .iter()
+                .map(|t| t.map(serde_json::from_str::<serde_json::Value>).transpose())
+                .collect();
+            let documents = parsed.ok().and_then(|p| {
+                let refs: Vec<Option<&serde_json::Value>> = p.iter().map(Option::as_ref).collect();
+                super::super::json::decode(&dt, &refs, None).ok()
+            });
+            match decode_texts(&dt, &array) {
+                Some(a) => {
+                    quick += 1;
+                    let want = documents.unwrap_or_else(|| panic!("case {case}: {values:?}"));
+                    assert_eq!(a.data_type(), want.data_type(), "case {case}");
+                    assert_eq!(
+                        format!("{a:?}"),
+                        format!("{want:?}"),
+                        "case {case}: {values:?}"
+                    );
+                }
+                None => refused += usize::from(documents.is_none()),
+            }
+        }
+        assert!(
+            quick > 800 && refused > 800,
+            "quick {quick}, refused {refused}"
+        );
+    }
 }

@@ -930,6 +930,13 @@ fn restore_column(
         }
         Enc::Nested => {
             let s = c.as_string::<i32>();
+            // Each value decoded as it is parsed, when nothing in it needs
+            // the documents below (which then give the same or the error).
+            if dict.is_none()
+                && let Some(a) = super::json_rows::decode_texts(dt, s)
+            {
+                return Ok(a);
+            }
             let mut parsed = Vec::with_capacity(s.len());
             for (i, t) in s.iter().enumerate() {
                 parsed.push(match t {

@@ -35,7 +35,7 @@ pub mod idv;
 #[cfg(feature = "export")]
 mod import;
 pub mod json;
-#[cfg(feature = "export")]
+#[cfg(any(feature = "export", feature = "mldf"))]
 mod json_rows;
 #[cfg(feature = "mldf")]
 mod line_blocks;
