@@ -141,23 +141,30 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
                                 let _ = writeln!(so, "fuzz: {}: ok", run.target);
                                 continue;
                             }
-                            let _ = writeln!(
-                                so,
-                                "fuzz: {}: FAILED (crash inputs in {}; minimise one and save it under {})",
-                                run.target,
-                                run.artifacts.display(),
-                                run.regressions.display()
-                            );
+                            if new_inputs(run).is_empty() {
+                                // No input saved: the target did not run
+                                // (a build error, its output above).
+                                let _ = writeln!(
+                                    so,
+                                    "fuzz: {}: FAILED without a crash input (the output above says why)",
+                                    run.target
+                                );
+                            } else {
+                                let _ = writeln!(
+                                    so,
+                                    "fuzz: {}: FAILED (crash inputs in {}; minimise one and save it under {})",
+                                    run.target,
+                                    run.artifacts.display(),
+                                    run.regressions.display()
+                                );
+                            }
                         }
                         Err(e) => {
                             let _ = writeln!(so, "fuzz: {}: FAILED: cannot run cargo fuzz: {e}", run.target);
                         }
                     }
                     drop(so);
-                    let inputs = files_in(&run.artifacts)
-                        .into_iter()
-                        .filter(|p| !run.before.contains(p))
-                        .collect();
+                    let inputs = new_inputs(run);
                     failures
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -275,6 +282,14 @@ fn fuzz_run(target: &str, nightly: bool, dev: bool) -> Command {
 struct Failure {
     target: String,
     inputs: Vec<PathBuf>,
+}
+
+/// The inputs libFuzzer saved for `run` since it started.
+fn new_inputs(run: &Run) -> Vec<PathBuf> {
+    files_in(&run.artifacts)
+        .into_iter()
+        .filter(|p| !run.before.contains(p))
+        .collect()
 }
 
 /// Every file in `dir`, sorted.
