@@ -696,13 +696,14 @@ impl Reader {
         // decode result, so errors come in the order of a serial read.
         std::thread::scope(|s| {
             let (tx, rx) = std::sync::mpsc::sync_channel(touched.len());
-            s.spawn(move || {
+            // Joined before the scope returns, as every worker of ours.
+            let _hashing = dataformats_core::parallel::Joined(vec![s.spawn(move || {
                 for (i, c) in (first..).zip(touched) {
                     if tx.send(self.verify_digest(i as u64, c)).is_err() {
                         return;
                     }
                 }
-            });
+            })]);
             self.decode_range(first, touched, start, dst, |_| {
                 rx.recv().unwrap_or_else(|_| {
                     Err(Error::new(

@@ -143,6 +143,27 @@ impl Active {
     }
 }
 
+/// Scoped threads joined when dropped. A scope returns once its threads'
+/// closures have returned, possibly before the threads have exited (their
+/// thread-local values still being dropped); joining waits for the exit,
+/// so nothing of theirs outlives the call that started them (a leak
+/// checker looking right after it finds nothing left over).
+pub struct Joined<'scope, T>(pub Vec<std::thread::ScopedJoinHandle<'scope, T>>);
+
+impl<T> Drop for Joined<'_, T> {
+    fn drop(&mut self) {
+        for h in self.0.drain(..) {
+            // A thread's panic goes on here, as the scope would pass it on
+            // (unless this thread is already unwinding).
+            if let Err(panic) = h.join()
+                && !std::thread::panicking()
+            {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+}
+
 /// Sets `closed` and wakes the waiting workers when dropped, however the
 /// run ends.
 struct Closing<'a>(&'a AtomicBool, &'a Active);
@@ -186,17 +207,19 @@ where
     let (out_tx, out_rx) = mpsc::channel::<(u64, std::thread::Result<O>)>();
     let closed = AtomicBool::new(false);
     std::thread::scope(|s| {
+        // Dropped last: the workers joined once they have stopped.
+        let mut workers = Joined(Vec::with_capacity(threads));
         // Owned by this closure, so that however it returns the workers
         // see the end of the jobs (and the waiting ones the close) and stop
-        // before the scope waits for them.
+        // before they are joined.
         let job_tx = job_tx;
         let _closing = Closing(&closed, active);
         for w in 0..threads {
             let out_tx = out_tx.clone();
             let (job_rx, work, closed) = (&job_rx, &work, &closed);
-            s.spawn(move || {
+            workers.0.push(s.spawn(move || {
                 while active.wait_turn(w, closed) && serve_one(job_rx, &out_tx, work, || false) {}
-            });
+            }));
         }
         drop(out_tx);
         let limit = ahead as u64;
@@ -641,6 +664,49 @@ mod tests {
             },
             |_| Ok(()),
         );
+    }
+
+    /// A worker's thread-local values are dropped (the thread has exited)
+    /// by the time the run returns: nothing of a run outlives it.
+    #[test]
+    fn workers_have_exited_when_a_run_returns() {
+        use std::sync::atomic::AtomicUsize;
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        static DROPPED: AtomicUsize = AtomicUsize::new(0);
+        struct Counted;
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                // Slow, so that a run not waiting for it would be caught.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                DROPPED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        thread_local!(static MINE: Counted = {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            Counted
+        });
+        let caller = std::thread::current().id();
+        for round in 0..5 {
+            let mut n = 0;
+            ordered(
+                2,
+                || {
+                    n += 1;
+                    Ok::<_, ()>((n <= 40).then_some(n))
+                },
+                |x: u32| {
+                    if std::thread::current().id() != caller {
+                        MINE.with(|_| ());
+                    }
+                    x
+                },
+                |_| Ok(()),
+            )
+            .unwrap();
+            let made = MADE.load(Ordering::SeqCst);
+            assert!(made > 0, "round {round}: no worker ran");
+            assert_eq!(DROPPED.load(Ordering::SeqCst), made, "round {round}");
+        }
     }
 
     /// Pushes 0..n (item x counted as `bytes(x)` bytes) to a pool of
