@@ -1,7 +1,9 @@
 //! `cargo xtask bench convert [--mb N] [--dir DIR]`: the peak memory of
 //! every conversion of an N MB data set (default 1024), one process per
-//! conversion: MLDF into every target, then each of those back to MLDF.
-//! Fails when a conversion's peak resident set reaches 200 MiB.
+//! conversion: MLDF into every target, then each of those back to MLDF,
+//! and the validation of each file made (one process each too). Fails
+//! when a conversion's or a validation's peak resident set reaches
+//! 200 MiB.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -103,10 +105,20 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
             if pass { "ok" } else { "OVER" }
         );
     };
+    let v = run(&root, &["validate", &src])?;
+    row("validate mldf".to_string(), &v);
     for t in TARGETS {
         let out = p(&format!("out.{t}"));
         let v = run(&root, &["convert", &src, &out])?;
         row(format!("mldf -> {t}"), &v);
+        match run(&root, &["validate", &out]) {
+            Ok(v) => row(format!("validate {t}"), &v),
+            // A format only converted (Parquet, Arrow, CSV, JSON lines).
+            Err(e) if e.contains("Unrecognized") || e.contains("has no summary here") => {
+                println!("{:<22} (no validation: {e})", format!("validate {t}"))
+            }
+            Err(e) => return Err(e),
+        }
         let back = p(&format!("back.{t}.mldf"));
         let v = run(&root, &["convert", &out, &back])?;
         row(format!("{t} -> mldf"), &v);
@@ -117,9 +129,9 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     println!(
         "convert: {}",
         if ok {
-            "every conversion stayed under the limit"
+            "every conversion and validation stayed under the limit"
         } else {
-            "some conversions went OVER the limit"
+            "some conversions or validations went OVER the limit"
         }
     );
     Ok(ok)

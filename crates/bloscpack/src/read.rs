@@ -452,6 +452,10 @@ impl Reader {
     /// [`Reader::validate`], reporting the payload bytes checked so far
     /// out of the payload's length.
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
+        // Mapped pages go back as the pass goes on: a file of gigabytes
+        // checked with tens of megabytes resident.
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let mut again = self.clone();
         again.opts.verify_checksums = true;
         let start = self.chunks.first().map_or(self.data_end, |c| c.offset);

@@ -336,6 +336,10 @@ impl Reader {
     /// [`Reader::validate`], reporting the chunks checked so far out of
     /// all chunks.
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
+        // Mapped pages go back as the pass goes on: a file of gigabytes
+        // checked with tens of megabytes resident.
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let total = self.chunks.len() as u64;
         // Threads pay off from a few MB on.
         let bytes: u64 = self.chunks.iter().map(|c| c.end - c.offset).sum();

@@ -20,3 +20,61 @@ impl<F: FnMut(u64, u64)> Progress for F {
 pub fn none() -> impl Progress {
     |_: u64, _: u64| {}
 }
+
+/// Bytes of a mapped source a pass goes through between two releases of
+/// its pages: what a [`Releasing`] pass keeps resident at most, about.
+pub const RELEASE_STEP: u64 = 32 << 20;
+
+/// A [`Progress`] that also gives the pages of the mapped source a pass
+/// reads back to the kernel ([`crate::Source::release_pages`]) each time the
+/// pass has got about [`RELEASE_STEP`] bytes further (or its own step), so that checking a
+/// file of gigabytes keeps tens of megabytes resident instead of the whole
+/// file. How far is estimated from the reported fraction: `done / total`
+/// of the source's length (a pass whose units differ in size, as IDV's
+/// blocks of narrow and wide columns do, keeps a few steps resident). Every
+/// page goes back, also those other threads are reading: they are read in
+/// again from the page cache. The pages read before the pass go back when
+/// it starts. Reports go on to the wrapped progress unchanged.
+pub struct Releasing<'a> {
+    src: &'a crate::Source,
+    inner: &'a mut dyn Progress,
+    /// Bytes between two releases.
+    step: u64,
+    /// Where the pass was (estimated) at the last release.
+    released_at: u64,
+}
+
+impl<'a> Releasing<'a> {
+    /// Wraps `inner` for a pass over `src`.
+    pub fn new(src: &'a crate::Source, inner: &'a mut dyn Progress) -> Self {
+        Self::with_step(src, inner, RELEASE_STEP)
+    }
+
+    /// [`Releasing::new`], releasing every `step` bytes instead.
+    pub fn with_step(src: &'a crate::Source, inner: &'a mut dyn Progress, step: u64) -> Self {
+        // What opening the source read (headers, tables, indexes now
+        // parsed into memory) goes back before the pass starts.
+        src.release_pages();
+        Releasing {
+            src,
+            inner,
+            step: step.max(1),
+            released_at: 0,
+        }
+    }
+}
+
+impl Progress for Releasing<'_> {
+    fn advance(&mut self, done: u64, total: u64) {
+        self.inner.advance(done, total);
+        if total == 0 {
+            return;
+        }
+        let at = u128::from(self.src.len()) * u128::from(done.min(total)) / u128::from(total);
+        let at = u64::try_from(at).unwrap_or(u64::MAX);
+        if at.saturating_sub(self.released_at) >= self.step {
+            self.src.release_pages();
+            self.released_at = at;
+        }
+    }
+}

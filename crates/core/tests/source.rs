@@ -191,6 +191,51 @@ fn released_pages_leave_the_resident_set() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A pass reporting through `Releasing` keeps about one step of a mapped
+/// file resident, and its reports reach the progress it wraps unchanged.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_releasing_pass_keeps_one_step_resident() {
+    use dataformats_core::Progress;
+    use dataformats_core::progress::Releasing;
+    let dir = std::env::temp_dir().join(format!("df-releasing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.bin");
+    std::fs::write(&path, vec![5u8; 8 << 20]).unwrap();
+    // SAFETY: the test owns the file and does not change it while mapped.
+    let src = unsafe { Source::map(&path) }.unwrap();
+    let all = src.as_slice().unwrap();
+    let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
+    let resident = || dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap();
+    let mut reports = Vec::new();
+    let mut record = |d: u64, t: u64| reports.push((d, t));
+    let mut progress = Releasing::with_step(&src, &mut record, 1 << 20);
+    // Thirty-two parts of 256 KiB, each touched then reported done.
+    let part = 256 << 10;
+    let mut most = 0;
+    for k in 0..32u64 {
+        let bytes = &all[(k * part) as usize..((k + 1) * part) as usize];
+        assert_eq!(
+            bytes
+                .iter()
+                .step_by(4096)
+                .map(|b| u64::from(*b))
+                .sum::<u64>(),
+            5 * 64
+        );
+        most = most.max(resident());
+        progress.advance((k + 1) * part, 8 << 20);
+    }
+    // One step and the part being read, and what the kernel maps around
+    // a fault; never the whole file.
+    assert!(most >= 1024, "{most} KiB: the pass was not resident at all");
+    assert!(most <= 2048, "{most} KiB resident at most, of 8192");
+    let want: Vec<(u64, u64)> = (1..=32).map(|k| (k * part, 8 << 20)).collect();
+    assert_eq!(reports, want);
+    drop(src);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Releasing a source's pages changes nothing it reads: a mapped file's
 /// pages come back from the file, other backends ignore the call, and
 /// bytes shared before the release stay the same.

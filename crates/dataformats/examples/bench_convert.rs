@@ -8,7 +8,10 @@
 //!   one JSON line: records, seconds, the peak resident set (`VmHWM`, which
 //!   counts the pages of memory-mapped inputs the kernel keeps cached) and
 //!   the peak of anonymous memory (`RssAnon`, sampled every 5 ms: what the
-//!   conversion itself holds).
+//!   conversion itself holds);
+//! - `bench_convert validate IN`: validates IN as `dataformats validate`
+//!   does and prints the same JSON line (records are those of the
+//!   description, where it has them).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +89,38 @@ fn rss_anon_kib() -> u64 {
     dataformats::core::testing::proc_status_kib("RssAnon")
 }
 
+/// Runs `work` with a thread sampling `RssAnon` every 5 ms: its result,
+/// the seconds it took and the peak of anonymous memory in KiB.
+fn measured<T, E>(work: impl FnOnce() -> Result<T, E>) -> Result<(T, f64, u64), E> {
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_anon_kib(), Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let r = work();
+    let secs = start.elapsed().as_secs_f64();
+    peak.fetch_max(rss_anon_kib(), Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    Ok((r?, secs, peak.load(Ordering::Relaxed)))
+}
+
+/// The JSON line `cargo xtask bench convert` reads.
+fn print_line(records: u64, secs: f64, anon_kib: u64) {
+    println!(
+        "{{\"records\": {records}, \"seconds\": {secs:.2}, \"peak_rss_mib\": {}, \"peak_anon_mib\": {}}}",
+        dataformats::core::testing::peak_rss_mib(),
+        anon_kib / 1024
+    );
+}
+
 fn lossy() -> ConvertOptions {
     let mut o = ConvertOptions {
         lossy: true,
@@ -117,32 +152,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{{\"records\": {}}}", report.records);
         }
         ["convert", input, output] => {
-            let peak = Arc::new(AtomicU64::new(0));
-            let done = Arc::new(AtomicBool::new(false));
-            let sampler = {
-                let (peak, done) = (peak.clone(), done.clone());
-                std::thread::spawn(move || {
-                    while !done.load(Ordering::Relaxed) {
-                        peak.fetch_max(rss_anon_kib(), Ordering::Relaxed);
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                    }
-                })
-            };
-            let start = std::time::Instant::now();
-            let r = convert(input.as_ref(), output.as_ref(), &lossy())?;
-            let secs = start.elapsed().as_secs_f64();
-            peak.fetch_max(rss_anon_kib(), Ordering::Relaxed);
-            done.store(true, Ordering::Relaxed);
-            let _ = sampler.join();
-            println!(
-                "{{\"records\": {}, \"seconds\": {secs:.2}, \"peak_rss_mib\": {}, \"peak_anon_mib\": {}}}",
-                r.records,
-                dataformats::core::testing::peak_rss_mib(),
-                peak.load(Ordering::Relaxed) / 1024
-            );
+            let (r, secs, anon) = measured(|| convert(input.as_ref(), output.as_ref(), &lossy()))?;
+            print_line(r.records, secs, anon);
+        }
+        ["validate", input] => {
+            let (d, secs, anon) = measured(|| {
+                dataformats::describe::validate(
+                    input.as_ref(),
+                    &mut dataformats::core::progress::none(),
+                )
+            })?;
+            let records = ["samples", "records", "rows", "sequences"]
+                .iter()
+                .find_map(|k| d.json.get(k).and_then(serde_json::Value::as_u64))
+                .unwrap_or(0);
+            print_line(records, secs, anon);
         }
         _ => {
-            eprintln!("usage: bench_convert make OUT --mb N | bench_convert convert IN OUT");
+            eprintln!(
+                "usage: bench_convert make OUT --mb N | bench_convert convert IN OUT | bench_convert validate IN"
+            );
             std::process::exit(2);
         }
     }

@@ -566,6 +566,10 @@ impl Reader {
         if self.header.row_count == 0 {
             return Ok(());
         }
+        // Mapped pages go back as the pass goes on: a file of gigabytes
+        // checked with tens of megabytes resident.
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let live = self.columns.iter().filter(|c| !c.is_dead()).count() as u64;
         let total = live.saturating_mul(self.block_count());
         // Each live column's block table, then its blocks, in file order;

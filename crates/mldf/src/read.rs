@@ -893,6 +893,10 @@ impl Reader {
     /// checked so far out of all samples.
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         let h = &self.header;
+        // Mapped pages go back as the passes go on: a file of gigabytes
+        // checked with tens of megabytes resident.
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let mut prev: Option<Alloc> = None;
         for k in 0..self.num_allocs {
             let at = h.alloc_table_ptr + 16 * k;
@@ -943,11 +947,17 @@ impl Reader {
         if h.flags & FLAG_CHECKSUMMED != 0 {
             let mut c = ChecksumKind::Crc32.hasher();
             let mut at = h.data_ptr;
+            let mut released = at;
             while at < self.data_end {
                 let n = (self.data_end - at).min(1 << 20);
                 c.update(&self.src.bytes(at, n)?);
                 at += n;
+                if at - released >= dataformats_core::progress::RELEASE_STEP {
+                    self.src.release_range(released..at);
+                    released = at;
+                }
             }
+            self.src.release_range(released..at);
             let got = c.finish().value().unwrap_or(0) as u32;
             if got != h.data_crc32 {
                 return Err(Error::new(
