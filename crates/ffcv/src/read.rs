@@ -846,6 +846,10 @@ impl Reader {
     /// [`Reader::validate`], reporting the samples checked so far out of
     /// all samples.
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
+        // Mapped pages go back as the pass goes on: a file of gigabytes
+        // checked with tens of megabytes resident.
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let n = self.layout.num_allocations;
         let mut used = vec![0u64; n.div_ceil(64) as usize];
         let mut count = 0u64;
