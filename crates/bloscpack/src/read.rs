@@ -454,7 +454,8 @@ impl Reader {
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         // Mapped pages go back as the pass goes on: a file of gigabytes
         // checked with tens of megabytes resident.
-        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let mut releasing =
+            dataformats_core::progress::Releasing::new(&self.src, progress).in_file_order();
         let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let mut again = self.clone();
         again.opts.verify_checksums = true;

@@ -338,7 +338,8 @@ impl Reader {
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         // Mapped pages go back as the pass goes on: a file of gigabytes
         // checked with tens of megabytes resident.
-        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let mut releasing =
+            dataformats_core::progress::Releasing::new(&self.src, progress).in_file_order();
         let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let total = self.chunks.len() as u64;
         // Threads pay off from a few MB on.

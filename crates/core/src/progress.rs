@@ -42,6 +42,9 @@ pub struct Releasing<'a> {
     step: u64,
     /// Where the pass was (estimated) at the last release.
     released_at: u64,
+    /// Whether the pass reads the source front to back: only what lies
+    /// behind it goes back then.
+    in_order: bool,
 }
 
 impl<'a> Releasing<'a> {
@@ -60,7 +63,17 @@ impl<'a> Releasing<'a> {
             inner,
             step: step.max(1),
             released_at: 0,
+            in_order: false,
         }
+    }
+
+    /// For a pass that reads the source front to back (chunks or samples
+    /// in file order): each release gives back only the pages behind the
+    /// pass, so those other threads are reading just ahead stay. (A pass
+    /// that is not in order would keep what lies ahead of its estimate.)
+    pub fn in_file_order(mut self) -> Self {
+        self.in_order = true;
+        self
     }
 }
 
@@ -73,7 +86,11 @@ impl Progress for Releasing<'_> {
         let at = u128::from(self.src.len()) * u128::from(done.min(total)) / u128::from(total);
         let at = u64::try_from(at).unwrap_or(u64::MAX);
         if at.saturating_sub(self.released_at) >= self.step {
-            self.src.release_pages();
+            if self.in_order {
+                self.src.release_range(self.released_at..at);
+            } else {
+                self.src.release_pages();
+            }
             self.released_at = at;
         }
     }

@@ -232,6 +232,20 @@ fn a_releasing_pass_keeps_one_step_resident() {
     assert!(most <= 2048, "{most} KiB resident at most, of 8192");
     let want: Vec<(u64, u64)> = (1..=32).map(|k| (k * part, 8 << 20)).collect();
     assert_eq!(reports, want);
+    // Half the pass done with every page resident: all of them go back,
+    // or, for a pass in file order, only those behind it.
+    let touch = || all.iter().step_by(4096).map(|b| u64::from(*b)).sum::<u64>();
+    let mut quiet = dataformats_core::progress::none();
+    let mut progress = Releasing::with_step(&src, &mut quiet, 1 << 20);
+    assert_eq!(touch(), 5 * 2048);
+    progress.advance(4 << 20, 8 << 20);
+    assert_eq!(resident(), 0);
+    let mut progress = Releasing::with_step(&src, &mut quiet, 1 << 20).in_file_order();
+    assert_eq!(touch(), 5 * 2048);
+    progress.advance(4 << 20, 8 << 20);
+    let after = resident();
+    // (A release may take a whole 2 MiB block the kernel mapped at once.)
+    assert!((2048..=6144).contains(&after), "{after} KiB resident");
     drop(src);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -522,7 +522,8 @@ impl Reader {
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         // Mapped pages go back as the pass goes on: a file of gigabytes
         // checked with tens of megabytes resident.
-        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress);
+        let mut releasing =
+            dataformats_core::progress::Releasing::new(&self.src, progress).in_file_order();
         let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let total: u64 = self.index.iter().map(|e| u64::from(e.size)).sum();
         // Runs of samples read (decompressed, CRC checked) on every core
