@@ -45,6 +45,11 @@ pub struct Releasing<'a> {
     /// Whether the pass reads the source front to back: only what lies
     /// behind it goes back then.
     in_order: bool,
+    /// The `total` last reported, and the `done` from which the pass will
+    /// have gone a step past the last release (a report before it costs
+    /// one comparison).
+    total: u64,
+    next: u64,
 }
 
 impl<'a> Releasing<'a> {
@@ -64,6 +69,8 @@ impl<'a> Releasing<'a> {
             step: step.max(1),
             released_at: 0,
             in_order: false,
+            total: 0,
+            next: 0,
         }
     }
 
@@ -83,6 +90,13 @@ impl Progress for Releasing<'_> {
         if total == 0 {
             return;
         }
+        if total != self.total {
+            self.total = total;
+            self.next = self.first_done_past_step();
+        }
+        if done < self.next {
+            return;
+        }
         let at = u128::from(self.src.len()) * u128::from(done.min(total)) / u128::from(total);
         let at = u64::try_from(at).unwrap_or(u64::MAX);
         if at.saturating_sub(self.released_at) >= self.step {
@@ -92,6 +106,55 @@ impl Progress for Releasing<'_> {
                 self.src.release_pages();
             }
             self.released_at = at;
+        }
+        self.next = self.first_done_past_step();
+    }
+}
+
+impl Releasing<'_> {
+    /// The least `done` (of `self.total`) whose estimated place,
+    /// `len * done / total` rounded down, is a step past the last release:
+    /// `ceil((released_at + step) * total / len)`.
+    fn first_done_past_step(&self) -> u64 {
+        let len = u128::from(self.src.len());
+        if len == 0 {
+            return u64::MAX;
+        }
+        let past = u128::from(self.released_at) + u128::from(self.step);
+        past.checked_mul(u128::from(self.total))
+            .and_then(|p| u64::try_from(p.div_ceil(len)).ok())
+            .unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `done` a pass must reach before its next release is exactly
+    /// where the estimated place gets a step past the last release.
+    #[test]
+    fn the_next_release_is_where_the_estimate_passes_a_step() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        for _ in 0..300 {
+            let len = 1 + rng.below(5000);
+            let src = crate::Source::from_vec(vec![0; len as usize]);
+            let mut quiet = none();
+            let step = 1 + rng.below(len + 10);
+            let mut r = Releasing::with_step(&src, &mut quiet, step);
+            r.total = 1 + rng.below(3000);
+            r.released_at = rng.below(len + 1);
+            let next = r.first_done_past_step();
+            for done in 0..=r.total {
+                let at = len * done / r.total;
+                assert_eq!(
+                    done >= next,
+                    at >= r.released_at + step,
+                    "len {len} total {} step {step} at {} done {done}",
+                    r.total,
+                    r.released_at
+                );
+            }
         }
     }
 }
