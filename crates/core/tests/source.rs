@@ -150,18 +150,26 @@ fn sources_are_shared_across_threads() {
     });
 }
 
+/// `bytes` written to a file in a directory of its own (`prefix` and the
+/// process id) and mapped: the directory, to remove, and the mapping.
+#[cfg(target_os = "linux")]
+fn mapped(prefix: &str, bytes: Vec<u8>) -> (std::path::PathBuf, Source) {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.bin");
+    std::fs::write(&path, bytes).unwrap();
+    // SAFETY: the test owns the file and does not change it while mapped.
+    let src = unsafe { Source::map(&path) }.unwrap();
+    (dir, src)
+}
+
 /// Released pages of a mapped file leave this process's resident memory:
 /// all of them, or only the whole pages inside a part.
 #[cfg(target_os = "linux")]
 #[test]
 fn released_pages_leave_the_resident_set() {
-    let dir = std::env::temp_dir().join(format!("df-release-rss-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("f.bin");
     // Four MiB and a partial page.
-    std::fs::write(&path, vec![3u8; (4 << 20) + 100]).unwrap();
-    // SAFETY: the test owns the file and does not change it while mapped.
-    let src = unsafe { Source::map(&path) }.unwrap();
+    let (dir, src) = mapped("df-release-rss", vec![3u8; (4 << 20) + 100]);
     let all = src.as_slice().unwrap();
     let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
     let resident = || dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap();
@@ -198,12 +206,7 @@ fn released_pages_leave_the_resident_set() {
 fn a_releasing_pass_keeps_one_step_resident() {
     use dataformats_core::Progress;
     use dataformats_core::progress::Releasing;
-    let dir = std::env::temp_dir().join(format!("df-releasing-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("f.bin");
-    std::fs::write(&path, vec![5u8; 8 << 20]).unwrap();
-    // SAFETY: the test owns the file and does not change it while mapped.
-    let src = unsafe { Source::map(&path) }.unwrap();
+    let (dir, src) = mapped("df-releasing", vec![5u8; 8 << 20]);
     let all = src.as_slice().unwrap();
     let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
     let resident = || dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap();
