@@ -185,9 +185,57 @@ pub(super) struct Decoder {
     base: u64,
     batch: usize,
     path: String,
+    /// Set when columns of lists are read by following the offset index:
+    /// their version-1 pages' levels are checked against it before a
+    /// piece starts inside a row group.
+    lists: Option<ListCheck>,
+}
+
+/// The check of an offset index against the records the pages of columns
+/// of lists hold. A version-1 page's header says how many levels it holds,
+/// not how many records, so an index that misplaces a page by a record or
+/// two agrees with the headers; a reader following it would start a run
+/// at the wrong record. The first piece that starts inside a row group
+/// reads the levels of that group's list pages (decompressed, as each
+/// page's records are counted from its repetition levels); a group whose
+/// pages do not hold the records the index says is read without the
+/// index (from its start, the records before the piece stepped over by
+/// their levels).
+struct ListCheck {
+    /// The leaf columns read that repeat, with their greatest repetition
+    /// level.
+    leaves: Vec<(usize, i16)>,
+    /// Per row group: whether its index agrees with its list pages.
+    groups: Vec<std::sync::OnceLock<bool>>,
+    /// The metadata without the offset index.
+    bare: ArrowReaderMetadata,
 }
 
 impl Decoder {
+    /// The metadata a piece of row group `group` starting `skip` records
+    /// into it is read with: the file's, or for a group whose list pages
+    /// disagree with the offset index (checked here the first time), the
+    /// same without the index.
+    fn meta_for(&self, group: usize, skip: usize) -> &ArrowReaderMetadata {
+        let Some(lists) = &self.lists else {
+            return &self.meta;
+        };
+        if skip == 0 {
+            // Read from the group's start: no record is stepped over.
+            return &lists.bare;
+        }
+        let agrees = lists.groups.get(group).is_some_and(|ok| {
+            *ok.get_or_init(|| {
+                let what = || format!("row group {group}: the pages of its lists");
+                super::caught(&self.path, what, "Parquet reader", || {
+                    lists_agree(&self.input, self.meta.metadata(), group, &lists.leaves)
+                })
+                .unwrap_or(false)
+            })
+        });
+        if agrees { &self.meta } else { &lists.bare }
+    }
+
     /// The row group record `at` lies in (the last one for the end).
     fn group_of(&self, at: u64) -> usize {
         self.starts
@@ -251,7 +299,7 @@ impl Decoder {
         super::caught(&self.path, what, "Parquet reader", || {
             Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
                 self.input.clone(),
-                self.meta.clone(),
+                self.meta_for(piece.group, skip).clone(),
             )
             .with_row_groups(vec![piece.group])
             .with_projection(self.mask.clone())
@@ -666,6 +714,173 @@ fn index_agrees(input: &Positioned, md: &ParquetMetaData, leaves: &[usize]) -> R
     Ok(true)
 }
 
+/// Whether the version-1 data pages of the repeated leaf columns `leaves`
+/// (each with its greatest repetition level) in row group `group` hold
+/// the records the offset index of `md` says: each page's repetition
+/// levels read, the page starting a record (level 0) and holding as many
+/// as the index gives it. Version-2 pages say how many records they hold
+/// in their headers ([`index_agrees`] compared those).
+fn lists_agree(
+    input: &Positioned,
+    md: &ParquetMetaData,
+    group: usize,
+    leaves: &[(usize, i16)],
+) -> Result<bool, Error> {
+    use parquet::basic::Encoding;
+    use parquet::column::page::{Page, PageReader};
+    let (Some(index), Some(g)) = (md.offset_index(), md.row_groups().get(group)) else {
+        return Ok(false);
+    };
+    let Some(cols) = index.get(group) else {
+        return Ok(false);
+    };
+    let rows = usize::try_from(g.num_rows()).unwrap_or(0);
+    let reader = Arc::new(input.clone());
+    for &(c, max_rep) in leaves {
+        let (Some(o), Some(col)) = (cols.get(c), g.columns().get(c)) else {
+            return Ok(false);
+        };
+        let locations = o.page_locations();
+        let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
+            reader.clone(),
+            col,
+            rows,
+            None,
+        )?;
+        let mut k = 0;
+        while let Some(page) = pages.peek_next_page()? {
+            if page.is_dict || page.num_rows.is_some() {
+                k += usize::from(!page.is_dict);
+                pages.skip_next_page()?;
+                continue;
+            }
+            let (
+                Some(at),
+                Some(Page::DataPage {
+                    buf,
+                    num_values,
+                    rep_level_encoding: Encoding::RLE,
+                    ..
+                }),
+            ) = (locations.get(k), pages.get_next_page()?)
+            else {
+                return Ok(false);
+            };
+            let next = locations
+                .get(k + 1)
+                .map_or(g.num_rows(), |n| n.first_row_index);
+            let want = u64::try_from(next.saturating_sub(at.first_row_index)).unwrap_or(0);
+            if records_in_levels(&buf, num_values, max_rep) != Some(want) {
+                return Ok(false);
+            }
+            k += 1;
+        }
+        if k != locations.len() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The records a version-1 data page holds, from `levels`, the page's
+/// decompressed body starting with its repetition levels: a 4-byte
+/// length, then `count` levels of `max_rep`'s bit width as runs of the
+/// RLE/bit-packing hybrid (a varint header; its low bit set: groups of
+/// eight values bit-packed, else one value repeated). A record starts at
+/// each level 0. `None` unless the levels decode, the first is 0 and
+/// `count` is not 0.
+fn records_in_levels(levels: &[u8], count: u32, max_rep: i16) -> Option<u64> {
+    let width = 16 - u16::try_from(max_rep).ok()?.leading_zeros();
+    if width == 0 || count == 0 {
+        return None;
+    }
+    let len = u32::from_le_bytes(levels.get(..4)?.try_into().ok()?);
+    let mut data = levels.get(4..4 + usize::try_from(len).ok()?)?;
+    let mut left = u64::from(count);
+    let (mut records, mut first) = (0u64, true);
+    while left > 0 {
+        let mut header = 0u64;
+        let mut shift = 0;
+        loop {
+            let (&b, rest) = data.split_first()?;
+            data = rest;
+            header |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+            if shift > 28 {
+                return None;
+            }
+        }
+        let n = header >> 1;
+        if header & 1 == 1 {
+            // `n` groups of eight values, `width` bits each, the first
+            // value in the lowest bits.
+            let bytes = usize::try_from(n.checked_mul(u64::from(width))?).ok()?;
+            let packed = data.get(..bytes)?;
+            data = data.get(bytes..)?;
+            let take = left.min(n * 8);
+            // The first level's bits (the loop below checks wider ones).
+            let low = (1u16 << width.min(8)) - 1;
+            if first && width <= 8 && u16::from(*packed.first()?) & low != 0 {
+                return None;
+            }
+            if width == 1 {
+                // One bit per level (lists not nested): the zero bits.
+                let whole = usize::try_from(take / 8).ok()?;
+                let ones: u64 = packed
+                    .get(..whole)?
+                    .iter()
+                    .map(|b| u64::from(b.count_ones()))
+                    .sum();
+                let rest = u8::try_from(take % 8).ok()?;
+                let tail = match rest {
+                    0 => 0,
+                    r => u64::from((packed.get(whole)? & ((1u8 << r) - 1)).count_ones()),
+                };
+                records += take - ones - tail;
+            } else {
+                for i in 0..take {
+                    let bit = i * u64::from(width);
+                    let mut v = 0u32;
+                    for j in 0..u64::from(width) {
+                        let at = usize::try_from((bit + j) / 8).ok()?;
+                        v |= u32::from(packed.get(at)? >> ((bit + j) % 8) & 1) << j;
+                    }
+                    if first && v != 0 {
+                        return None;
+                    }
+                    first = false;
+                    records += u64::from(v == 0);
+                }
+            }
+            first = false;
+            left -= take;
+        } else {
+            if n == 0 {
+                return None;
+            }
+            let bytes = usize::try_from(width.div_ceil(8)).ok()?;
+            let mut v = 0u32;
+            for (j, &b) in data.get(..bytes)?.iter().enumerate() {
+                v |= u32::from(b) << (8 * j);
+            }
+            data = data.get(bytes..)?;
+            if first && v != 0 {
+                return None;
+            }
+            first = false;
+            let take = left.min(n);
+            if v == 0 {
+                records += take;
+            }
+            left -= take;
+        }
+    }
+    Some(records)
+}
+
 /// Opens the Parquet file `path` as typed batches.
 pub(super) fn open(path: &Path, opts: &ConvertOptions) -> Result<Input, Error> {
     open_in_runs(path, opts, PART_BYTES)
@@ -753,6 +968,28 @@ fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result
         meta = ArrowReaderMetadata::try_new(Arc::new(bare), ArrowReaderOptions::new())?;
     }
     let md = meta.metadata().clone();
+    let descr = md.file_metadata().schema_descr();
+    let repeat: Vec<(usize, i16)> = leaves
+        .iter()
+        .filter(|&&c| c < descr.num_columns())
+        .map(|&c| (c, descr.column(c).max_rep_level()))
+        .filter(|&(_, rep)| rep > 0)
+        .collect();
+    let lists = match md.offset_index() {
+        Some(_) if !repeat.is_empty() => Some(ListCheck {
+            leaves: repeat,
+            groups: md
+                .row_groups()
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            bare: ArrowReaderMetadata::try_new(
+                Arc::new((*md).clone().into_builder().set_offset_index(None).build()),
+                ArrowReaderOptions::new(),
+            )?,
+        }),
+        _ => None,
+    };
     let split = runs_possible(&md, &leaves);
     let starts = group_starts(&md, path)?;
     let rows = starts.last().copied().unwrap_or(0);
@@ -791,6 +1028,7 @@ fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result
         base: range.start,
         batch: usize::try_from(batch).unwrap_or(usize::MAX).max(1),
         path,
+        lists,
     };
     let decoder = Arc::new(decoder);
     let view = split.then(|| View {
@@ -1149,11 +1387,166 @@ mod tests {
         }
     }
 
+    /// `levels` as the RLE/bit-packing hybrid of `width` bits, after a
+    /// 4-byte length: runs of equal levels of 8 or more as repeated
+    /// values, the rest bit-packed in groups of eight (the last group
+    /// padded with zeros).
+    fn hybrid(levels: &[u32], width: u32) -> Vec<u8> {
+        fn varint(out: &mut Vec<u8>, mut v: u64) {
+            while v >= 0x80 {
+                out.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        }
+        let mut body = Vec::new();
+        let mut i = 0;
+        while i < levels.len() {
+            let same = levels[i..].iter().take_while(|&&v| v == levels[i]).count();
+            if same >= 8 {
+                varint(&mut body, (same as u64) << 1);
+                body.extend_from_slice(&levels[i].to_le_bytes()[..width.div_ceil(8) as usize]);
+                i += same;
+                continue;
+            }
+            let mut n = 0;
+            while i + n < levels.len()
+                && levels[i + n..]
+                    .iter()
+                    .take_while(|&&v| v == levels[i + n])
+                    .count()
+                    < 8
+            {
+                n += 8;
+            }
+            let groups = n / 8;
+            varint(&mut body, ((groups as u64) << 1) | 1);
+            let mut bits = vec![0u8; groups * width as usize];
+            for k in 0..n {
+                let v = levels.get(i + k).copied().unwrap_or(0);
+                for j in 0..width as usize {
+                    let bit = k * width as usize + j;
+                    bits[bit / 8] |= (((v >> j) & 1) as u8) << (bit % 8);
+                }
+            }
+            body.extend_from_slice(&bits);
+            i += n;
+        }
+        let mut out = (body.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// A page's records are its repetition levels of 0, read through runs
+    /// of both kinds and of widths 1 to 9, whatever follows the levels; a
+    /// page not starting a record, levels cut short or a run of none is
+    /// `None`.
+    #[test]
+    fn records_are_counted_from_repetition_levels() {
+        let mut rng = crate::core::rng::SplitMix64::new(5);
+        for case in 0..400 {
+            let max_rep = [1i16, 2, 3, 7, 255, 256, 300][case % 7];
+            let width = 16 - (max_rep as u16).leading_zeros();
+            let n = 1 + rng.below(300) as usize;
+            let mut levels: Vec<u32> = (0..n)
+                .map(|_| match rng.below(4) {
+                    0 => 0,
+                    _ => rng.below(max_rep as u64 + 1) as u32,
+                })
+                .collect();
+            // Long runs, for the repeated-value runs.
+            if case % 3 == 0 {
+                let at = rng.below(n as u64) as usize;
+                let v = levels[at];
+                levels.splice(at..at, std::iter::repeat_n(v, 20));
+            }
+            levels[0] = 0;
+            let mut page = hybrid(&levels, width);
+            page.extend_from_slice(&[0xff; 5]);
+            let zeros = levels.iter().filter(|&&v| v == 0).count() as u64;
+            let count = levels.len() as u32;
+            assert_eq!(
+                super::records_in_levels(&page, count, max_rep),
+                Some(zeros),
+                "case {case}"
+            );
+            // Fewer levels than the page holds: those only.
+            let fewer = count / 2 + 1;
+            let zeros = levels[..fewer as usize].iter().filter(|&&v| v == 0).count() as u64;
+            assert_eq!(super::records_in_levels(&page, fewer, max_rep), Some(zeros));
+            // More levels than the runs hold, or the runs cut short.
+            assert_eq!(super::records_in_levels(&page, count + 8, max_rep), None);
+            let short = hybrid(&levels, width);
+            let len = u32::from_le_bytes(short[..4].try_into().unwrap());
+            assert_eq!(
+                super::records_in_levels(&short[..short.len() - 1], count, max_rep),
+                None
+            );
+            assert!(len > 0);
+            // Not starting a record.
+            let mut mid = levels.clone();
+            mid[0] = 1;
+            assert_eq!(
+                super::records_in_levels(&hybrid(&mid, width), count, max_rep),
+                None
+            );
+        }
+        // A repeated-value run of no values would never end.
+        assert_eq!(super::records_in_levels(&[2, 0, 0, 0, 0, 0], 4, 1), None);
+        assert_eq!(super::records_in_levels(&[], 1, 1), None);
+        assert_eq!(super::records_in_levels(&hybrid(&[0], 1), 0, 1), None);
+    }
+
+    /// On a file as the parquet crate writes it (version-1 pages, lists
+    /// in most of them), every row group's list pages agree with its
+    /// offset index; an index moved by one record at one page does not.
+    #[test]
+    fn list_pages_are_checked_against_the_offset_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.parquet");
+        write(&path, true);
+        let (md, leaves) = leaves_of(&path, &[0, 1, 2, 3]);
+        let descr = md.file_metadata().schema_descr();
+        let lists: Vec<(usize, i16)> = leaves
+            .iter()
+            .map(|&c| (c, descr.column(c).max_rep_level()))
+            .filter(|&(_, r)| r > 0)
+            .collect();
+        assert_eq!(lists.len(), 2);
+        let file = std::fs::File::open(&path).unwrap();
+        let input = super::Positioned {
+            src: crate::core::Source::from_file(file).unwrap(),
+            limits: crate::core::Limits::default(),
+        };
+        for g in 0..md.num_row_groups() {
+            assert!(
+                super::lists_agree(&input, &md, g, &lists).unwrap(),
+                "row group {g}"
+            );
+        }
+        let mut index = md.offset_index().unwrap().clone();
+        let moved = &mut index[1][lists[0].0];
+        let mut pages = moved.page_locations().clone();
+        assert!(pages.len() > 3);
+        pages[2].first_row_index += 1;
+        *moved = parquet::file::page_index::offset_index::OffsetIndexMetaData {
+            page_locations: pages,
+            ..moved.clone()
+        };
+        let bad = md
+            .clone()
+            .into_builder()
+            .set_offset_index(Some(index))
+            .build();
+        assert!(super::lists_agree(&input, &bad, 0, &lists).unwrap());
+        assert!(!super::lists_agree(&input, &bad, 1, &lists).unwrap());
+    }
+
     /// Every byte of the first row group's offset index changed (by one):
     /// the input reads to its end or to an error, never a panic, on one
-    /// thread and on three; for the columns that do not repeat (whose page
-    /// headers say how many records each page holds), what it reads to the
-    /// end is the file's records.
+    /// thread and on three, and what it reads to the end is the file's
+    /// records (for the columns of lists too: their pages' levels are
+    /// checked against the index).
     #[test]
     fn damaged_offset_indexes_end_in_an_error_or_in_records() {
         let dir = tempfile::tempdir().unwrap();
@@ -1196,11 +1589,12 @@ mod tests {
                         let Ok(got) = got.into_iter().collect::<Result<Vec<_>, _>>() else {
                             continue;
                         };
-                        if !repeats {
-                            let got =
-                                arrow_select::concat::concat_batches(&want.schema(), &got).unwrap();
-                            assert!(got == want, "byte {at} set to {v}");
-                        }
+                        let got =
+                            arrow_select::concat::concat_batches(&want.schema(), &got).unwrap();
+                        assert!(
+                            got == want,
+                            "byte {at} set to {v} (a list column's index: {repeats})"
+                        );
                     }
                 }
             }
