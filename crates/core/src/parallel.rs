@@ -670,21 +670,7 @@ mod tests {
     /// by the time the run returns: nothing of a run outlives it.
     #[test]
     fn workers_have_exited_when_a_run_returns() {
-        use std::sync::atomic::AtomicUsize;
-        static MADE: AtomicUsize = AtomicUsize::new(0);
-        static DROPPED: AtomicUsize = AtomicUsize::new(0);
-        struct Counted;
-        impl Drop for Counted {
-            fn drop(&mut self) {
-                // Slow, so that a run not waiting for it would be caught.
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                DROPPED.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        thread_local!(static MINE: Counted = {
-            MADE.fetch_add(1, Ordering::SeqCst);
-            Counted
-        });
+        let exits = crate::testing::ThreadExits::new();
         let caller = std::thread::current().id();
         for round in 0..5 {
             let mut n = 0;
@@ -696,16 +682,15 @@ mod tests {
                 },
                 |x: u32| {
                     if std::thread::current().id() != caller {
-                        MINE.with(|_| ());
+                        exits.touch();
                     }
                     x
                 },
                 |_| Ok(()),
             )
             .unwrap();
-            let made = MADE.load(Ordering::SeqCst);
-            assert!(made > 0, "round {round}: no worker ran");
-            assert_eq!(DROPPED.load(Ordering::SeqCst), made, "round {round}");
+            assert!(exits.made() > 0, "round {round}: no worker ran");
+            assert_eq!(exits.exited(), exits.made(), "round {round}");
         }
     }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::panic)]
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A new file path in `dir` (created if missing), named from `stem`, the
 /// process id and a counter: no two calls in one process return the same
@@ -254,4 +255,56 @@ pub fn assert_source_is(e: &dyn std::error::Error, core: &crate::Error) {
     };
     assert_eq!(source.to_string(), core.to_string(), "{e}");
     assert!(source.downcast_ref::<crate::Error>().is_some(), "{e}");
+}
+
+/// Counts of the threads that touched a [`ThreadExits`] and of those that
+/// have since exited: a thread's touch leaves a thread-local value behind
+/// whose drop (when the thread exits, after its closure has returned)
+/// takes a while and is then counted. A function that starts threads and
+/// joins them before it returns leaves `made() == exited()`; one that
+/// returns when the threads' closures have returned (as a scope does)
+/// leaves a thread-local value still being dropped.
+#[derive(Debug, Default, Clone)]
+pub struct ThreadExits(std::sync::Arc<(AtomicUsize, AtomicUsize)>);
+
+/// The value a thread touching a [`ThreadExits`] keeps until it exits.
+struct Probe(std::sync::Arc<(AtomicUsize, AtomicUsize)>);
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        // Slow, so that a caller not waiting for it is caught.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        self.0.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+thread_local!(static PROBE: std::cell::RefCell<Option<Probe>> = const { std::cell::RefCell::new(None) });
+
+impl ThreadExits {
+    /// New counts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Leaves a value on the calling thread (once per thread) that counts
+    /// the thread's exit. Call it only on threads that exit.
+    pub fn touch(&self) {
+        PROBE.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.is_none() {
+                self.0.0.fetch_add(1, Ordering::SeqCst);
+                *p = Some(Probe(self.0.clone()));
+            }
+        });
+    }
+
+    /// Threads that touched these counts.
+    pub fn made(&self) -> usize {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    /// Threads that touched these counts and have exited.
+    pub fn exited(&self) -> usize {
+        self.0.1.load(Ordering::SeqCst)
+    }
 }

@@ -1208,9 +1208,13 @@ fn read_ahead<T>(
     let active = crate::core::parallel::Active::new(threads - 1);
     let pace = Pace::new(active.clone(), threads - 1, threads);
     std::thread::scope(|s| {
-        s.spawn(move || stream.send_all(threads, &active, &mut |b| tx.send(b).is_ok()));
-        // Dropped when `consume` returns, before the scope waits for the
-        // reader: a reader blocked on a full channel then stops.
+        // Dropped last: the reader joined (so nothing of its thread
+        // outlives the call) after the receiver below is gone.
+        let _reader = crate::core::parallel::Joined(vec![s.spawn(move || {
+            stream.send_all(threads, &active, &mut |b| tx.send(b).is_ok());
+        })]);
+        // Dropped when `consume` returns, before the reader is joined: a
+        // reader blocked on a full channel then stops.
         let mut received = Received {
             schema,
             rx,
@@ -1498,6 +1502,8 @@ mod tests {
         schema: SchemaRef,
         fail_at: usize,
         asked: Arc<AtomicUsize>,
+        /// Touched when a batch is read on another thread than this one.
+        exits: Option<(crate::core::testing::ThreadExits, std::thread::ThreadId)>,
     }
 
     impl BatchStream for Counting {
@@ -1505,6 +1511,11 @@ mod tests {
             self.schema.clone()
         }
         fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+            if let Some((exits, caller)) = &self.exits
+                && std::thread::current().id() != *caller
+            {
+                exits.touch();
+            }
             let k = self.asked.fetch_add(1, Ordering::SeqCst);
             if k == self.fail_at {
                 return Some(Err(Error::invalid(format!("batch {k} is broken"))));
@@ -1526,8 +1537,33 @@ mod tests {
             schema,
             fail_at,
             asked: asked.clone(),
+            exits: None,
         };
         (s, asked)
+    }
+
+    /// The reading thread has exited (its thread-local values dropped)
+    /// when the conversion returns: after reading to the end, and after a
+    /// writer that stopped early left it blocked on a full channel.
+    #[test]
+    fn the_reader_does_not_outlive_the_conversion() {
+        let exits = crate::core::testing::ThreadExits::new();
+        for (round, stop_early) in [false, true, false, true].into_iter().enumerate() {
+            let (mut s, _) = counting(if stop_early { usize::MAX } else { 30 });
+            s.exits = Some((exits.clone(), std::thread::current().id()));
+            read_ahead(&mut s, 2, |stream| {
+                while let Some(Ok(_)) = stream.next_batch() {
+                    if stop_early {
+                        break;
+                    }
+                }
+            });
+            assert!(
+                exits.made() > round / 2,
+                "round {round}: nothing read ahead"
+            );
+            assert_eq!(exits.exited(), exits.made(), "round {round}");
+        }
     }
 
     /// Read on a thread of its own or not, the writer gets the batches in

@@ -28,6 +28,7 @@ use parquet::arrow::arrow_writer::{
 };
 use parquet::file::writer::SerializedFileWriter;
 
+use crate::core::parallel::Joined;
 use crate::dataset::{Error, Parts};
 
 /// Rows in a row group at most (as in [`super::ExportFormat::Parquet`]).
@@ -157,11 +158,14 @@ fn write_sized<W: Write + Send>(
     let mut rows = 0u64;
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     std::thread::scope(|s| {
+        // Dropped last: the workers joined once the results' channel is
+        // gone and `stop` set, so none outlives the call.
+        let mut joined = Joined(Vec::with_capacity(workers));
         for _ in 0..workers {
             let tx = tx.clone();
             let (plan, next, last, stop, factory, first) =
                 (&plan, &next, &last, &stop, &factory, &first);
-            s.spawn(move || {
+            joined.0.push(s.spawn(move || {
                 loop {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(range) = plan.get(k) else { break };
@@ -187,7 +191,7 @@ fn write_sized<W: Write + Send>(
                     }
                     break;
                 }
-            });
+            }));
         }
         drop(tx);
         let r = deliver(rx, plan.len(), &mut file, &mut rows, progress);
@@ -312,10 +316,14 @@ fn write_stream_sized<W: Write + Send>(
         let taken = std::sync::Mutex::new(taken);
         let (tx, rx) = mpsc::channel::<(usize, Msg)>();
         std::thread::scope(|s| {
+            // Dropped last: the workers joined once the jobs' sender (moved
+            // into `feed`) and the results' receiver are gone and `stop`
+            // set.
+            let mut joined = Joined(Vec::with_capacity(threads));
             for _ in 0..threads {
                 let tx = tx.clone();
                 let (taken, stop, factory) = (&taken, &stop, &factory);
-                s.spawn(move || {
+                joined.0.push(s.spawn(move || {
                     loop {
                         let job = match taken.lock() {
                             Ok(t) => t.recv(),
@@ -332,7 +340,7 @@ fn write_stream_sized<W: Write + Send>(
                         }
                         break;
                     }
-                });
+                }));
             }
             drop(tx);
             let mut d = Delivery::new(&mut file);
@@ -647,6 +655,9 @@ mod tests {
         n: u64,
         batch: u64,
         bad: Vec<u64>,
+        /// Touched by every thread other than the given one that reads a
+        /// part.
+        exits: Option<(crate::core::testing::ThreadExits, std::thread::ThreadId)>,
     }
 
     impl Numbers {
@@ -662,6 +673,7 @@ mod tests {
                 n,
                 batch,
                 bad,
+                exits: None,
             }
         }
     }
@@ -680,6 +692,11 @@ mod tests {
                 let end = rows.end.min(at + batch);
                 let read = at..end;
                 at = end;
+                if let Some((exits, caller)) = &self.exits
+                    && std::thread::current().id() != *caller
+                {
+                    exits.touch();
+                }
                 if read.contains(&self.panics_at) {
                     panic!("record {} panics", self.panics_at);
                 }
@@ -806,6 +823,81 @@ mod tests {
         assert_eq!(read(a).0, lengths(34));
         // The integers keep their dictionary, the floats go without.
         assert_eq!(dictionaries, [true, false]);
+    }
+
+    /// The threads that read and encode the parts have exited (their
+    /// thread-local values dropped) by the time the file is written.
+    #[test]
+    fn no_worker_outlives_the_writing_of_parts() {
+        let exits = crate::core::testing::ThreadExits::new();
+        let mut parts = Numbers::new(6_000, 128, Vec::new());
+        parts.exits = Some((exits.clone(), std::thread::current().id()));
+        for round in 0..3 {
+            let (r, _, _) = parquet(&parts, 3, sizes(1_000, 100_000, usize::MAX));
+            assert_eq!(r.unwrap(), 6_000);
+            assert!(exits.made() > 0, "round {round}: no worker read");
+            assert_eq!(exits.exited(), exits.made(), "round {round}");
+        }
+    }
+
+    /// The same for a stream read in order, whose parts the workers
+    /// encode: the batches they are handed end on their threads (each
+    /// batch's values held by an owner that touches the counts when it
+    /// is dropped on a worker).
+    #[test]
+    fn no_worker_outlives_the_writing_of_a_stream() {
+        use arrow_buffer::{Buffer, ScalarBuffer};
+        /// Values whose drop on a thread other than the caller's is
+        /// counted.
+        struct Owner(
+            Vec<i64>,
+            crate::core::testing::ThreadExits,
+            std::thread::ThreadId,
+        );
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                if std::thread::current().id() != self.2 {
+                    self.1.touch();
+                }
+            }
+        }
+        let exits = crate::core::testing::ThreadExits::new();
+        let caller = std::thread::current().id();
+        let schema = Numbers::new(0, 1, Vec::new()).schema;
+        for round in 0..3 {
+            let mut at = 0i64;
+            let batches = std::iter::from_fn(|| {
+                if at >= 47 * 128 {
+                    return None;
+                }
+                let range = at..at + 128;
+                at = range.end;
+                let owner = Arc::new(Owner(range.clone().collect(), exits.clone(), caller));
+                let ptr = std::ptr::NonNull::new(owner.0.as_ptr().cast_mut().cast::<u8>()).unwrap();
+                // SAFETY: `ptr` points at `owner`'s 128 values (1,024
+                // bytes, aligned for i64), kept alive and unchanged by
+                // the `Arc` the buffer holds.
+                let buffer = unsafe { Buffer::from_custom_allocation(ptr, 128 * 8, owner) };
+                let ids = Int64Array::new(ScalarBuffer::new(buffer, 0, 128), None);
+                let xs = Float64Array::from_iter_values(range.map(|i| i as f64));
+                Some(Ok(RecordBatch::try_new(
+                    schema.clone(),
+                    vec![Arc::new(ids), Arc::new(xs)],
+                )
+                .unwrap()))
+            });
+            let mut stream = BatchIter::new(schema.clone(), batches);
+            let mut out = Vec::new();
+            let w = super::super::parquet_writer(&mut out, &schema).unwrap();
+            let sizes = sizes(1_000, 100_000, usize::MAX);
+            let r = write_stream_sized(None, &mut stream, &schema, w, 3, sizes, &mut |_| {});
+            assert_eq!(r.unwrap(), 47 * 128);
+            assert!(
+                exits.made() > 0,
+                "round {round}: no batch ended on a worker"
+            );
+            assert_eq!(exits.exited(), exits.made(), "round {round}");
+        }
     }
 
     #[test]
