@@ -662,53 +662,20 @@ fn pages_sound(
 /// does). Runs follow the index to where they start; a file whose index
 /// disagrees is read as if it had none.
 fn index_agrees(input: &Positioned, md: &ParquetMetaData, leaves: &[usize]) -> Result<bool, Error> {
-    use parquet::column::page::PageReader;
-    let Some(index) = md.offset_index() else {
+    if md.offset_index().is_none() {
         return Ok(true);
-    };
+    }
     let descr = md.file_metadata().schema_descr();
-    let reader = Arc::new(input.clone());
-    for (cols, g) in index.iter().zip(md.row_groups()) {
-        let rows = usize::try_from(g.num_rows()).unwrap_or(0);
-        for &c in leaves {
-            let (Some(o), Some(col)) = (cols.get(c), g.columns().get(c)) else {
-                return Ok(false);
-            };
-            let repeats = c < descr.num_columns() && descr.column(c).max_rep_level() > 0;
-            let locations = o.page_locations();
-            let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
-                reader.clone(),
-                col,
-                rows,
-                None,
-            )?;
-            let mut k = 0;
-            while let Some(page) = pages.peek_next_page()? {
-                if !page.is_dict {
-                    let Some(at) = locations.get(k) else {
-                        return Ok(false);
-                    };
-                    let next = locations
-                        .get(k + 1)
-                        .map_or(g.num_rows(), |n| n.first_row_index);
-                    let want =
-                        usize::try_from(next.saturating_sub(at.first_row_index)).unwrap_or(0);
-                    let agrees = match (page.num_rows, page.num_levels) {
-                        (Some(r), _) => r == want,
-                        (None, Some(l)) if repeats => l >= want,
-                        (None, Some(l)) => l == want,
-                        (None, None) => false,
-                    };
-                    if !agrees {
-                        return Ok(false);
-                    }
-                    k += 1;
-                }
-                pages.skip_next_page()?;
-            }
-            if k != locations.len() {
-                return Ok(false);
-            }
+    let leaves: Vec<(usize, i16)> = leaves
+        .iter()
+        .map(|&c| {
+            let rep = (c < descr.num_columns()).then(|| descr.column(c).max_rep_level());
+            (c, rep.unwrap_or(0))
+        })
+        .collect();
+    for group in 0..md.num_row_groups() {
+        if !pages_agree(input, md, group, &leaves, false)? {
+            return Ok(false);
         }
     }
     Ok(true)
@@ -726,6 +693,23 @@ fn lists_agree(
     group: usize,
     leaves: &[(usize, i16)],
 ) -> Result<bool, Error> {
+    pages_agree(input, md, group, leaves, true)
+}
+
+/// Whether the pages of the leaf columns `leaves` (each with its greatest
+/// repetition level) in row group `group` are where and as many as the
+/// offset index of `md` says, each holding the records the index gives
+/// it: by its header (a version-2 page's record count; a version-1 page's
+/// level count, one per record where the column does not repeat, at least
+/// one where it does) or, with `levels`, for a version-1 page of a column
+/// that repeats, by its repetition levels ([`records_in_levels`]).
+fn pages_agree(
+    input: &Positioned,
+    md: &ParquetMetaData,
+    group: usize,
+    leaves: &[(usize, i16)],
+    levels: bool,
+) -> Result<bool, Error> {
     use parquet::basic::Encoding;
     use parquet::column::page::{Page, PageReader};
     let (Some(index), Some(g)) = (md.offset_index(), md.row_groups().get(group)) else {
@@ -740,6 +724,7 @@ fn lists_agree(
         let (Some(o), Some(col)) = (cols.get(c), g.columns().get(c)) else {
             return Ok(false);
         };
+        let repeats = max_rep > 0;
         let locations = o.page_locations();
         let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
             reader.clone(),
@@ -749,29 +734,37 @@ fn lists_agree(
         )?;
         let mut k = 0;
         while let Some(page) = pages.peek_next_page()? {
-            if page.is_dict || page.num_rows.is_some() {
-                k += usize::from(!page.is_dict);
+            if page.is_dict {
                 pages.skip_next_page()?;
                 continue;
             }
-            let (
-                Some(at),
-                Some(Page::DataPage {
-                    buf,
-                    num_values,
-                    rep_level_encoding: Encoding::RLE,
-                    ..
-                }),
-            ) = (locations.get(k), pages.get_next_page()?)
-            else {
+            let Some(at) = locations.get(k) else {
                 return Ok(false);
             };
             let next = locations
                 .get(k + 1)
                 .map_or(g.num_rows(), |n| n.first_row_index);
-            let want = u64::try_from(next.saturating_sub(at.first_row_index)).unwrap_or(0);
-            if records_in_levels(&buf, num_values, max_rep) != Some(want) {
+            let want = usize::try_from(next.saturating_sub(at.first_row_index)).unwrap_or(0);
+            let agrees = match (page.num_rows, page.num_levels) {
+                (Some(r), _) => r == want,
+                (None, Some(_)) if repeats && levels => match pages.get_next_page()? {
+                    Some(Page::DataPage {
+                        buf,
+                        num_values,
+                        rep_level_encoding: Encoding::RLE,
+                        ..
+                    }) => records_in_levels(&buf, num_values, max_rep) == Some(want as u64),
+                    _ => false,
+                },
+                (None, Some(l)) if repeats => l >= want,
+                (None, Some(l)) => l == want,
+                (None, None) => false,
+            };
+            if !agrees {
                 return Ok(false);
+            }
+            if !(repeats && levels && page.num_rows.is_none()) {
+                pages.skip_next_page()?;
             }
             k += 1;
         }
@@ -906,7 +899,11 @@ fn runs_possible(md: &ParquetMetaData, leaves: &[usize]) -> bool {
 }
 
 /// [`open`], in runs of about `part_bytes` of the columns read.
-fn open_in_runs(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result<Input, Error> {
+pub(super) fn open_in_runs(
+    path: &Path,
+    opts: &ConvertOptions,
+    part_bytes: u64,
+) -> Result<Input, Error> {
     let name = path.display().to_string();
     let what = || "the file's footer".to_string();
     super::caught(&name, what, "Parquet reader", || {
