@@ -602,6 +602,49 @@ fn seed(target: &str, corpus: &Path) -> Result<usize, String> {
                 }
             }
         }
+        "facade_import" => {
+            // Small MLDF vectors converted into each table kind the target
+            // picks by its first byte (Parquet in pages of a few records,
+            // so that runs start inside row groups), and a few lines of
+            // CSV and JSON.
+            let tmp = std::env::temp_dir().join(format!("df-import-seeds-{}", std::process::id()));
+            fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            let mut files = Vec::new();
+            files_with_suffix(&vectors_dir().join("mldf"), ".mldf", &mut files);
+            files.sort();
+            let opts = dataformats::convert::ConvertOptions {
+                lossy: true,
+                ..Default::default()
+            };
+            for p in files
+                .iter()
+                .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() <= 16 << 10))
+                .take(6)
+            {
+                for (pick, ext) in ["parquet", "arrow", "arrows", "csv", "jsonl"]
+                    .iter()
+                    .enumerate()
+                {
+                    let out = tmp.join(format!("seed.{ext}"));
+                    let _ = fs::remove_file(&out);
+                    if dataformats::convert::convert(p, &out, &opts).is_err() {
+                        continue;
+                    }
+                    let Ok(b) = fs::read(&out) else { continue };
+                    if b.len() <= 64 << 10 {
+                        let mut seed = vec![pick as u8];
+                        seed.extend_from_slice(&b);
+                        seeds.push((format!("{ext}-{}", seeds.len()), seed));
+                    }
+                }
+            }
+            let _ = fs::remove_dir_all(&tmp);
+            seeds.push(("csv-text".into(), b"\x03a,b,c\n1,2.5,x\n2,,y\n".to_vec()));
+            seeds.push((
+                "jsonl-text".into(),
+                b"\x04{\"a\":1,\"v\":[1.5,2]}\n{\"a\":2,\"v\":[]}\n".to_vec(),
+            ));
+        }
         "facade_open_bytes" | "facade_convert" => {
             // Small valid files of every format with a file form.
             for (format, suffix) in [

@@ -119,3 +119,79 @@ pub fn convert_bytes(data: &[u8]) {
         }
     }
 }
+
+/// Arbitrary bytes as a table file the conversions import: the first byte
+/// picks the kind (Parquet, Arrow IPC file, Arrow IPC stream, CSV, JSON
+/// lines), the rest is the file. Opened under
+/// [`Limits::fuzzing`](crate::core::Limits::fuzzing) (a Parquet file in
+/// runs of 512 bytes of values, so that small files make several) and
+/// read to its end or its first error one batch after the other, then
+/// again on three threads (runs side by side where the kind reads so).
+/// Nothing may panic or allocate without bound, and reads that both end
+/// without an error give the same records: on three threads as on one,
+/// and a Parquet file's runs that follow its offset index as those that
+/// do not. The file goes to a folder of this process under the system's
+/// temporary directory.
+#[cfg(feature = "export")]
+pub fn import_bytes(data: &[u8]) {
+    use crate::convert::import::{Table, open_in_runs};
+    let Some((&pick, file)) = data.split_first() else {
+        return;
+    };
+    let kinds = [
+        Table::Parquet,
+        Table::ArrowFile,
+        Table::ArrowStream,
+        Table::Csv,
+        Table::JsonLines,
+    ];
+    let Some(&kind) = kinds.get(usize::from(pick) % kinds.len()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("df-fuzz-import-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("in.{}", kind.name()));
+    if std::fs::write(&path, file).is_err() {
+        return;
+    }
+    let opts = crate::convert::ConvertOptions {
+        open: crate::OpenOptions::with_limits(crate::core::Limits::fuzzing()),
+        batch_size: 16,
+        ..Default::default()
+    };
+    // The records as JSON lines (nulls and NaNs compare as written), or
+    // `None` when the read ended in an error.
+    let lines = |index: bool, threads: usize| -> Option<Vec<u8>> {
+        let mut input = open_in_runs(&path, kind, &opts, 512, index).ok()?;
+        let mut text = Vec::new();
+        let mut ok = true;
+        let mut take = |b: Result<arrow_array::RecordBatch, crate::dataset::Error>| {
+            ok = b.is_ok_and(|b| crate::export::write_json_lines(&b, &mut text).is_ok());
+            ok
+        };
+        if threads > 1 {
+            let active = crate::core::parallel::Active::new(threads);
+            input.stream.send_all(threads, &active, &mut take);
+        } else {
+            while let Some(b) = input.stream.next_batch() {
+                if !take(b) {
+                    break;
+                }
+            }
+        }
+        ok.then_some(text)
+    };
+    let one = lines(true, 1);
+    let many = lines(true, 3);
+    if let (Some(a), Some(b)) = (&one, &many) {
+        assert!(a == b, "three threads read other records than one");
+    }
+    if kind == Table::Parquet
+        && let (Some(a), Some(b)) = (&one, lines(false, 1))
+    {
+        assert!(
+            *a == b,
+            "the runs following the offset index read other records"
+        );
+    }
+}

@@ -11,3 +11,8 @@ fn facade_open_bytes_regressions() {
 fn facade_convert_regressions() {
     replay_regressions("facade_convert", dataformats::fuzzing::convert_bytes);
 }
+
+#[test]
+fn facade_import_regressions() {
+    replay_regressions("facade_import", dataformats::fuzzing::import_bytes);
+}

@@ -39,7 +39,7 @@ impl Table {
         })
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Table::Parquet => "parquet",
             Table::ArrowFile => "arrow",
@@ -360,6 +360,23 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
         let n = self.inner.read(buf)?;
         self.bytes += n as u64;
         Ok(n)
+    }
+}
+
+/// [`open`], a Parquet file in runs of about `part_bytes` of the columns
+/// read (the fuzz target's small files then make several runs), following
+/// its offset index if `index`.
+pub(crate) fn open_in_runs(
+    path: &Path,
+    kind: Table,
+    opts: &ConvertOptions,
+    part_bytes: u64,
+    index: bool,
+) -> Result<Input, Error> {
+    match kind {
+        Table::Parquet if index => parquet::open_in_runs(path, opts, part_bytes),
+        Table::Parquet => parquet::open_without_index(path, opts, part_bytes),
+        _ => open(path, kind, opts),
     }
 }
 

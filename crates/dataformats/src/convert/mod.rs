@@ -33,7 +33,7 @@ pub mod direct;
 #[cfg(feature = "idv")]
 pub mod idv;
 #[cfg(feature = "export")]
-mod import;
+pub(crate) mod import;
 pub mod json;
 #[cfg(any(feature = "export", feature = "mldf"))]
 mod json_rows;

@@ -904,15 +904,41 @@ pub(super) fn open_in_runs(
     opts: &ConvertOptions,
     part_bytes: u64,
 ) -> Result<Input, Error> {
+    open_guarded(path, opts, part_bytes, true)
+}
+
+/// [`open_in_runs`] as if the file had no offset index: what a reader
+/// following the index must give too (the fuzz target compares them).
+pub(super) fn open_without_index(
+    path: &Path,
+    opts: &ConvertOptions,
+    part_bytes: u64,
+) -> Result<Input, Error> {
+    open_guarded(path, opts, part_bytes, false)
+}
+
+/// [`open_unguarded`], its panics caught.
+fn open_guarded(
+    path: &Path,
+    opts: &ConvertOptions,
+    part_bytes: u64,
+    index: bool,
+) -> Result<Input, Error> {
     let name = path.display().to_string();
     let what = || "the file's footer".to_string();
     super::caught(&name, what, "Parquet reader", || {
-        open_unguarded(path, opts, part_bytes)
+        open_unguarded(path, opts, part_bytes, index)
     })
 }
 
-/// [`open_in_runs`], its panics not caught.
-fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result<Input, Error> {
+/// [`open_in_runs`], following the file's offset index where it has a
+/// usable one if `index`; panics not caught.
+fn open_unguarded(
+    path: &Path,
+    opts: &ConvertOptions,
+    part_bytes: u64,
+    index: bool,
+) -> Result<Input, Error> {
     // Positioned reads: each page is copied once, into the buffer its
     // reader decompresses from (a mapping was no faster, and its pages
     // count as the process's memory).
@@ -925,8 +951,12 @@ fn open_unguarded(path: &Path, opts: &ConvertOptions, part_bytes: u64) -> Result
     };
     // The offset index, when the file has one, lets a reader start in
     // the middle of a row group without reading the pages before.
+    let policy = match index {
+        true => PageIndexPolicy::Optional,
+        false => PageIndexPolicy::Skip,
+    };
     let md = ParquetMetaDataReader::new()
-        .with_offset_index_policy(PageIndexPolicy::Optional)
+        .with_offset_index_policy(policy)
         .parse_and_finish(&input)?;
     let md = checked(md, input.len(), path)?;
     let meta = ArrowReaderMetadata::try_new(Arc::new(md), ArrowReaderOptions::new())?;
