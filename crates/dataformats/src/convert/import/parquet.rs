@@ -116,18 +116,28 @@ pub(super) struct Parts {
     /// The next record to hand out, and the end of the selected records.
     next: u64,
     end: u64,
+    /// The first record of each row group (as [`group_starts`]).
+    starts: Vec<u64>,
+    /// Batches end every `batch` records from record `base`.
+    base: u64,
+    batch: u64,
 }
 
 impl Parts {
-    /// The next run: when the file can be read in runs at most
-    /// `part_rows` records, else all that are left.
+    /// The next run: when the file can be read in runs about `part_rows`
+    /// records, else all that are left. A run whose end would fall within
+    /// half a run of a row group's start ends at the first batch boundary
+    /// from that start instead, so that the next run starts at most a
+    /// batch into a row group: its reader steps over those few records
+    /// itself, without the offset index (and without checking the index
+    /// against the pages of lists, [`ListCheck`]).
     pub(super) fn next_part(&mut self) -> Option<Result<Part, Error>> {
         if self.next >= self.end {
             return None;
         }
         let mut rows = self.end - self.next;
         if self.split {
-            rows = rows.min(self.part_rows);
+            rows = rows.min(self.near_group(self.next + self.part_rows) - self.next);
         }
         let part = Part {
             start: self.next,
@@ -135,6 +145,28 @@ impl Parts {
         };
         self.next += rows;
         Some(Ok(part))
+    }
+
+    /// `end`, or the first batch boundary from the row group start nearest
+    /// to it when that start lies within half a run of it (after the next
+    /// record to hand out).
+    fn near_group(&self, end: u64) -> u64 {
+        let near = self.part_rows / 2;
+        let at = self.starts.partition_point(|&s| s <= end);
+        let candidates = [at.checked_sub(1), Some(at)];
+        let start = candidates
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.starts.get(k).copied())
+            .filter(|&s| s > self.next && s.abs_diff(end) <= near)
+            .min_by_key(|&s| s.abs_diff(end));
+        let Some(start) = start else { return end };
+        let into = (start - self.base.min(start)) % self.batch.max(1);
+        let grid = match into {
+            0 => start,
+            _ => start + (self.batch - into),
+        };
+        grid.max(self.next + 1)
     }
 }
 
@@ -220,8 +252,9 @@ impl Decoder {
         let Some(lists) = &self.lists else {
             return &self.meta;
         };
-        if skip == 0 {
-            // Read from the group's start: no record is stepped over.
+        if skip <= self.batch {
+            // Read from the group's start, the few records before the piece
+            // (if any) stepped over by their levels.
             return &lists.bare;
         }
         let agrees = lists.groups.get(group).is_some_and(|ok| {
@@ -1046,6 +1079,9 @@ fn open_unguarded(
         split,
         next: range.start,
         end: range.end,
+        starts: starts.clone(),
+        base: range.start,
+        batch,
     };
     let decoder = Decoder {
         input,
@@ -1414,6 +1450,68 @@ mod tests {
         }
     }
 
+    /// Runs end at the first batch boundary from a row group's start when
+    /// their end falls within half a run of it, so that the next run
+    /// starts at most a batch into its group; runs in groups much larger
+    /// than a run still start inside them. Every run is a whole number of
+    /// batches from the first selected record, and together they cover the
+    /// selection once.
+    #[test]
+    fn runs_end_near_row_groups_at_a_batch_boundary() {
+        let starts = vec![0, 6_000, 12_000, 18_000, 40_000, 40_100];
+        for (base, end, batch, part_rows) in [
+            (0, 40_100, 1_000, 5_000),
+            (1_234, 39_000, 1_000, 5_000),
+            (0, 40_100, 700, 4_900),
+            (17, 40_100, 1, 3),
+        ] {
+            let mut parts = super::Parts {
+                part_rows,
+                split: true,
+                next: base,
+                end,
+                starts: starts.clone(),
+                base,
+                batch,
+            };
+            let mut at = base;
+            let mut runs = Vec::new();
+            while let Some(p) = parts.next_part() {
+                let p = p.unwrap();
+                assert_eq!(p.start, at);
+                assert!(p.rows > 0);
+                at += p.rows;
+                assert!(
+                    at == end || (at - base) % batch == 0,
+                    "{base} {batch}: run ends at {at}"
+                );
+                runs.push(p.start);
+            }
+            assert_eq!(at, end);
+            if part_rows < 1_000 {
+                // Runs of three records: only those ending within one
+                // record of a group start move.
+                continue;
+            }
+            for &r in &runs[1..] {
+                let group = starts[starts.partition_point(|&s| s <= r) - 1];
+                let into = r - group;
+                // Near a start (a batch in at most), or inside the large
+                // group from 18,000 to 40,000, far from its ends.
+                let inside = group == 18_000 && r + part_rows / 2 < 40_000;
+                assert!(
+                    into <= batch || inside,
+                    "{base} {batch}: a run starts {into} into group {group}"
+                );
+            }
+            let deep = runs
+                .iter()
+                .filter(|&&r| r > 18_000 + 1_000 && r < 40_000)
+                .count();
+            assert!(deep >= 2, "{base} {batch}: {runs:?}");
+        }
+    }
+
     /// `levels` as the RLE/bit-packing hybrid of `width` bits, after a
     /// 4-byte length: runs of equal levels of 8 or more as repeated
     /// values, the rest bit-packed in groups of eight (the last group
@@ -1597,7 +1695,12 @@ mod tests {
             .collect();
         assert_eq!(regions.iter().filter(|r| !r.1).count(), 2);
         let path = dir.path().join("bad.parquet");
-        let opts = ConvertOptions::default();
+        // Batches of 250 records in runs of one batch: most runs start
+        // deep inside a row group, by the index.
+        let opts = ConvertOptions {
+            batch_size: 250,
+            ..Default::default()
+        };
         let (mut tried, mut refused) = (0, 0);
         for (r, repeats) in regions {
             for at in r {
