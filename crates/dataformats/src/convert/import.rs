@@ -374,8 +374,7 @@ pub(crate) fn open_in_runs(
     index: bool,
 ) -> Result<Input, Error> {
     match kind {
-        Table::Parquet if index => parquet::open_in_runs(path, opts, part_bytes),
-        Table::Parquet => parquet::open_without_index(path, opts, part_bytes),
+        Table::Parquet => parquet::open_guarded(path, opts, part_bytes, index),
         _ => open(path, kind, opts),
     }
 }

@@ -940,18 +940,10 @@ pub(super) fn open_in_runs(
     open_guarded(path, opts, part_bytes, true)
 }
 
-/// [`open_in_runs`] as if the file had no offset index: what a reader
-/// following the index must give too (the fuzz target compares them).
-pub(super) fn open_without_index(
-    path: &Path,
-    opts: &ConvertOptions,
-    part_bytes: u64,
-) -> Result<Input, Error> {
-    open_guarded(path, opts, part_bytes, false)
-}
-
-/// [`open_unguarded`], its panics caught.
-fn open_guarded(
+/// [`open_unguarded`], its panics caught. Without `index`, the file is
+/// read as if it had no offset index: what a reader following the index
+/// must give too (the fuzz target compares them).
+pub(super) fn open_guarded(
     path: &Path,
     opts: &ConvertOptions,
     part_bytes: u64,
