@@ -137,7 +137,7 @@ impl Parts {
         }
         let mut rows = self.end - self.next;
         if self.split {
-            rows = rows.min(self.near_group(self.next + self.part_rows) - self.next);
+            rows = rows.min(self.near_group(self.next.saturating_add(self.part_rows)) - self.next);
         }
         let part = Part {
             start: self.next,
@@ -164,7 +164,7 @@ impl Parts {
         let into = (start - self.base.min(start)) % self.batch.max(1);
         let grid = match into {
             0 => start,
-            _ => start + (self.batch - into),
+            _ => start.saturating_add(self.batch - into),
         };
         grid.max(self.next + 1)
     }
