@@ -1502,6 +1502,19 @@ mod tests {
                 .count();
             assert!(deep >= 2, "{base} {batch}: {runs:?}");
         }
+        // Batches and runs past any file: one run, no overflow.
+        let mut parts = super::Parts {
+            part_rows: u64::MAX,
+            split: true,
+            next: 5,
+            end: 40_100,
+            starts: starts.clone(),
+            base: 5,
+            batch: u64::MAX - 3,
+        };
+        let one = parts.next_part().unwrap().unwrap();
+        assert_eq!((one.start, one.rows), (5, 40_095));
+        assert!(parts.next_part().is_none());
     }
 
     /// `levels` as the RLE/bit-packing hybrid of `width` bits, after a
