@@ -743,7 +743,7 @@ fn pages_agree(
     leaves: &[(usize, i16)],
     levels: bool,
 ) -> Result<bool, Error> {
-    use parquet::basic::Encoding;
+    use parquet::basic::{Compression, Encoding};
     use parquet::column::page::{Page, PageReader};
     let (Some(index), Some(g)) = (md.offset_index(), md.row_groups().get(group)) else {
         return Ok(false);
@@ -759,6 +759,21 @@ fn pages_agree(
         };
         let repeats = max_rep > 0;
         let locations = o.page_locations();
+        // Zstandard pages whose levels are counted are read as stored and
+        // only their first bytes (the levels) decompressed.
+        let prefix = levels && repeats && matches!(col.compression(), Compression::ZSTD(_));
+        let stored;
+        let col = match prefix {
+            true => {
+                stored = col
+                    .clone()
+                    .into_builder()
+                    .set_compression(Compression::UNCOMPRESSED)
+                    .build()?;
+                &stored
+            }
+            false => col,
+        };
         let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
             reader.clone(),
             col,
@@ -786,7 +801,14 @@ fn pages_agree(
                         num_values,
                         rep_level_encoding: Encoding::RLE,
                         ..
-                    }) => records_in_levels(&buf, num_values, max_rep) == Some(want as u64),
+                    }) => {
+                        let levels = match prefix {
+                            true => zstd_levels(&buf, num_values),
+                            false => Some(buf.to_vec()),
+                        };
+                        levels.and_then(|l| records_in_levels(&l, num_values, max_rep))
+                            == Some(want as u64)
+                    }
                     _ => false,
                 },
                 (None, Some(l)) if repeats => l >= want,
@@ -806,6 +828,30 @@ fn pages_agree(
         }
     }
     Ok(true)
+}
+
+/// The repetition levels at the start of a version-1 page of `count`
+/// values compressed with Zstandard (`page`, as stored): the 4-byte length
+/// and the levels after it, decompressed alone (the values after them are
+/// not). `None` when they do not decompress or say they are longer than
+/// `count` levels can be (a run header and two bytes of value each).
+fn zstd_levels(page: &[u8], count: u32) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut d = zstd::stream::read::Decoder::with_buffer(page).ok()?;
+    let mut len = [0u8; 4];
+    d.read_exact(&mut len).ok()?;
+    let n = usize::try_from(u32::from_le_bytes(len)).ok()?;
+    let most = usize::try_from(count)
+        .ok()?
+        .saturating_mul(3)
+        .saturating_add(16);
+    if n > most {
+        return None;
+    }
+    let mut out = vec![0u8; 4 + n];
+    out.get_mut(..4)?.copy_from_slice(&len);
+    d.read_exact(out.get_mut(4..)?).ok()?;
+    Some(out)
 }
 
 /// The records a version-1 data page holds, from `levels`, the page's
@@ -1203,8 +1249,18 @@ mod tests {
     /// `table()` as Parquet: row groups of 6,000 records, pages of 700,
     /// with or without an offset index.
     fn write(path: &std::path::Path, indexed: bool) -> RecordBatch {
+        write_compressed(path, indexed, parquet::basic::Compression::UNCOMPRESSED)
+    }
+
+    /// [`write`] with pages compressed by `codec`.
+    fn write_compressed(
+        path: &std::path::Path,
+        indexed: bool,
+        codec: parquet::basic::Compression,
+    ) -> RecordBatch {
         let t = table();
         let props = WriterProperties::builder()
+            .set_compression(codec)
             .set_max_row_group_row_count(Some(6_000))
             .set_data_page_row_count_limit(700)
             .set_write_batch_size(700)
@@ -1628,14 +1684,27 @@ mod tests {
     }
 
     /// On a file as the parquet crate writes it (version-1 pages, lists
-    /// in most of them), every row group's list pages agree with its
-    /// offset index; an index moved by one record at one page does not.
+    /// in most of them; stored as they are or compressed with Zstandard,
+    /// whose pages' levels are decompressed alone), every row group's list
+    /// pages agree with its offset index; an index moved by one record at
+    /// one page does not.
     #[test]
     fn list_pages_are_checked_against_the_offset_index() {
+        use parquet::basic::{Compression, ZstdLevel};
+        for codec in [
+            Compression::UNCOMPRESSED,
+            Compression::ZSTD(ZstdLevel::default()),
+        ] {
+            list_pages_checked(codec);
+        }
+    }
+
+    fn list_pages_checked(codec: parquet::basic::Compression) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.parquet");
-        write(&path, true);
+        write_compressed(&path, true, codec);
         let (md, leaves) = leaves_of(&path, &[0, 1, 2, 3]);
+        assert_eq!(md.row_group(0).column(1).compression(), codec);
         let descr = md.file_metadata().schema_descr();
         let lists: Vec<(usize, i16)> = leaves
             .iter()
