@@ -227,12 +227,12 @@ pub(super) struct Decoder {
 /// of lists hold. A version-1 page's header says how many levels it holds,
 /// not how many records, so an index that misplaces a page by a record or
 /// two agrees with the headers; a reader following it would start a run
-/// at the wrong record. The first piece that starts inside a row group
-/// reads the levels of that group's list pages (decompressed, as each
-/// page's records are counted from its repetition levels); a group whose
+/// at the wrong record. The first piece that starts more than a batch
+/// inside a row group reads the levels of that group's list pages (each
+/// page's records counted from its repetition levels); a group whose
 /// pages do not hold the records the index says is read without the
 /// index (from its start, the records before the piece stepped over by
-/// their levels).
+/// their levels), as is any piece at most a batch into its group.
 struct ListCheck {
     /// The leaf columns read that repeat, with their greatest repetition
     /// level.
@@ -245,9 +245,10 @@ struct ListCheck {
 
 impl Decoder {
     /// The metadata a piece of row group `group` starting `skip` records
-    /// into it is read with: the file's, or for a group whose list pages
-    /// disagree with the offset index (checked here the first time), the
-    /// same without the index.
+    /// into it is read with: the file's, or the same without the offset
+    /// index for a piece at most a batch into its group and for a group
+    /// whose list pages disagree with the index (checked here the first
+    /// time a piece starts deeper).
     fn meta_for(&self, group: usize, skip: usize) -> &ArrowReaderMetadata {
         let Some(lists) = &self.lists else {
             return &self.meta;
