@@ -803,9 +803,10 @@ fn pages_agree(
                         rep_level_encoding: Encoding::RLE,
                         ..
                     }) => {
+                        // A decompressed page is read where it is.
                         let levels = match prefix {
-                            true => zstd_levels(&buf, num_values),
-                            false => Some(buf.to_vec()),
+                            true => zstd_levels(&buf, num_values).map(std::borrow::Cow::Owned),
+                            false => Some(std::borrow::Cow::Borrowed(&buf[..])),
                         };
                         levels.and_then(|l| records_in_levels(&l, num_values, max_rep))
                             == Some(want as u64)
