@@ -170,6 +170,22 @@ impl Parts {
     }
 }
 
+/// Records in a run of about `part_bytes` of the columns read, `per_row`
+/// bytes of pages a record by the row groups' sizes: a whole number of
+/// batches of `batch` records, at most `part_bytes / BATCH_BYTES` of them.
+/// Pages may hold far fewer bytes than their values decode to (a
+/// dictionary of a few values, runs of one value), and a run is decoded
+/// whole before it is handed on: sized by its pages alone, a run of such
+/// a column was the whole file, all of it in memory at once (1 GB of
+/// dictionary-encoded 64-byte values: 232 MB resident on two threads,
+/// 14 MB on one).
+fn run_rows(part_bytes: u64, per_row: u64, batch: u64) -> u64 {
+    let most_batches = (part_bytes / crate::convert::BATCH_BYTES).max(1);
+    (part_bytes / per_row.max(1).saturating_mul(batch.max(1)))
+        .clamp(1, most_batches)
+        .saturating_mul(batch.max(1))
+}
+
 /// The uncompressed bytes of the leaf columns `leaves` in row group `g`.
 fn group_bytes(g: &RowGroupMetaData, leaves: &[usize]) -> u64 {
     leaves
@@ -1104,16 +1120,12 @@ fn open_unguarded(
         left: range.end - range.start,
     };
     let path = path.display().to_string();
-    // Runs of about `part_bytes` of the columns read, by the row groups'
-    // bytes per record.
     let bytes = md
         .row_groups()
         .iter()
         .fold(0u64, |sum, g| sum.saturating_add(group_bytes(g, &leaves)));
     let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
-    let part_rows = (part_bytes / per_row.saturating_mul(batch))
-        .max(1)
-        .saturating_mul(batch);
+    let part_rows = run_rows(part_bytes, per_row, batch);
     let parts = Parts {
         part_rows,
         split,
@@ -1497,6 +1509,52 @@ mod tests {
             assert_eq!(serial, parallel);
             let rows: usize = serial.iter().map(RecordBatch::num_rows).sum();
             assert_eq!(rows as i64, ROWS - 10);
+        }
+    }
+
+    /// A column whose pages hold far fewer bytes than its values (a
+    /// dictionary of four 256-byte values) is read in runs of whole
+    /// batches whose decoded values stay near the run size, not in one run
+    /// of the whole file; and the runs give the records of one reader.
+    #[test]
+    fn runs_of_dictionary_pages_stay_near_the_run_size() {
+        use arrow_array::{Array, BinaryArray};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.parquet");
+        let values: Vec<Vec<u8>> = (0..4u8).map(|v| vec![v; 256]).collect();
+        let rows = 40_000usize;
+        let b = BinaryArray::from_iter_values((0..rows).map(|i| &values[i % 4]));
+        let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), None).unwrap();
+        w.write(&t).unwrap();
+        w.close().unwrap();
+        let (md, leaves) = leaves_of(&path, &[0]);
+        let stored: u64 = md
+            .row_groups()
+            .iter()
+            .map(|g| super::group_bytes(g, &leaves))
+            .sum();
+        let per_row = stored.div_ceil(rows as u64);
+        // The pages: a byte or two a record, against 256 decoded.
+        assert!(per_row < 8, "{per_row} bytes a record in the pages");
+        let opts = ConvertOptions::default();
+        let batch = super::batch_records(&md, &leaves, &t.schema(), &opts);
+        for part_bytes in [1 << 20, 2 << 20, 3 << 20] {
+            let run = super::run_rows(part_bytes, per_row, batch);
+            assert_eq!(run % batch, 0);
+            let decoded = run * 256;
+            assert!(
+                decoded <= 2 * part_bytes,
+                "runs of {run} records decode to {decoded} bytes (run size {part_bytes})"
+            );
+            let (serial, parallel) = both_ways(&path, &opts, part_bytes);
+            let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+            let parallel: Vec<RecordBatch> = parallel.into_iter().map(Result::unwrap).collect();
+            assert_eq!(serial, parallel);
+            let all = arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap();
+            assert_eq!(all.column(0).len(), rows);
+            assert_eq!(all, t);
         }
     }
 
