@@ -280,6 +280,33 @@ pub(crate) fn numpy_columns(
     )
 }
 
+/// The columns of `schema` a numpy record array is written from
+/// (ascending), the others noted in `report` as dropped; `None` for a
+/// Bloscpack target's raw chunks (a single Binary `chunk` column), which
+/// are written whole.
+pub(super) fn columns_used(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+    target: &str,
+) -> Option<Result<Vec<usize>, Error>> {
+    if target == NUMPY && raw_chunks(schema) {
+        return None;
+    }
+    Some(numpy_columns(schema, report, lossy, target).map(|c| c.iter().map(|(k, _)| *k).collect()))
+}
+
+/// Whether `schema` is a Bloscpack file's raw chunks: a single Binary
+/// column named `chunk`.
+fn raw_chunks(schema: &arrow_schema::Schema) -> bool {
+    schema.fields().len() == 1
+        && schema.field(0).name() == "chunk"
+        && schema.field(0).data_type() == &DataType::Binary
+}
+
+/// What a Bloscpack file's payload is (in errors).
+pub(super) const NUMPY: &str = "a numpy array";
+
 /// Appends record `i` of column `c` (`a` its array, `record` its number in
 /// the whole input) to `out`. A null numpy cannot hold is refused, or with
 /// `lossy` written as zero and counted.
@@ -336,13 +363,11 @@ pub(crate) fn write(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
     let schema = input.schema();
-    let raw = schema.fields().len() == 1
-        && schema.field(0).name() == "chunk"
-        && schema.field(0).data_type() == &DataType::Binary;
+    let raw = raw_chunks(&schema);
     let cols = if raw {
         Vec::new()
     } else {
-        numpy_columns(&schema, report, lossy, "a numpy array")?
+        numpy_columns(&schema, report, lossy, NUMPY)?
     };
     let io = |e: std::io::Error| Error::Io {
         path: output.display().to_string(),

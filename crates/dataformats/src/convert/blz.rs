@@ -25,6 +25,9 @@ enum Sink {
     Table(TableWriter),
 }
 
+/// What a BLZ/bcolz directory holds (in errors).
+pub(super) const BLZ: &str = "a BLZ/bcolz array";
+
 /// Writes every batch of `input` to the BLZ/bcolz directory `output`.
 pub(crate) fn write(
     input: &mut dyn BatchStream,
@@ -35,7 +38,7 @@ pub(crate) fn write(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
     let schema = input.schema();
-    let cols = numpy_columns(&schema, report, lossy, "a BLZ/bcolz array")?;
+    let cols = numpy_columns(&schema, report, lossy, BLZ)?;
     let layout = match output.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("blz") => Layout::Blz06,
         _ => Layout::Bcolz,

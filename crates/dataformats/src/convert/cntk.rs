@@ -293,16 +293,15 @@ fn float_bits(a: &dyn Array, k: usize) -> u64 {
     }
 }
 
-/// Writes every batch of `input` to the CBF file `output`.
-pub(crate) fn write(
-    input: &mut dyn BatchStream,
-    output: &std::path::Path,
-    opts: &CntkOptions,
-    lossy: bool,
+/// The `_sequence` column of `schema` (if any) and the columns that become
+/// streams, with their streams; the others noted in `report` as dropped
+/// (refused without `lossy`).
+#[allow(clippy::type_complexity)]
+fn streams_of(
+    schema: &arrow_schema::Schema,
     report: &mut Report,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(), Error> {
-    let schema = input.schema();
+    lossy: bool,
+) -> Result<(Option<usize>, Vec<(usize, (StreamDesc, bool))>), Error> {
     let seq_col = schema.index_of("_sequence").ok();
     if let Some(k) = seq_col
         && !schema.field(k).data_type().is_integer()
@@ -313,7 +312,7 @@ pub(crate) fn write(
         )));
     }
     let kept = super::keep_columns(
-        &schema,
+        schema,
         seq_col,
         report,
         lossy,
@@ -321,6 +320,33 @@ pub(crate) fn write(
         "a CNTK stream",
         plan,
     )?;
+    Ok((seq_col, kept))
+}
+
+/// The columns of `schema` a CBF file is written from (ascending): the
+/// streams and `_sequence`; the others noted in `report` as dropped.
+pub(super) fn columns_used(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+) -> Result<Vec<usize>, Error> {
+    let (seq_col, kept) = streams_of(schema, report, lossy)?;
+    let mut used: Vec<usize> = kept.iter().map(|(k, _)| *k).chain(seq_col).collect();
+    used.sort_unstable();
+    Ok(used)
+}
+
+/// Writes every batch of `input` to the CBF file `output`.
+pub(crate) fn write(
+    input: &mut dyn BatchStream,
+    output: &std::path::Path,
+    opts: &CntkOptions,
+    lossy: bool,
+    report: &mut Report,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), Error> {
+    let schema = input.schema();
+    let (seq_col, kept) = streams_of(&schema, report, lossy)?;
     let mut cols = Vec::new();
     let mut streams = Vec::new();
     let mut retype = Vec::new();

@@ -307,6 +307,31 @@ fn has_dictionary(dt: &DataType) -> bool {
     }
 }
 
+/// The columns of `schema` MLDF has a restorable form for (ascending).
+/// The others (large offsets, decimals, maps, unions, ...) are noted in
+/// `report` as dropped, or refused without `lossy`.
+pub(super) fn columns_used(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+) -> Result<Vec<usize>, Error> {
+    let mut keep = Vec::with_capacity(schema.fields().len());
+    for (k, f) in schema.fields().iter().enumerate() {
+        let native = matches!(plan(f), Enc::Image(_) | Enc::Audio(_));
+        if native || super::json::supported(f.data_type()) {
+            keep.push(k);
+        } else {
+            report.column(
+                ChangeKind::Dropped,
+                f.name(),
+                &format!("MLDF has no exact form for {}", f.data_type()),
+            );
+        }
+    }
+    report.check(lossy)?;
+    Ok(keep)
+}
+
 /// Writes every batch of `input` to the MLDF file `output`, the records
 /// staged and encoded (checked, compressed) on `threads` threads (0:
 /// every core) and written in order.
@@ -320,22 +345,7 @@ pub(crate) fn write(
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), Error> {
     let full = input.schema();
-    // Fields whose type has no restorable MLDF form (large offsets,
-    // decimals, maps, unions, ...) are refused, or with lossy left out.
-    let mut keep = Vec::with_capacity(full.fields().len());
-    for (k, f) in full.fields().iter().enumerate() {
-        let native = matches!(plan(f), Enc::Image(_) | Enc::Audio(_));
-        if native || super::json::supported(f.data_type()) {
-            keep.push(k);
-        } else {
-            report.column(
-                ChangeKind::Dropped,
-                f.name(),
-                &format!("MLDF has no exact form for {}", f.data_type()),
-            );
-        }
-    }
-    report.check(lossy)?;
+    let keep = columns_used(&full, report, lossy)?;
     let schema = Arc::new(full.project(&keep)?);
     let mut plans = Vec::with_capacity(schema.fields().len());
     let mut fields = Vec::with_capacity(schema.fields().len() + 1);

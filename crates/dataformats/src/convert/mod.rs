@@ -1114,12 +1114,15 @@ fn convert_local(
         return r;
     }
     let mut inp = open_detected(input, from, opts)?;
-    let total = inp.records;
     let mut report = Report {
         from: inp.from.clone(),
         to: target.name().to_string(),
         ..Report::default()
     };
+    if let Some(narrow) = narrowed(input, from, target, opts, &inp, &mut report)? {
+        inp = narrow;
+    }
+    let total = inp.records;
     let mut tick = |n: u64| progress(n, total);
     let threads = crate::core::parallel::threads(opts.threads);
     if reads_parts(target, inp.stream.as_ref()) {
@@ -1139,6 +1142,85 @@ fn convert_local(
     }
     inp.report_repairs(&mut report);
     Ok(report)
+}
+
+/// The columns of `schema` that `target`'s writer reads, found as the
+/// writer finds them (the columns it leaves out noted in `report`);
+/// `None` where it reads every column, or decides from the values (IDV
+/// types a column by its first batch).
+fn columns_used(
+    target: Target,
+    schema: &arrow_schema::Schema,
+    lossy: bool,
+    report: &mut Report,
+) -> Option<Result<Vec<usize>, Error>> {
+    let _ = (schema, lossy, &report);
+    match target {
+        #[cfg(feature = "mldf")]
+        Target::Mldf => Some(mldf::columns_used(schema, report, lossy)),
+        #[cfg(feature = "tbl2")]
+        Target::Tbl2 => Some(tbl2::columns_used(schema, report, lossy)),
+        #[cfg(feature = "cntk")]
+        Target::Cntk => Some(cntk::columns_used(schema, report, lossy)),
+        #[cfg(feature = "bloscpack")]
+        Target::Bloscpack => bloscpack::columns_used(schema, report, lossy, bloscpack::NUMPY),
+        #[cfg(feature = "bloscpack")]
+        Target::Blz => bloscpack::columns_used(schema, report, lossy, blz::BLZ),
+        _ => None,
+    }
+}
+
+/// `inp` (the input at `input`) opened again with only the columns
+/// `target`'s writer reads, when it leaves some out (a lossy conversion)
+/// and the input decodes its columns apart from each other (a format's
+/// file, Parquet, Arrow IPC): the columns left out are then never read.
+/// They are noted in `report` as the writer notes them. `None` when the
+/// writer reads every column, decides from the values or refuses the
+/// columns (its own error then follows), or when the input's column names
+/// are not unique (the columns are chosen again by name).
+fn narrowed(
+    input: &Path,
+    from: Option<crate::Format>,
+    target: Target,
+    opts: &ConvertOptions,
+    inp: &Input,
+    report: &mut Report,
+) -> Result<Option<Input>, Error> {
+    #[cfg(feature = "export")]
+    let by_column = from.is_some()
+        || matches!(
+            import::Table::from_path(input),
+            Some(import::Table::Parquet | import::Table::ArrowFile | import::Table::ArrowStream)
+        );
+    #[cfg(not(feature = "export"))]
+    let by_column = from.is_some();
+    let schema = inp.stream.schema();
+    let fields = schema.fields();
+    let mut drops = Report::default();
+    let used = match columns_used(target, &schema, opts.lossy, &mut drops) {
+        Some(Ok(used)) if by_column && used.len() < fields.len() => used,
+        _ => return Ok(None),
+    };
+    let names: std::collections::HashSet<&String> = fields.iter().map(|f| f.name()).collect();
+    if names.len() < fields.len() {
+        return Ok(None);
+    }
+    let columns = used
+        .iter()
+        .filter_map(|&k| fields.get(k).map(|f| f.name().clone()))
+        .collect();
+    let opts = ConvertOptions {
+        columns: Some(columns),
+        ..opts.clone()
+    };
+    let narrow = open_detected(input, from, &opts)?;
+    report.changes.extend(
+        drops
+            .changes
+            .into_iter()
+            .filter(|c| c.kind == ChangeKind::Dropped),
+    );
+    Ok(Some(narrow))
 }
 
 /// The error `BufRead::lines` gives for a line that is not UTF-8 (JSON
@@ -1495,6 +1577,82 @@ mod tests {
 
     use super::{AHEAD, PACE_WINDOW, Pace, read_ahead};
     use crate::dataset::{BatchStream, Error};
+
+    /// A lossy conversion opens its input again with only the columns its
+    /// target writes: a Parquet file of a `data` and an `n` column becomes
+    /// the TBL v2 file the file of `data` alone does, `n` reported as
+    /// dropped in every record; a target that keeps every column (Parquet)
+    /// or decides from the values (IDV) opens nothing again.
+    #[cfg(all(feature = "export", feature = "tbl2", feature = "idv"))]
+    #[test]
+    fn lossy_conversions_read_only_the_columns_they_write() {
+        use super::{ChangeKind, ConvertOptions, Report, Target, convert, narrowed, open_detected};
+        use arrow_array::{ArrayRef, BinaryArray};
+        let dir = tempfile::tempdir().unwrap();
+        let data: ArrayRef = Arc::new(BinaryArray::from_iter_values(
+            (0..5_000u32).map(|i| i.to_le_bytes().repeat(1 + (i % 7) as usize)),
+        ));
+        let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..5_000));
+        let write = |name: &str, cols: Vec<(&str, ArrayRef)>| {
+            let t = RecordBatch::try_from_iter(cols).unwrap();
+            let path = dir.path().join(name);
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), None).unwrap();
+            w.write(&t).unwrap();
+            w.close().unwrap();
+            path
+        };
+        let both = write("both.parquet", vec![("n", n), ("data", data.clone())]);
+        let alone = write("alone.parquet", vec![("data", data)]);
+        let opts = ConvertOptions {
+            lossy: true,
+            ..Default::default()
+        };
+        let inp = open_detected(&both, None, &opts).unwrap();
+        assert_eq!(inp.stream.schema().fields().len(), 2);
+        let mut report = Report::default();
+        let narrow = narrowed(&both, None, Target::Tbl2, &opts, &inp, &mut report)
+            .unwrap()
+            .expect("opened again");
+        let names: Vec<String> = narrow
+            .stream
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, ["data"]);
+        assert_eq!(narrow.records, 5_000);
+        assert_eq!(report.changes.len(), 1);
+        for target in [Target::Parquet, Target::Idv] {
+            let mut r = Report::default();
+            assert!(
+                narrowed(&both, None, target, &opts, &inp, &mut r)
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(r.changes.is_empty());
+        }
+        let (a, b) = (dir.path().join("a.tbl"), dir.path().join("b.tbl"));
+        let report = convert(&both, &a, &opts).unwrap();
+        convert(&alone, &b, &opts).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(report.records, 5_000);
+        let dropped: Vec<(&str, u64)> = report
+            .changes
+            .iter()
+            .map(|c| {
+                assert_eq!(c.kind, ChangeKind::Dropped);
+                (c.field.as_str(), c.count)
+            })
+            .collect();
+        assert_eq!(dropped, [("n", 5_000)]);
+        // Without `lossy` the conversion is refused, naming the column.
+        let e = convert(&both, &dir.path().join("c.tbl"), &ConvertOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"n\""), "{e}");
+    }
 
     /// Batch `k` holds the one value `k`; batch `fail_at` is an error,
     /// and the stream counts the batches asked of it.

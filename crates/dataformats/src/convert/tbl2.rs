@@ -99,6 +99,36 @@ struct Plan {
     metadata_type: Option<usize>,
 }
 
+impl Plan {
+    /// The columns the plan reads, ascending.
+    fn used(&self) -> Vec<usize> {
+        let mut used: Vec<usize> = [
+            Some(self.data),
+            self.format,
+            self.width,
+            self.height,
+            self.metadata,
+            self.metadata_type,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        used.sort_unstable();
+        used.dedup();
+        used
+    }
+}
+
+/// The columns of `schema` a TBL v2 file is written from (ascending), the
+/// others noted in `report` as dropped (refused without `lossy`).
+pub(super) fn columns_used(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+) -> Result<Vec<usize>, Error> {
+    Ok(plan(schema, report, lossy)?.used())
+}
+
 /// Whether `dt` is an image struct: a Binary `data` child and integer
 /// `height` and `width`.
 fn is_image(dt: &DataType) -> bool {
@@ -210,16 +240,9 @@ fn plan(schema: &arrow_schema::Schema, report: &mut Report, lossy: bool) -> Resu
         metadata,
         metadata_type,
     };
-    let used = [
-        Some(p.data),
-        p.format,
-        p.width,
-        p.height,
-        p.metadata,
-        p.metadata_type,
-    ];
+    let used = p.used();
     for (k, f) in schema.fields().iter().enumerate() {
-        if !used.contains(&Some(k)) {
+        if !used.contains(&k) {
             report.column(
                 ChangeKind::Dropped,
                 f.name(),
