@@ -1,9 +1,11 @@
 //! `cargo xtask bench convert [--mb N] [--dir DIR]`: the peak memory of
 //! every conversion of an N MB data set (default 1024), one process per
 //! conversion: MLDF into every target, then each of those back to MLDF,
-//! and the validation of each file made (one process each too). Fails
-//! when a conversion's or a validation's peak resident set reaches
-//! 200 MiB.
+//! and the validation of each file made (one process each too); then the
+//! tables (Parquet, Arrow IPC, CSV, JSON lines) into the other targets
+//! that are not MLDF ([`CROSS`]), and Parquet's one column read alone
+//! into Arrow. Fails when a conversion's or a validation's peak resident
+//! set reaches 200 MiB.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +16,20 @@ const LIMIT_MIB: u64 = 200;
 /// The targets measured (by extension), besides MLDF, the source.
 const TARGETS: &[&str] = &[
     "parquet", "arrow", "arrows", "idv", "bin", "tbl", "blp", "bcolz", "csv", "jsonl",
+];
+
+/// Conversions between the targets (besides MLDF), by extension: the
+/// tables read in runs or blocks on every core into the writers that
+/// encode on every core.
+const CROSS: &[(&str, &str)] = &[
+    ("parquet", "parquet"),
+    ("parquet", "tbl"),
+    ("parquet", "blp"),
+    ("parquet", "idv"),
+    ("arrow", "parquet"),
+    ("csv", "parquet"),
+    ("jsonl", "parquet"),
+    ("jsonl", "arrow"),
 ];
 
 fn example(root: &Path) -> PathBuf {
@@ -107,6 +123,8 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
     };
     let v = run(&root, &["validate", &src])?;
     row("validate mldf".to_string(), &v);
+    // The tables the cross conversions start from.
+    let mut tables = Vec::new();
     for t in TARGETS {
         let out = p(&format!("out.{t}"));
         let v = run(&root, &["convert", &src, &out])?;
@@ -126,7 +144,28 @@ pub(crate) fn main(args: &[String]) -> Result<bool, String> {
         let v = run(&root, &["convert", &out, &back])?;
         row(format!("{t} -> mldf"), &v);
         remove(Path::new(&back));
+        match CROSS.iter().any(|(from, _)| from == t) {
+            true => tables.push(out),
+            false => remove(Path::new(&out)),
+        }
+    }
+    for (from, to) in CROSS {
+        let out = p(&format!("cross.{to}"));
+        let v = run(&root, &["convert", &p(&format!("out.{from}")), &out])?;
+        row(format!("{from} -> {to}"), &v);
         remove(Path::new(&out));
+    }
+    // One column of the Parquet file read alone (it is dictionary-encoded:
+    // its pages hold far fewer bytes than its values).
+    let out = p("blob.arrow");
+    let v = run(
+        &root,
+        &["convert", &p("out.parquet"), &out, "--columns", "data"],
+    )?;
+    row("parquet data -> arrow".to_string(), &v);
+    remove(Path::new(&out));
+    for t in &tables {
+        remove(Path::new(t));
     }
     remove(&dir);
     println!(

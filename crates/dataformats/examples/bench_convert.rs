@@ -4,7 +4,8 @@
 //! - `bench_convert make OUT --mb N`: writes a synthetic data set of about
 //!   N MB in OUT's format (records of an Int64 id, 64 float32 features and
 //!   64 bytes of blob) through the library's writers;
-//! - `bench_convert convert IN OUT`: converts IN to OUT (lossy), then prints
+//! - `bench_convert convert IN OUT [--columns A,B,...]`: converts IN (those
+//!   columns of it) to OUT (lossy), then prints
 //!   one JSON line: records, seconds, the peak resident set (`VmHWM`, which
 //!   counts the pages of memory-mapped inputs the kernel keeps cached) and
 //!   the peak of anonymous memory (`RssAnon`, sampled every 5 ms: what the
@@ -151,8 +152,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             dataformats::convert::write(target, &mut src, path, &opts, &mut report, &mut |_| {})?;
             println!("{{\"records\": {}}}", report.records);
         }
-        ["convert", input, output] => {
-            let (r, secs, anon) = measured(|| convert(input.as_ref(), output.as_ref(), &lossy()))?;
+        ["convert", input, output, rest @ ..] => {
+            let mut opts = lossy();
+            match rest {
+                [] => {}
+                ["--columns", names] => {
+                    opts.columns = Some(names.split(',').map(str::to_string).collect());
+                }
+                _ => return Err("convert IN OUT takes only --columns A,B,...".into()),
+            }
+            let (r, secs, anon) = measured(|| convert(input.as_ref(), output.as_ref(), &opts))?;
             print_line(r.records, secs, anon);
         }
         ["validate", input] => {
@@ -170,7 +179,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {
             eprintln!(
-                "usage: bench_convert make OUT --mb N | bench_convert convert IN OUT | bench_convert validate IN"
+                "usage: bench_convert make OUT --mb N | bench_convert convert IN OUT [--columns A,B,...] | bench_convert validate IN"
             );
             std::process::exit(2);
         }
