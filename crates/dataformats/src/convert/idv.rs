@@ -606,6 +606,29 @@ fn first_null(a: &dyn Array, ty: &ColumnType) -> Option<usize> {
     })
 }
 
+/// Why a column is dropped.
+const NO_TYPE: &str = "IDV has no column type for it";
+
+/// The columns of `schema` IDV has a column type for (ascending), the
+/// others noted in `report` as dropped (refused without `lossy`). Whether
+/// a column has one depends on its field alone: the first batch only
+/// gives a dictionary's key count.
+pub(super) fn columns_used(
+    schema: &arrow_schema::Schema,
+    report: &mut Report,
+    lossy: bool,
+) -> Result<Vec<usize>, Error> {
+    let mut used = Vec::new();
+    for (k, f) in schema.fields().iter().enumerate() {
+        match column_type(f, None) {
+            Some(_) => used.push(k),
+            None => report.column(ChangeKind::Dropped, f.name(), NO_TYPE),
+        }
+    }
+    report.check(lossy)?;
+    Ok(used)
+}
+
 /// Writes every batch of `input` to the IDV file `output`, deflating on
 /// `threads` threads (0: every core).
 pub(crate) fn write(
@@ -623,11 +646,7 @@ pub(crate) fn write(
     let mut specs = Vec::new();
     for (k, f) in schema.fields().iter().enumerate() {
         let Some(ty) = column_type(f, first.as_ref().map(|b| b.column(k))) else {
-            report.column(
-                ChangeKind::Dropped,
-                f.name(),
-                "IDV has no column type for it",
-            );
+            report.column(ChangeKind::Dropped, f.name(), NO_TYPE);
             continue;
         };
         let mut spec = ColumnSpec::new(

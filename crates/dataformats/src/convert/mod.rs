@@ -1146,8 +1146,8 @@ fn convert_local(
 
 /// The columns of `schema` that `target`'s writer reads, found as the
 /// writer finds them (the columns it leaves out noted in `report`);
-/// `None` where it reads every column, or decides from the values (IDV
-/// types a column by its first batch).
+/// `None` where it reads every column (the typed exports, Bloscpack's raw
+/// chunks).
 fn columns_used(
     target: Target,
     schema: &arrow_schema::Schema,
@@ -1162,6 +1162,8 @@ fn columns_used(
         Target::Tbl2 => Some(tbl2::columns_used(schema, report, lossy)),
         #[cfg(feature = "cntk")]
         Target::Cntk => Some(cntk::columns_used(schema, report, lossy)),
+        #[cfg(feature = "idv")]
+        Target::Idv => Some(idv::columns_used(schema, report, lossy)),
         #[cfg(feature = "bloscpack")]
         Target::Bloscpack => bloscpack::columns_used(schema, report, lossy, bloscpack::NUMPY),
         #[cfg(feature = "bloscpack")]
@@ -1175,9 +1177,9 @@ fn columns_used(
 /// and the input decodes its columns apart from each other (a format's
 /// file, Parquet, Arrow IPC): the columns left out are then never read.
 /// They are noted in `report` as the writer notes them. `None` when the
-/// writer reads every column, decides from the values or refuses the
-/// columns (its own error then follows), or when the input's column names
-/// are not unique (the columns are chosen again by name).
+/// writer reads every column or refuses the columns (its own error then
+/// follows), or when the input's column names are not unique (the columns
+/// are chosen again by name).
 fn narrowed(
     input: &Path,
     from: Option<crate::Format>,
@@ -1580,9 +1582,10 @@ mod tests {
 
     /// A lossy conversion opens its input again with only the columns its
     /// target writes: a Parquet file of a `data` and an `n` column becomes
-    /// the TBL v2 file the file of `data` alone does, `n` reported as
-    /// dropped in every record; a target that keeps every column (Parquet)
-    /// or decides from the values (IDV) opens nothing again.
+    /// the TBL v2 file the file of `data` alone does, and the IDV file the
+    /// file of `n` alone does, the other column reported as dropped in
+    /// every record; a target that keeps every column (Parquet) opens
+    /// nothing again.
     #[cfg(all(feature = "export", feature = "tbl2", feature = "idv"))]
     #[test]
     fn lossy_conversions_read_only_the_columns_they_write() {
@@ -1602,51 +1605,58 @@ mod tests {
             w.close().unwrap();
             path
         };
-        let both = write("both.parquet", vec![("n", n), ("data", data.clone())]);
+        let both = write(
+            "both.parquet",
+            vec![("n", n.clone()), ("data", data.clone())],
+        );
         let alone = write("alone.parquet", vec![("data", data)]);
+        let numbers = write("numbers.parquet", vec![("n", n)]);
         let opts = ConvertOptions {
             lossy: true,
             ..Default::default()
         };
         let inp = open_detected(&both, None, &opts).unwrap();
         assert_eq!(inp.stream.schema().fields().len(), 2);
-        let mut report = Report::default();
-        let narrow = narrowed(&both, None, Target::Tbl2, &opts, &inp, &mut report)
-            .unwrap()
-            .expect("opened again");
-        let names: Vec<String> = narrow
-            .stream
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        assert_eq!(names, ["data"]);
-        assert_eq!(narrow.records, 5_000);
-        assert_eq!(report.changes.len(), 1);
-        for target in [Target::Parquet, Target::Idv] {
-            let mut r = Report::default();
-            assert!(
-                narrowed(&both, None, target, &opts, &inp, &mut r)
-                    .unwrap()
-                    .is_none()
-            );
-            assert!(r.changes.is_empty());
+        for (target, kept) in [(Target::Tbl2, "data"), (Target::Idv, "n")] {
+            let mut report = Report::default();
+            let narrow = narrowed(&both, None, target, &opts, &inp, &mut report)
+                .unwrap()
+                .expect("opened again");
+            let names: Vec<String> = narrow
+                .stream
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            assert_eq!(names, [kept]);
+            assert_eq!(narrow.records, 5_000);
+            assert_eq!(report.changes.len(), 1);
         }
-        let (a, b) = (dir.path().join("a.tbl"), dir.path().join("b.tbl"));
-        let report = convert(&both, &a, &opts).unwrap();
-        convert(&alone, &b, &opts).unwrap();
-        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-        assert_eq!(report.records, 5_000);
-        let dropped: Vec<(&str, u64)> = report
-            .changes
-            .iter()
-            .map(|c| {
-                assert_eq!(c.kind, ChangeKind::Dropped);
-                (c.field.as_str(), c.count)
-            })
-            .collect();
-        assert_eq!(dropped, [("n", 5_000)]);
+        let mut r = Report::default();
+        let again = narrowed(&both, None, Target::Parquet, &opts, &inp, &mut r).unwrap();
+        assert!(again.is_none());
+        assert!(r.changes.is_empty());
+        for (ext, from, dropped) in [("tbl", &alone, "n"), ("idv", &numbers, "data")] {
+            let (a, b) = (
+                dir.path().join(format!("a.{ext}")),
+                dir.path().join(format!("b.{ext}")),
+            );
+            let report = convert(&both, &a, &opts).unwrap();
+            convert(from, &b, &opts).unwrap();
+            let same = std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap();
+            assert!(same, "{ext}: the files differ");
+            assert_eq!(report.records, 5_000);
+            let changes: Vec<(&str, u64)> = report
+                .changes
+                .iter()
+                .map(|c| {
+                    assert_eq!(c.kind, ChangeKind::Dropped);
+                    (c.field.as_str(), c.count)
+                })
+                .collect();
+            assert_eq!(changes, [(dropped, 5_000)], "{ext}");
+        }
         // Without `lossy` the conversion is refused, naming the column.
         let e = convert(&both, &dir.path().join("c.tbl"), &ConvertOptions::default())
             .unwrap_err()
