@@ -201,3 +201,47 @@ fn checked_chunks_viewed_in_any_order_are_their_own_and_samples_find_their_seque
     assert!(multi_chunk > 0, "no vector of several chunks");
     assert!(empty_sequences > 0, "no vector with a sequence of length 0");
 }
+
+/// Validating a mapped file gives each chunk's pages back once the chunk
+/// is checked: sixteen chunks of 1 MiB, checked on every core, never have
+/// more than a few of them resident at once.
+#[cfg(target_os = "linux")]
+#[test]
+fn validation_keeps_a_few_chunks_resident() {
+    use dataformats_cntk::{Chunking, RecordData, StreamDesc, StreamKind, Writer};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chunks.bin");
+    let streams = [StreamDesc {
+        name: "x".into(),
+        kind: StreamKind::Dense,
+        elem: ElemType::F32,
+        dim: 256,
+    }];
+    let mut w = Writer::create(&path, &streams, Chunking::Target(1 << 20)).unwrap();
+    // Sequences of 16 samples of 256 float32: 16 KiB each, 16 MiB in all.
+    let bytes = vec![7u8; 16 * 256 * 4];
+    for _ in 0..1024 {
+        let rec = RecordData::DenseBytes {
+            samples: 16,
+            bytes: &bytes,
+        };
+        w.add_sequence(&[rec]).unwrap();
+    }
+    w.finish().unwrap();
+    // SAFETY: the test owns the file and does not change it while mapped.
+    let src = unsafe { Source::map(&path) }.unwrap();
+    let r = Reader::with_options(src, dataformats_core::ReadOptions::default()).unwrap();
+    assert!(r.chunks().len() >= 12, "{} chunks", r.chunks().len());
+    let all = r.source().as_slice().unwrap();
+    let at = all.as_ptr() as usize..all.as_ptr() as usize + all.len();
+    let mut most = 0;
+    let mut reports = 0;
+    let mut progress = |_: u64, _: u64| {
+        reports += 1;
+        most = most.max(dataformats_core::testing::smaps_kib(at.clone(), "Rss").unwrap());
+    };
+    r.validate_with(&mut progress).unwrap();
+    assert_eq!(reports, r.chunks().len());
+    assert!(most > 0, "nothing was resident");
+    assert!(most <= 6 << 10, "{most} KiB resident at most, of 16 MiB");
+}
