@@ -186,13 +186,25 @@ fn run_rows(part_bytes: u64, per_row: u64, batch: u64) -> u64 {
         .saturating_mul(batch.max(1))
 }
 
-/// The uncompressed bytes of the leaf columns `leaves` in row group `g`.
+/// The bytes of the leaf columns `leaves` in row group `g`: each column
+/// chunk's uncompressed pages, or the bytes of its byte arrays' values
+/// when its metadata gives them and they are more (values a dictionary
+/// or runs of one value store in far fewer bytes). A value lies in the
+/// pages, so no record's can be longer than they are: a claim beyond that
+/// counts as that.
 fn group_bytes(g: &RowGroupMetaData, leaves: &[usize]) -> u64 {
+    let rows = u64::try_from(g.num_rows()).unwrap_or(0);
     leaves
         .iter()
         .filter_map(|&c| g.columns().get(c))
         .fold(0u64, |sum, c| {
-            sum.saturating_add(u64::try_from(c.uncompressed_size()).unwrap_or(0))
+            let pages = u64::try_from(c.uncompressed_size()).unwrap_or(0);
+            let values = c
+                .unencoded_byte_array_data_bytes()
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(0)
+                .min(pages.saturating_mul(rows));
+            sum.saturating_add(pages.max(values))
         })
 }
 
@@ -1513,48 +1525,69 @@ mod tests {
     }
 
     /// A column whose pages hold far fewer bytes than its values (a
-    /// dictionary of four 256-byte values) is read in runs of whole
-    /// batches whose decoded values stay near the run size, not in one run
-    /// of the whole file; and the runs give the records of one reader.
+    /// dictionary of four 1 KiB values) is read in batches and runs whose
+    /// decoded values stay near their sizes: by the values' bytes where the
+    /// column chunks' metadata gives them (batches of 1 MiB), else by a run
+    /// of at most 16 batches, never one run of the whole file; and the
+    /// runs give the records of one reader.
     #[test]
     fn runs_of_dictionary_pages_stay_near_the_run_size() {
         use arrow_array::{Array, BinaryArray};
+        use parquet::file::properties::{EnabledStatistics, WriterProperties};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("dict.parquet");
-        let values: Vec<Vec<u8>> = (0..4u8).map(|v| vec![v; 256]).collect();
-        let rows = 40_000usize;
+        let values: Vec<Vec<u8>> = (0..4u8).map(|v| vec![v; 1024]).collect();
+        let rows = 20_000usize;
         let b = BinaryArray::from_iter_values((0..rows).map(|i| &values[i % 4]));
         let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
-        let file = std::fs::File::create(&path).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), None).unwrap();
-        w.write(&t).unwrap();
-        w.close().unwrap();
-        let (md, leaves) = leaves_of(&path, &[0]);
-        let stored: u64 = md
-            .row_groups()
-            .iter()
-            .map(|g| super::group_bytes(g, &leaves))
-            .sum();
-        let per_row = stored.div_ceil(rows as u64);
-        // The pages: a byte or two a record, against 256 decoded.
-        assert!(per_row < 8, "{per_row} bytes a record in the pages");
-        let opts = ConvertOptions::default();
-        let batch = super::batch_records(&md, &leaves, &t.schema(), &opts);
-        for part_bytes in [1 << 20, 2 << 20, 3 << 20] {
-            let run = super::run_rows(part_bytes, per_row, batch);
-            assert_eq!(run % batch, 0);
-            let decoded = run * 256;
-            assert!(
-                decoded <= 2 * part_bytes,
-                "runs of {run} records decode to {decoded} bytes (run size {part_bytes})"
-            );
-            let (serial, parallel) = both_ways(&path, &opts, part_bytes);
-            let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
-            let parallel: Vec<RecordBatch> = parallel.into_iter().map(Result::unwrap).collect();
-            assert_eq!(serial, parallel);
-            let all = arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap();
-            assert_eq!(all.column(0).len(), rows);
-            assert_eq!(all, t);
+        for sizes in [true, false] {
+            let path = dir.path().join(format!("dict-{sizes}.parquet"));
+            let stats = match sizes {
+                true => EnabledStatistics::Chunk,
+                false => EnabledStatistics::None,
+            };
+            let props = WriterProperties::builder()
+                .set_statistics_enabled(stats)
+                .build();
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+            w.write(&t).unwrap();
+            w.close().unwrap();
+            let (md, leaves) = leaves_of(&path, &[0]);
+            let bytes: u64 = md
+                .row_groups()
+                .iter()
+                .map(|g| super::group_bytes(g, &leaves))
+                .sum();
+            let per_row = bytes.div_ceil(rows as u64);
+            let opts = ConvertOptions::default();
+            let batch = super::batch_records(&md, &leaves, &t.schema(), &opts);
+            if sizes {
+                // The values' bytes, not the pages' (a byte or two a record).
+                assert!(per_row >= 1024, "{per_row} bytes a record");
+                assert!(
+                    batch * 1024 <= 2 * crate::convert::BATCH_BYTES,
+                    "{batch} records a batch"
+                );
+            } else {
+                assert!(per_row < 8, "{per_row} bytes a record in the pages");
+            }
+            for part_bytes in [1 << 20, 2 << 20, 3 << 20] {
+                let run = super::run_rows(part_bytes, per_row, batch);
+                assert_eq!(run % batch, 0);
+                let decoded = run * 1024;
+                assert!(
+                    decoded <= 4 * part_bytes.max(batch * 1024),
+                    "{sizes}: runs of {run} records decode to {decoded} bytes (run size {part_bytes})"
+                );
+                let (serial, parallel) = both_ways(&path, &opts, part_bytes);
+                let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+                let parallel: Vec<RecordBatch> = parallel.into_iter().map(Result::unwrap).collect();
+                assert_eq!(serial, parallel);
+                let all = arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap();
+                assert_eq!(all.column(0).len(), rows);
+                assert_eq!(all, t);
+            }
         }
     }
 
