@@ -29,7 +29,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{
-    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
 };
 use parquet::file::reader::{ChunkReader, Length};
 
@@ -170,20 +170,109 @@ impl Parts {
     }
 }
 
-/// Records in a run of about `part_bytes` of the columns read, `per_row`
-/// bytes of pages a record by the row groups' sizes: a whole number of
-/// batches of `batch` records, at most `part_bytes / BATCH_BYTES` of them.
-/// Pages may hold far fewer bytes than their values decode to (a
-/// dictionary of a few values, runs of one value), and a run is decoded
-/// whole before it is handed on: sized by its pages alone, a run of such
-/// a column was the whole file, all of it in memory at once (1 GB of
-/// dictionary-encoded 64-byte values: 232 MB resident on two threads,
-/// 14 MB on one).
-fn run_rows(part_bytes: u64, per_row: u64, batch: u64) -> u64 {
-    let most_batches = (part_bytes / crate::convert::BATCH_BYTES).max(1);
-    (part_bytes / per_row.max(1).saturating_mul(batch.max(1)))
-        .clamp(1, most_batches)
-        .saturating_mul(batch.max(1))
+/// Records in a run of about `part_bytes` of the columns read decoded, by
+/// `sizes`: a whole number of batches of `batch` records. A run is
+/// decoded whole before it is handed on, so what its records decode to
+/// counts, not their pages: those may hold far fewer bytes than their
+/// values (a dictionary of a few values, runs of one value); sized by its
+/// pages alone, a run of such a column was the whole file, all of it in
+/// memory at once (1 GB of dictionary-encoded 64-byte values: 232 MB
+/// resident on two threads, 14 MB on one). Where the metadata cannot say
+/// what some column decodes to ([`Sizes::open_ended`]), a run holds at most
+/// `part_bytes / BATCH_BYTES` batches. Runs of whole pages matter too:
+/// each run decompresses every page it reads a record of, so runs of far
+/// fewer records than a page decompressed its pages again and again (5
+/// million dictionary-encoded 20-byte strings in runs of 16 batches of
+/// 4,096: 1.0 s, most of it decompressing the same pages).
+fn run_rows(part_bytes: u64, sizes: &Sizes, batch: u64) -> u64 {
+    let batch = batch.max(1);
+    let per_row = sizes.per_row().max(sizes.widest);
+    let batches = (part_bytes / per_row.saturating_mul(batch)).max(1);
+    let batches = match sizes.open_ended {
+        true => batches.min((part_bytes / crate::convert::BATCH_BYTES).max(1)),
+        false => batches,
+    };
+    batches.saturating_mul(batch)
+}
+
+/// What the leaf columns read take, by the row groups' metadata: the
+/// bytes of their pages (or of their values, where those are more) and
+/// the records of the groups, for the size of a run; and the most a
+/// record of any selected group decodes to, for the size of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sizes {
+    /// Every group's [`chunk_bytes`], summed.
+    bytes: u64,
+    /// Every group's records.
+    rows: u64,
+    /// The most bytes a record of a selected group's columns decodes to
+    /// at least ([`decoded_bytes`] over its records, rounded up): pages
+    /// can hold far fewer bytes than their values decode to (a dictionary
+    /// of a few values, runs of one value).
+    widest: u64,
+    /// Whether a selected column chunk of byte arrays may decode to far
+    /// more than its pages and [`decoded_bytes`] say: without its values'
+    /// bytes in its metadata, encoded as differences from the value
+    /// before (`DELTA_BYTE_ARRAY`: a value's bytes can be repeated from
+    /// the one before in a few bits) or with a dictionary that could not
+    /// be read.
+    open_ended: bool,
+}
+
+impl Sizes {
+    /// Bytes of pages (or values) a record, over the whole file.
+    fn per_row(&self) -> u64 {
+        self.bytes.checked_div(self.rows).unwrap_or(0).max(1)
+    }
+}
+
+/// The [`Sizes`] of the leaf columns `leaves` of `md`, the widest record
+/// of the groups (starting at `starts`) holding records of `range`. A column chunk of byte arrays
+/// with a dictionary whose metadata does not give its values' bytes has
+/// its dictionary read first ([`longest_in_dictionary`]): its pages say
+/// nothing of what a record decodes to, and a few long values repeated
+/// would make batches of thousands of them (a 116 KB file of four
+/// 100,000-byte values: 1.6 GB resident).
+fn sizes(
+    input: &Positioned,
+    md: &ParquetMetaData,
+    leaves: &[usize],
+    starts: &[u64],
+    range: std::ops::Range<u64>,
+) -> Sizes {
+    let mut sizes = Sizes {
+        bytes: 0,
+        rows: 0,
+        widest: 0,
+        open_ended: false,
+    };
+    for (k, g) in md.row_groups().iter().enumerate() {
+        let rows = u64::try_from(g.num_rows()).unwrap_or(0);
+        sizes.bytes = sizes.bytes.saturating_add(chunk_bytes(g, leaves));
+        sizes.rows = sizes.rows.saturating_add(rows);
+        let first = starts.get(k).copied().unwrap_or(0);
+        let selected = first < range.end && first.saturating_add(rows) > range.start;
+        if !selected || rows == 0 {
+            continue;
+        }
+        let decoded = leaves
+            .iter()
+            .filter_map(|&c| g.columns().get(c))
+            .fold(0u64, |sum, col| {
+                let longest = match dictionary_unsized(col) {
+                    true => {
+                        let longest = longest_in_dictionary(input, col, rows);
+                        sizes.open_ended |= longest.is_none();
+                        longest
+                    }
+                    false => None,
+                };
+                sizes.open_ended |= delta_unsized(col);
+                sum.saturating_add(decoded_bytes(col, rows, longest))
+            });
+        sizes.widest = sizes.widest.max(decoded.div_ceil(rows));
+    }
+    sizes
 }
 
 /// The bytes of the leaf columns `leaves` in row group `g`: each column
@@ -192,20 +281,118 @@ fn run_rows(part_bytes: u64, per_row: u64, batch: u64) -> u64 {
 /// or runs of one value store in far fewer bytes). A value lies in the
 /// pages, so no record's can be longer than they are: a claim beyond that
 /// counts as that.
-fn group_bytes(g: &RowGroupMetaData, leaves: &[usize]) -> u64 {
+fn chunk_bytes(g: &RowGroupMetaData, leaves: &[usize]) -> u64 {
     let rows = u64::try_from(g.num_rows()).unwrap_or(0);
     leaves
         .iter()
         .filter_map(|&c| g.columns().get(c))
         .fold(0u64, |sum, c| {
             let pages = u64::try_from(c.uncompressed_size()).unwrap_or(0);
-            let values = c
-                .unencoded_byte_array_data_bytes()
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(0)
-                .min(pages.saturating_mul(rows));
-            sum.saturating_add(pages.max(values))
+            sum.saturating_add(pages.max(value_bytes(c, rows)))
         })
+}
+
+/// The bytes of column chunk `c`'s byte arrays' values, when its
+/// metadata gives them, at most its pages' bytes for each of its `rows`
+/// records; else 0.
+fn value_bytes(c: &ColumnChunkMetaData, rows: u64) -> u64 {
+    let pages = u64::try_from(c.uncompressed_size()).unwrap_or(0);
+    c.unencoded_byte_array_data_bytes()
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(0)
+        .min(pages.saturating_mul(rows))
+}
+
+/// Whether column chunk `c` holds byte arrays through a dictionary and
+/// its metadata does not give the bytes of their values.
+fn dictionary_unsized(c: &ColumnChunkMetaData) -> bool {
+    use parquet::basic::{Encoding, Type};
+    let dictionary = c.dictionary_page_offset().is_some()
+        || c.encodings()
+            .any(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY));
+    c.column_type() == Type::BYTE_ARRAY
+        && dictionary
+        && c.unencoded_byte_array_data_bytes().is_none()
+}
+
+/// Whether column chunk `c` holds byte arrays as differences from the
+/// value before (`DELTA_BYTE_ARRAY`) and its metadata does not give the
+/// bytes of their values.
+fn delta_unsized(c: &ColumnChunkMetaData) -> bool {
+    c.encodings()
+        .any(|e| e == parquet::basic::Encoding::DELTA_BYTE_ARRAY)
+        && c.unencoded_byte_array_data_bytes().is_none()
+}
+
+/// What column chunk `c` (of a row group of `rows` records) decodes to at
+/// least: its byte arrays' values where its metadata gives them, each
+/// value's width for values of a fixed width (an offset of 4 bytes for a
+/// byte array), and, with `longest` (the longest value of its dictionary),
+/// that many bytes for each value.
+fn decoded_bytes(c: &ColumnChunkMetaData, rows: u64, longest: Option<u64>) -> u64 {
+    use parquet::basic::Type;
+    let values = u64::try_from(c.num_values()).unwrap_or(0);
+    let width = match c.column_type() {
+        Type::BOOLEAN => 0,
+        Type::INT32 | Type::FLOAT | Type::BYTE_ARRAY => 4,
+        Type::INT64 | Type::DOUBLE => 8,
+        Type::INT96 => 12,
+        Type::FIXED_LEN_BYTE_ARRAY => u64::try_from(c.column_descr().type_length()).unwrap_or(0),
+    };
+    let each = width.saturating_add(longest.unwrap_or(0));
+    value_bytes(c, rows)
+        .saturating_add(values.div_ceil(8))
+        .max(each.saturating_mul(values))
+}
+
+/// The longest value in the dictionary page of column chunk `c` (of byte
+/// arrays, in a row group of `rows` records): the page read and its
+/// values' lengths walked. A dictionary whose values cannot be walked
+/// counts as one value of its whole page; `None` when the chunk's first
+/// page is not a dictionary or cannot be read (its reader says why).
+fn longest_in_dictionary(input: &Positioned, c: &ColumnChunkMetaData, rows: u64) -> Option<u64> {
+    use parquet::basic::Encoding;
+    use parquet::column::page::{Page, PageReader};
+    let rows = usize::try_from(rows).ok()?;
+    let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
+        Arc::new(input.clone()),
+        c,
+        rows,
+        None,
+    )
+    .ok()?;
+    let Ok(Some(Page::DictionaryPage {
+        buf,
+        num_values,
+        encoding,
+        ..
+    })) = pages.get_next_page()
+    else {
+        return None;
+    };
+    let whole = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+    let plain = matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY);
+    Some(
+        plain
+            .then(|| longest_plain(&buf, num_values))
+            .flatten()
+            .unwrap_or(whole),
+    )
+}
+
+/// The longest of the `count` byte arrays of a plain-encoded page
+/// (`page`: a 4-byte little-endian length before each value); `None` when
+/// they do not fit in it.
+fn longest_plain(page: &[u8], count: u32) -> Option<u64> {
+    let mut rest = page;
+    let mut longest = 0u32;
+    for _ in 0..count {
+        let (len, after) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len);
+        rest = after.get(usize::try_from(len).ok()?..)?;
+        longest = longest.max(len);
+    }
+    Some(u64::from(longest))
 }
 
 /// The first record of each row group, and after them the file's record
@@ -609,26 +796,18 @@ impl Iterator for ParquetInput {
 
 /// Records per batch of a Parquet file: [`ConvertOptions::batch_records`],
 /// but for records without a fixed width (when the batch size is left to
-/// the library) as many as the file's row groups say, by the bytes per
-/// record of the columns read, fill [`crate::convert::BATCH_BYTES`]: a file
-/// of images gives batches of a few megabytes, not of 4,096 images.
-fn batch_records(
-    meta: &ParquetMetaData,
-    leaves: &[usize],
-    schema: &arrow_schema::Schema,
-    opts: &ConvertOptions,
-) -> u64 {
+/// the library) as many as fill [`crate::convert::BATCH_BYTES`] by the
+/// bytes per record of the columns read: over the whole file by their
+/// pages, and in each selected row group by what its records decode to at
+/// least ([`Sizes::widest`]), whichever is more. A file of images gives
+/// batches of a few megabytes, not of 4,096 images, and so does a file
+/// whose images are a few, repeated through a dictionary.
+fn batch_records(sizes: &Sizes, schema: &arrow_schema::Schema, opts: &ConvertOptions) -> u64 {
     let records = opts.batch_records(schema);
     if opts.batch_size > 0 || crate::convert::record_width(schema).is_some() {
         return records;
     }
-    let (bytes, rows) = meta.row_groups().iter().fold((0u64, 0u64), |(b, r), g| {
-        (
-            b.saturating_add(group_bytes(g, leaves)),
-            r.saturating_add(u64::try_from(g.num_rows()).unwrap_or(0)),
-        )
-    });
-    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
+    let per_row = sizes.per_row().max(sizes.widest);
     (crate::convert::BATCH_BYTES / per_row).clamp(1, records)
 }
 
@@ -673,7 +852,7 @@ fn checked(md: ParquetMetaData, len: u64, path: &Path) -> Result<ParquetMetaData
 
 /// The bytes of column chunk `col` in the file; `None` when negative or
 /// past `u64`.
-fn chunk_range(col: &parquet::file::metadata::ColumnChunkMetaData) -> Option<std::ops::Range<u64>> {
+fn chunk_range(col: &ColumnChunkMetaData) -> Option<std::ops::Range<u64>> {
     let start = u64::try_from(
         col.dictionary_page_offset()
             .unwrap_or(col.data_page_offset()),
@@ -1121,8 +1300,9 @@ fn open_unguarded(
     let split = runs_possible(&md, &leaves);
     let starts = group_starts(&md, path)?;
     let rows = starts.last().copied().unwrap_or(0);
-    let batch = batch_records(&md, &leaves, &projected, opts);
     let range = opts.record_range(rows);
+    let sizes = sizes(&input, &md, &leaves, &starts, range.clone());
+    let batch = batch_records(&sizes, &projected, opts);
     let total = range.end - range.start;
     let window = Window {
         schema: projected,
@@ -1132,12 +1312,7 @@ fn open_unguarded(
         left: range.end - range.start,
     };
     let path = path.display().to_string();
-    let bytes = md
-        .row_groups()
-        .iter()
-        .fold(0u64, |sum, g| sum.saturating_add(group_bytes(g, &leaves)));
-    let per_row = bytes.checked_div(rows).unwrap_or(0).max(1);
-    let part_rows = run_rows(part_bytes, per_row, batch);
+    let part_rows = run_rows(part_bytes, &sizes, batch);
     let parts = Parts {
         part_rows,
         split,
@@ -1524,56 +1699,89 @@ mod tests {
         }
     }
 
+    /// A file of `t` written with dictionaries (of up to 64 MiB), with or
+    /// without the bytes of its byte arrays' values in its metadata
+    /// (`sizes`), into `dir`, in row groups of `group` records.
+    fn write_dictionary(
+        dir: &std::path::Path,
+        t: &RecordBatch,
+        sizes: bool,
+        group: usize,
+    ) -> std::path::PathBuf {
+        use parquet::file::properties::{EnabledStatistics, WriterProperties};
+        let path = dir.join(format!("dict-{sizes}-{group}.parquet"));
+        let stats = match sizes {
+            true => EnabledStatistics::Chunk,
+            false => EnabledStatistics::None,
+        };
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(stats)
+            .set_dictionary_page_size_limit(64 << 20)
+            .set_max_row_group_row_count(Some(group))
+            .build();
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+        w.write(t).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    /// The [`super::Sizes`] of the first `roots` columns of the file at
+    /// `path` for all its records, its metadata and leaves.
+    fn sizes_of(
+        path: &std::path::Path,
+        roots: &[usize],
+    ) -> (
+        super::Sizes,
+        parquet::file::metadata::ParquetMetaData,
+        Vec<usize>,
+    ) {
+        let (md, leaves) = leaves_of(path, roots);
+        let input = super::Positioned {
+            src: crate::core::Source::from_file(std::fs::File::open(path).unwrap()).unwrap(),
+            limits: crate::core::Limits::default(),
+        };
+        let starts = super::group_starts(&md, path).unwrap();
+        let all = 0..starts.last().copied().unwrap();
+        let sizes = super::sizes(&input, &md, &leaves, &starts, all);
+        (sizes, md, leaves)
+    }
+
     /// A column whose pages hold far fewer bytes than its values (a
-    /// dictionary of four 1 KiB values) is read in batches and runs whose
-    /// decoded values stay near their sizes: by the values' bytes where the
-    /// column chunks' metadata gives them (batches of 1 MiB), else by a run
-    /// of at most 16 batches, never one run of the whole file; and the
-    /// runs give the records of one reader.
+    /// dictionary of four 1 KiB values) is read in batches whose decoded
+    /// values stay near their size (1 MiB): by the values' bytes where the
+    /// column chunks' metadata gives them, else by the longest value of
+    /// the dictionary; its runs hold at most 16 batches, never the whole
+    /// file; and the runs give the records of one reader.
     #[test]
     fn runs_of_dictionary_pages_stay_near_the_run_size() {
         use arrow_array::{Array, BinaryArray};
-        use parquet::file::properties::{EnabledStatistics, WriterProperties};
         let dir = tempfile::tempdir().unwrap();
         let values: Vec<Vec<u8>> = (0..4u8).map(|v| vec![v; 1024]).collect();
         let rows = 20_000usize;
         let b = BinaryArray::from_iter_values((0..rows).map(|i| &values[i % 4]));
         let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
         for sizes in [true, false] {
-            let path = dir.path().join(format!("dict-{sizes}.parquet"));
-            let stats = match sizes {
-                true => EnabledStatistics::Chunk,
-                false => EnabledStatistics::None,
-            };
-            let props = WriterProperties::builder()
-                .set_statistics_enabled(stats)
-                .build();
-            let file = std::fs::File::create(&path).unwrap();
-            let mut w =
-                parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
-            w.write(&t).unwrap();
-            w.close().unwrap();
-            let (md, leaves) = leaves_of(&path, &[0]);
-            let bytes: u64 = md
-                .row_groups()
-                .iter()
-                .map(|g| super::group_bytes(g, &leaves))
-                .sum();
-            let per_row = bytes.div_ceil(rows as u64);
+            let path = write_dictionary(dir.path(), &t, sizes, 1 << 20);
+            let (found, _, _) = sizes_of(&path, &[0]);
+            let per_row = found.per_row();
             let opts = ConvertOptions::default();
-            let batch = super::batch_records(&md, &leaves, &t.schema(), &opts);
-            if sizes {
+            let batch = super::batch_records(&found, &t.schema(), &opts);
+            // A record decodes to its 1 KiB value (and an offset): batches
+            // of about 1 MiB.
+            assert!(found.widest >= 1024, "{sizes}: {found:?}");
+            assert!(
+                batch * 1024 <= crate::convert::BATCH_BYTES
+                    && 2 * batch * 1024 >= crate::convert::BATCH_BYTES,
+                "{sizes}: {batch} records a batch"
+            );
+            match sizes {
                 // The values' bytes, not the pages' (a byte or two a record).
-                assert!(per_row >= 1024, "{per_row} bytes a record");
-                assert!(
-                    batch * 1024 <= 2 * crate::convert::BATCH_BYTES,
-                    "{batch} records a batch"
-                );
-            } else {
-                assert!(per_row < 8, "{per_row} bytes a record in the pages");
+                true => assert!(per_row >= 1024, "{per_row} bytes a record"),
+                false => assert!(per_row < 8, "{per_row} bytes a record in the pages"),
             }
             for part_bytes in [1 << 20, 2 << 20, 3 << 20] {
-                let run = super::run_rows(part_bytes, per_row, batch);
+                let run = super::run_rows(part_bytes, &found, batch);
                 assert_eq!(run % batch, 0);
                 let decoded = run * 1024;
                 assert!(
@@ -1584,11 +1792,108 @@ mod tests {
                 let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
                 let parallel: Vec<RecordBatch> = parallel.into_iter().map(Result::unwrap).collect();
                 assert_eq!(serial, parallel);
+                assert!(
+                    serial.iter().all(|b| b.num_rows() as u64 <= batch),
+                    "{sizes}: batches of more than {batch} records"
+                );
                 let all = arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap();
                 assert_eq!(all.column(0).len(), rows);
                 assert_eq!(all, t);
             }
         }
+    }
+
+    /// Batches are sized by the widest records of any row group, not by
+    /// the file's average: a file whose metadata does not give its values'
+    /// bytes, of small values repeated and, in one row group of five, a
+    /// 256 KiB value among them, is read four records a batch; the
+    /// longest value of a dictionary is found wherever it stands in it.
+    #[test]
+    fn batches_are_sized_by_the_longest_value_of_any_dictionary() {
+        use arrow_array::{BinaryArray, Int64Array};
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 5_000usize;
+        let long = vec![7u8; 256 << 10];
+        let small: Vec<Vec<u8>> = (0..100u8).map(|v| vec![v; 10]).collect();
+        let b = BinaryArray::from_iter_values((0..rows).map(|i| match i {
+            3_333 | 3_500 => &long[..],
+            _ => &small[i % 100][..],
+        }));
+        let n = Int64Array::from_iter_values(0..rows as i64);
+        let t = RecordBatch::try_from_iter([
+            ("b", Arc::new(b) as ArrayRef),
+            ("n", Arc::new(n) as ArrayRef),
+        ])
+        .unwrap();
+        let path = write_dictionary(dir.path(), &t, false, 1_000);
+        let (found, md, _) = sizes_of(&path, &[0, 1]);
+        assert_eq!(md.num_row_groups(), 5);
+        // The long value, an offset and the integer.
+        assert_eq!(found.widest, (256 << 10) + 4 + 8, "{found:?}");
+        let opts = ConvertOptions::default();
+        let batch = super::batch_records(&found, &t.schema(), &opts);
+        assert_eq!(batch, 3);
+        // The integer column alone has a fixed width: no dictionary read.
+        let (found, _, _) = sizes_of(&path, &[1]);
+        assert_eq!(found.widest, 8);
+        let (batches, _) = both_ways(&path, &opts, 1 << 20);
+        let batches: Vec<RecordBatch> = batches.into_iter().map(Result::unwrap).collect();
+        assert!(batches.iter().all(|b| b.num_rows() <= 3));
+        let all = arrow_select::concat::concat_batches(&t.schema(), &batches).unwrap();
+        assert_eq!(all, t);
+    }
+
+    /// A run holds about its size of decoded records, however few bytes a
+    /// batch holds (batches of 4,096 records of 24 bytes: 170 of them to
+    /// 16 MiB, so that a run reads its pages whole rather than a piece of
+    /// each again and again); where some column's records may decode to
+    /// more than the metadata says, at most 16 batches.
+    #[test]
+    fn runs_hold_their_size_of_decoded_records() {
+        let known = super::Sizes {
+            bytes: 3 * 1_000_000,
+            rows: 1_000_000,
+            widest: 24,
+            open_ended: false,
+        };
+        let run = super::run_rows(16 << 20, &known, 4096);
+        assert_eq!(run, 170 * 4096);
+        assert!(run * 24 <= 16 << 20 && 2 * run * 24 >= 16 << 20);
+        // Pages wider than what the values decode to (plain text) count.
+        let pages = super::Sizes {
+            widest: 2,
+            bytes: 24_000_000,
+            ..known
+        };
+        assert_eq!(super::run_rows(16 << 20, &pages, 4096), run);
+        let open = super::Sizes {
+            open_ended: true,
+            ..known
+        };
+        assert_eq!(super::run_rows(16 << 20, &open, 4096), 16 * 4096);
+        // At least a batch, whatever a record takes.
+        let wide = super::Sizes {
+            widest: 64 << 20,
+            ..known
+        };
+        assert_eq!(super::run_rows(16 << 20, &wide, 1), 1);
+    }
+
+    /// The longest of a plain page's byte arrays, wherever it stands; a
+    /// page whose lengths run past its end has none.
+    #[test]
+    fn longest_values_of_plain_pages() {
+        let mut page = Vec::new();
+        for len in [3u32, 0, 70, 5] {
+            page.extend_from_slice(&len.to_le_bytes());
+            page.extend(std::iter::repeat_n(1u8, len as usize));
+        }
+        assert_eq!(super::longest_plain(&page, 4), Some(70));
+        assert_eq!(super::longest_plain(&page, 2), Some(3));
+        assert_eq!(super::longest_plain(&page, 0), Some(0));
+        assert_eq!(super::longest_plain(&page, 5), None);
+        assert_eq!(super::longest_plain(&page[..page.len() - 1], 4), None);
+        assert_eq!(super::longest_plain(&page[..2], 1), None);
     }
 
     /// Runs end at the first batch boundary from a row group's start when
