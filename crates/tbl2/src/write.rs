@@ -1,7 +1,9 @@
 //! Writing TBL v2 files byte-identical to TurboLoader's writer, streaming:
-//! sample data goes to a spool file as it arrives, so memory holds only the
-//! 24-byte index entries; `finish` assembles the file and renames it into
-//! place.
+//! sample data goes to a spool file as it arrives, and so do the 24-byte
+//! index entries once a few megabytes of them are complete (the index
+//! comes before the data in the file, and its length is known only at the
+//! end), so memory does not grow with the samples; `finish` assembles the
+//! file and renames it into place.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
@@ -74,14 +76,20 @@ impl Spool {
         Ok(())
     }
 
-    fn copy_into(&mut self, out: &mut impl Write) -> io::Result<()> {
+    /// The bytes written, read back from the start (the spool is closed
+    /// for writing).
+    fn read_back(&mut self) -> io::Result<io::Take<File>> {
         let w = self
             .file
             .take()
             .ok_or_else(|| io::Error::other("spool closed"))?;
         let mut f = w.into_inner().map_err(|e| e.into_error())?;
         f.seek(SeekFrom::Start(0))?;
-        let copied = io::copy(&mut (&mut f).take(self.len), out)?;
+        Ok(f.take(self.len))
+    }
+
+    fn copy_into(&mut self, out: &mut impl Write) -> io::Result<()> {
+        let copied = io::copy(&mut self.read_back()?, out)?;
         if copied != self.len {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -133,6 +141,159 @@ impl DataOut {
         }
     }
 }
+
+/// Bytes of complete index entries kept in memory before they go to the
+/// index spool.
+const INDEX_MEMORY: usize = 8 << 20;
+
+/// The index of the samples added so far: the first `spooled` entries in
+/// a spool file (created once [`INDEX_MEMORY`] of them are complete),
+/// the others in memory, of which the first `ready` are complete and the
+/// rest wait for their group's stored bytes from the pool. Offsets count
+/// from the start of the data until [`Index::write_into`] places them.
+#[derive(Debug)]
+struct Index {
+    /// The file the spool goes beside.
+    target: PathBuf,
+    spool: Option<Spool>,
+    spooled: u64,
+    kept: Vec<IndexEntry>,
+    ready: usize,
+    /// Spooled samples given metadata after they were spooled, a bit each.
+    marked: Vec<u64>,
+    /// Bytes of complete entries kept before they are spooled.
+    memory: usize,
+}
+
+impl Index {
+    fn new(target: PathBuf) -> Self {
+        Index {
+            target,
+            spool: None,
+            spooled: 0,
+            kept: Vec::new(),
+            ready: 0,
+            marked: Vec::new(),
+            memory: INDEX_MEMORY,
+        }
+    }
+
+    /// Samples added.
+    fn len(&self) -> u64 {
+        self.spooled + self.kept.len() as u64
+    }
+
+    /// Adds a sample's entry, complete (all samples before it are) or
+    /// waiting for its group.
+    fn push(&mut self, entry: IndexEntry, complete: bool) -> Result<()> {
+        self.kept.push(entry);
+        match complete {
+            true => self.complete_through(self.len()),
+            false => Ok(()),
+        }
+    }
+
+    /// The entries of samples `first..first + n`, waiting for their group.
+    fn waiting(&mut self, first: u64, n: usize) -> Result<&mut [IndexEntry]> {
+        let at = first
+            .checked_sub(self.spooled)
+            .and_then(|k| usize::try_from(k).ok())
+            .filter(|&k| k >= self.ready);
+        at.and_then(|k| self.kept.get_mut(k..))
+            .and_then(|s| s.get_mut(..n))
+            .ok_or_else(|| werr(ErrorKind::IndexRange, "encoded samples past the index"))
+    }
+
+    /// Every sample before `end` is complete: spools the complete entries
+    /// once they fill `memory` ([`INDEX_MEMORY`]).
+    fn complete_through(&mut self, end: u64) -> Result<()> {
+        let done = usize::try_from(end.saturating_sub(self.spooled)).unwrap_or(usize::MAX);
+        self.ready = self.ready.max(done.min(self.kept.len()));
+        if self.ready * ENTRY_BYTES < self.memory {
+            return Ok(());
+        }
+        let spool = match &mut self.spool {
+            Some(s) => s,
+            None => self
+                .spool
+                .insert(Spool::create(&self.target, "index").map_err(wfail)?),
+        };
+        for e in self.kept.drain(..self.ready) {
+            spool.write(&e.to_bytes()).map_err(wfail)?;
+        }
+        self.spooled += self.ready as u64;
+        self.ready = 0;
+        Ok(())
+    }
+
+    /// Marks sample `i` as having metadata.
+    fn mark(&mut self, i: u64) -> Result<()> {
+        let n = self.len();
+        if i < self.spooled {
+            let word = usize::try_from(i / 64).unwrap_or(usize::MAX);
+            if self.marked.len() <= word {
+                self.marked.resize(word + 1, 0);
+            }
+            if let Some(w) = self.marked.get_mut(word) {
+                *w |= 1 << (i % 64);
+            }
+            return Ok(());
+        }
+        let e = usize::try_from(i - self.spooled)
+            .ok()
+            .and_then(|k| self.kept.get_mut(k))
+            .ok_or_else(|| {
+                werr(
+                    ErrorKind::IndexRange,
+                    format!("metadata for sample {i}, but only {n} sample(s) were added"),
+                )
+            })?;
+        e.flags |= SAMPLE_HAS_METADATA;
+        Ok(())
+    }
+
+    /// Writes every entry to `out`, its offset moved by `data_start` (all
+    /// of them complete).
+    fn write_into(&mut self, out: &mut impl Write, data_start: u64) -> Result<()> {
+        if let Some(spool) = &mut self.spool {
+            let mut spooled = spool.read_back().map_err(wfail)?;
+            let mut buf = vec![0u8; 4096 * ENTRY_BYTES];
+            let mut i = 0u64;
+            while i < self.spooled {
+                let n = usize::try_from((self.spooled - i).min(4096)).unwrap_or(4096);
+                let chunk = buf.get_mut(..n * ENTRY_BYTES).unwrap_or_default();
+                spooled.read_exact(chunk).map_err(wfail)?;
+                for e in chunk.chunks_exact_mut(ENTRY_BYTES) {
+                    let Some((offset, rest)) = e.split_first_chunk_mut::<8>() else {
+                        continue;
+                    };
+                    *offset = (u64::from_le_bytes(*offset) + data_start).to_le_bytes();
+                    let word = usize::try_from(i / 64).unwrap_or(usize::MAX);
+                    let word = self.marked.get(word).copied().unwrap_or(0);
+                    if let Some(flags) = rest.get_mut(FLAGS_AT - 8)
+                        && (word >> (i % 64)) & 1 == 1
+                    {
+                        *flags |= SAMPLE_HAS_METADATA;
+                    }
+                    i += 1;
+                }
+                out.write_all(chunk).map_err(wfail)?;
+            }
+        }
+        for e in &self.kept {
+            let mut e = *e;
+            e.offset += data_start;
+            out.write_all(&e.to_bytes()).map_err(wfail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where an index entry's flags byte lies in it.
+const FLAGS_AT: usize = 21;
+
+/// An index entry's size.
+const ENTRY_BYTES: usize = ENTRY_SIZE as usize;
 
 /// Where the data of a file of `samples` samples starts: after the header
 /// and the index, whose end the header's 32-bit `header_size` must hold.
@@ -285,7 +446,7 @@ enum Encoding {
 pub struct Writer {
     target: PathBuf,
     compression: Compression,
-    entries: Vec<IndexEntry>,
+    index: Index,
     data: DataOut,
     meta: Spool,
     has_metadata: bool,
@@ -337,9 +498,9 @@ impl Writer {
         Ok(Writer {
             data,
             meta: Spool::create(&target, "meta").map_err(wfail)?,
+            index: Index::new(target.clone()),
             target,
             compression,
-            entries: Vec::new(),
             has_metadata: false,
             threads: 0,
             encoding: Encoding::Calling,
@@ -362,17 +523,17 @@ impl Writer {
 
     /// Number of samples added so far.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        usize::try_from(self.index.len()).unwrap_or(usize::MAX)
     }
 
     /// True before the first sample.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.len() == 0
     }
 
     /// Adds a sample; returns its index.
     pub fn add_sample(&mut self, data: &[u8], info: SampleInfo) -> Result<u64> {
-        let i = self.entries.len() as u64;
+        let i = self.index.len();
         self.added += data.len() as u64;
         if matches!(self.encoding, Encoding::Calling)
             && self.added >= dataformats_core::parallel::MIN_BYTES
@@ -400,12 +561,12 @@ impl Writer {
                 .map_err(|e| e.in_sample(i))?;
             entry.offset = self.data.len();
             self.data.write(&self.scratch).map_err(wfail)?;
-            self.entries.push(entry);
+            self.index.push(entry, true)?;
             return Ok(i);
         }
         // The entry is placed now (metadata may mark it); its stored size,
         // offset and checksum come back from the pool.
-        self.entries.push(IndexEntry {
+        let entry = IndexEntry {
             offset: 0,
             size: 0,
             uncompressed_size: sample_size(data.len()).map_err(|e| e.in_sample(i))?,
@@ -414,7 +575,8 @@ impl Writer {
             format: info.format,
             flags: 0,
             checksum: 0,
-        });
+        };
+        self.index.push(entry, false)?;
         self.group.data.extend_from_slice(data);
         self.group.samples.push((data.len(), info));
         if self.group.data.len() >= GROUP_BYTES || self.group.samples.len() >= GROUP_SAMPLES {
@@ -434,20 +596,20 @@ impl Writer {
         let next = Group {
             data: Vec::with_capacity(self.group.data.capacity()),
             samples: Vec::new(),
-            first: self.entries.len() as u64,
+            first: self.index.len(),
         };
         let g = std::mem::replace(&mut self.group, next);
         let n = g.data.len();
-        let (data, entries) = (&mut self.data, &mut self.entries);
-        pool.push(g, n, |e| put_group(data, entries, e))
+        let (data, index) = (&mut self.data, &mut self.index);
+        pool.push(g, n, |e| put_group(data, index, e))
     }
 
     /// Writes out every sample handed to the pool.
     fn drain(&mut self) -> Result<()> {
         self.push_group()?;
         if let Encoding::Pool(pool) = &mut self.encoding {
-            let (data, entries) = (&mut self.data, &mut self.entries);
-            pool.finish(|e| put_group(data, entries, e))?;
+            let (data, index) = (&mut self.data, &mut self.index);
+            pool.finish(|e| put_group(data, index, e))?;
         }
         Ok(())
     }
@@ -459,25 +621,15 @@ impl Writer {
         self.added += u64::from(entry.uncompressed_size);
         entry.offset = self.data.len();
         self.data.write(stored).map_err(wfail)?;
-        self.entries.push(*entry);
+        self.index.push(*entry, true)?;
         // Samples added after it are grouped from the next index on.
-        self.group.first = self.entries.len() as u64;
-        Ok(self.entries.len() as u64 - 1)
+        self.group.first = self.index.len();
+        Ok(self.index.len() - 1)
     }
 
     /// Adds a metadata block for sample `i` (which must already exist).
     pub fn add_metadata(&mut self, i: u64, payload: &[u8], kind: MetadataType) -> Result<()> {
-        let n = self.entries.len() as u64;
-        let e = usize::try_from(i)
-            .ok()
-            .and_then(|i| self.entries.get_mut(i))
-            .ok_or_else(|| {
-                werr(
-                    ErrorKind::IndexRange,
-                    format!("metadata for sample {i}, but only {n} sample(s) were added"),
-                )
-            })?;
-        e.flags |= SAMPLE_HAS_METADATA;
+        self.index.mark(i)?;
         let size = u32::try_from(payload.len())
             .map_err(|_| werr(ErrorKind::InvalidArgument, "metadata block too large"))?;
         let mut h = [0u8; 16];
@@ -493,7 +645,7 @@ impl Writer {
     /// Writes header, index, data and metadata, and renames the file into place.
     pub fn finish(mut self) -> Result<Header> {
         self.drain()?;
-        let n = self.entries.len() as u64;
+        let n = self.index.len();
         let data_start = data_start(n)?;
         let meta_offset = if self.has_metadata {
             data_start + self.data.len()
@@ -519,14 +671,10 @@ impl Writer {
             reserved: [0; 16],
         };
         header.checksum = header.compute_checksum();
-        let head = |out: &mut BufWriter<AtomicFile>| -> Result<()> {
+        let index = &mut self.index;
+        let mut head = |out: &mut BufWriter<AtomicFile>| -> Result<()> {
             out.write_all(&header.to_bytes()).map_err(wfail)?;
-            for e in &self.entries {
-                let mut e = *e;
-                e.offset += data_start;
-                out.write_all(&e.to_bytes()).map_err(wfail)?;
-            }
-            Ok(())
+            index.write_into(out, data_start)
         };
         let out = match self.data {
             DataOut::Spool(mut data) => {
@@ -562,13 +710,10 @@ impl Writer {
 
 /// Writes a group's stored bytes to the data spool and completes its
 /// samples' entries (keeping a metadata mark set meanwhile).
-fn put_group(data: &mut DataOut, entries: &mut [IndexEntry], encoded: Encoded) -> Result<()> {
+fn put_group(data: &mut DataOut, index: &mut Index, encoded: Encoded) -> Result<()> {
     let (first, bytes, done) = encoded?;
-    let first = usize::try_from(first).unwrap_or(usize::MAX);
-    let slots = entries
-        .get_mut(first..)
-        .and_then(|s| s.get_mut(..done.len()))
-        .ok_or_else(|| werr(ErrorKind::IndexRange, "encoded samples past the index"))?;
+    let n = done.len();
+    let slots = index.waiting(first, n)?;
     let mut offset = data.len();
     for (slot, e) in slots.iter_mut().zip(done) {
         *slot = IndexEntry {
@@ -578,7 +723,8 @@ fn put_group(data: &mut DataOut, entries: &mut [IndexEntry], encoded: Encoded) -
         };
         offset += u64::from(e.size);
     }
-    data.write(&bytes).map_err(wfail)
+    data.write(&bytes).map_err(wfail)?;
+    index.complete_through(first + n as u64)
 }
 
 #[cfg(test)]
@@ -599,5 +745,75 @@ mod tests {
         // No spool files are left behind.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file whose index went to the spool a hundred entries at a time is
+    /// the file whose index stayed in memory, byte for byte, on one thread
+    /// and on three, sized or not, with metadata marking samples already
+    /// spooled, kept and still being encoded; the memory held no more than
+    /// a hundred entries on one thread.
+    #[test]
+    fn an_index_spooled_gives_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = SampleInfo {
+            format: SampleFormat(4),
+            width: 3,
+            height: 2,
+        };
+        let n = 3_000u64;
+        let sample = |i: u64| -> Vec<u8> {
+            let mut rng = dataformats_core::rng::SplitMix64::new(i);
+            let len = 1_000 + (rng.next_u64() % 3_000) as usize;
+            (0..len)
+                .map(|k| (k as u64 % (1 + i % 7)) as u8 ^ (rng.next_u64() as u8 & 3))
+                .collect()
+        };
+        let write = |name: &str, memory: usize, threads: usize, sized: bool| -> Vec<u8> {
+            let path = dir.path().join(name);
+            let mut w = match sized {
+                true => Writer::create_sized(&path, Compression::Lz4, n).unwrap(),
+                false => Writer::create(&path, Compression::Lz4).unwrap(),
+            };
+            w.index.memory = memory;
+            w.set_threads(threads);
+            let mut most = 0;
+            for i in 0..n {
+                assert_eq!(w.add_sample(&sample(i), info).unwrap(), i);
+                most = most.max(w.index.kept.len());
+                if i == 2_000 {
+                    // Long spooled, just added (waiting for the pool or kept).
+                    w.add_metadata(5, b"a", MetadataType(1)).unwrap();
+                    w.add_metadata(1_999, b"b", MetadataType(1)).unwrap();
+                    w.add_metadata(i, b"c", MetadataType(1)).unwrap();
+                }
+            }
+            assert!(w.add_metadata(n, b"d", MetadataType(1)).is_err());
+            w.add_metadata(n - 1, b"e", MetadataType(1)).unwrap();
+            if memory < INDEX_MEMORY {
+                assert!(w.index.spooled > 0, "nothing spooled");
+                // On one thread no entry waits for the pool.
+                assert!(threads > 1 || most <= 100, "{most} entries kept");
+            }
+            w.finish().unwrap();
+            std::fs::read(&path).unwrap()
+        };
+        let whole = write("whole.tbl", INDEX_MEMORY, 1, false);
+        for threads in [1, 3] {
+            for sized in [false, true] {
+                let name = format!("spooled-{threads}-{sized}.tbl");
+                assert!(
+                    write(&name, 100 * ENTRY_BYTES, threads, sized) == whole,
+                    "{threads} threads, sized {sized}"
+                );
+            }
+        }
+        // The marks are in the file.
+        let r = crate::read::Reader::open(dir.path().join("whole.tbl")).unwrap();
+        let marked: Vec<u64> = (0..n)
+            .filter(|&i| r.entry(i as usize).unwrap().has_metadata())
+            .collect();
+        assert_eq!(marked, [5, 1_999, 2_000, n - 1]);
+        // Only the files are left, no spool.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5);
     }
 }
