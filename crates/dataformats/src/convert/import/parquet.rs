@@ -227,9 +227,9 @@ impl Sizes {
 }
 
 /// The [`Sizes`] of the leaf columns `leaves` of `md`, the widest record
-/// of the groups (starting at `starts`) holding records of `range`. A column chunk of byte arrays
-/// with a dictionary whose metadata does not give its values' bytes has
-/// its dictionary read first ([`longest_in_dictionary`]): its pages say
+/// of the groups (starting at `starts`) holding records of `range`. A
+/// column chunk of byte arrays with a dictionary whose metadata does not
+/// give its values' bytes has its dictionary read first ([`longest_in_dictionary`]): its pages say
 /// nothing of what a record decodes to, and a few long values repeated
 /// would make batches of thousands of them (a 116 KB file of four
 /// 100,000-byte values: 1.6 GB resident).
@@ -325,10 +325,10 @@ fn delta_unsized(c: &ColumnChunkMetaData) -> bool {
 }
 
 /// What column chunk `c` (of a row group of `rows` records) decodes to at
-/// least: its byte arrays' values where its metadata gives them, each
-/// value's width for values of a fixed width (an offset of 4 bytes for a
-/// byte array), and, with `longest` (the longest value of its dictionary),
-/// that many bytes for each value.
+/// least: each value's width (a bit for a boolean, an offset of 4 bytes
+/// for a byte array), and a byte array's bytes: as its metadata gives
+/// them, or, with `longest` (the longest value of its dictionary), that
+/// many for each value.
 fn decoded_bytes(c: &ColumnChunkMetaData, rows: u64, longest: Option<u64>) -> u64 {
     use parquet::basic::Type;
     let values = u64::try_from(c.num_values()).unwrap_or(0);
@@ -339,10 +339,14 @@ fn decoded_bytes(c: &ColumnChunkMetaData, rows: u64, longest: Option<u64>) -> u6
         Type::INT96 => 12,
         Type::FIXED_LEN_BYTE_ARRAY => u64::try_from(c.column_descr().type_length()).unwrap_or(0),
     };
+    let bits = match c.column_type() {
+        Type::BOOLEAN => values.div_ceil(8),
+        _ => 0,
+    };
     let each = width.saturating_add(longest.unwrap_or(0));
-    value_bytes(c, rows)
-        .saturating_add(values.div_ceil(8))
-        .max(each.saturating_mul(values))
+    each.saturating_mul(values)
+        .saturating_add(value_bytes(c, rows))
+        .saturating_add(bits)
 }
 
 /// The longest value in the dictionary page of column chunk `c` (of byte
