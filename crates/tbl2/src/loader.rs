@@ -114,7 +114,7 @@ pub struct Loader<'r> {
 pub fn sample_order(reader: &Reader, opts: &LoaderOptions) -> Vec<usize> {
     let mut order: Vec<usize> = (0..reader.len())
         .filter(|&i| match (&opts.filter, reader.index().get(i)) {
-            (Some(f), Some(e)) => f(e),
+            (Some(f), Some(e)) => f(&e),
             _ => true,
         })
         .collect();

@@ -66,16 +66,72 @@ impl ReadOptions {
 
 /// An open TBL v2 file.
 ///
-/// Opening checks the header (size, magic, version, CRC-32) and loads the
-/// index (24 bytes per sample, checked against the file size). Samples are
-/// read on demand; the metadata section is walked once, on first use.
+/// Opening checks the header (size, magic, version, CRC-32) and finds the
+/// index (24 bytes per sample, checked against the file size): where it
+/// lies in a file in memory (mapped or read whole), each entry decoded
+/// when asked for; read into memory once, as stored, from a file read by
+/// positioned reads. Samples are read on demand; the metadata section is
+/// walked once, on first use.
 #[derive(Debug)]
 pub struct Reader {
     src: Source,
     header: Header,
-    index: Vec<IndexEntry>,
+    index: IndexBytes,
     opts: ReadOptions,
     metadata: OnceLock<Result<Vec<MetadataBlock>>>,
+}
+
+/// Where a [`Reader`]'s index entries are, as stored.
+#[derive(Debug)]
+enum IndexBytes {
+    /// These bytes of the source's memory.
+    InSource(std::ops::Range<usize>),
+    /// Read from the source.
+    Read(Box<[u8]>),
+}
+
+/// The index of a TBL v2 file: its entries as stored, 24 bytes each,
+/// decoded one at a time when asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Index<'a> {
+    raw: &'a [u8],
+}
+
+/// An index entry's size in memory.
+const ENTRY: usize = ENTRY_SIZE as usize;
+
+impl<'a> Index<'a> {
+    /// The number of entries (of samples).
+    pub fn len(self) -> usize {
+        self.raw.len() / ENTRY
+    }
+
+    /// True for a file without samples.
+    pub fn is_empty(self) -> bool {
+        self.raw.len() < ENTRY
+    }
+
+    /// Entry `i`, if the file has it.
+    pub fn get(self, i: usize) -> Option<IndexEntry> {
+        let at = i.checked_mul(ENTRY)?;
+        let b = self.raw.get(at..at.checked_add(ENTRY)?)?;
+        decode_entry(b)
+    }
+
+    /// Every entry, in order.
+    pub fn iter(self) -> impl Iterator<Item = IndexEntry> + 'a {
+        self.raw.chunks_exact(ENTRY).filter_map(decode_entry)
+    }
+
+    /// Every entry, decoded.
+    pub fn to_vec(self) -> Vec<IndexEntry> {
+        self.iter().collect()
+    }
+}
+
+/// The entry in the 24 bytes `b` (any 24 bytes are one).
+fn decode_entry(b: &[u8]) -> Option<IndexEntry> {
+    parse::run(b, 0, crate::parse::index_entry).ok()
 }
 
 /// Parses the header (the first 64 bytes of `b`) without checking its
@@ -167,18 +223,19 @@ impl Reader {
         opts.limits
             .check_count("samples", header.num_samples)
             .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
-        let raw = src
-            .bytes(HEADER_SIZE, index_len)
-            .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
-        let whole: &[u8] = &raw;
-        let mut index = Vec::with_capacity(whole.len() / ENTRY_SIZE as usize);
-        let mut rest = whole;
-        while !rest.is_empty() {
-            let (after, entry) = parse::finish(whole, HEADER_SIZE, crate::parse::index_entry(rest))
-                .map_err(|e| Error::from(e).in_stage(Stage::Open))?;
-            index.push(entry);
-            rest = after;
-        }
+        let in_source = src.as_slice().and_then(|all| {
+            let start = usize::try_from(HEADER_SIZE).ok()?;
+            let end = start.checked_add(usize::try_from(index_len).ok()?)?;
+            all.get(start..end).map(|_| start..end)
+        });
+        let index = match in_source {
+            Some(range) => IndexBytes::InSource(range),
+            None => IndexBytes::Read(
+                src.read_vec(HEADER_SIZE, index_len, &opts.limits)
+                    .map_err(|e| Error::from(e).in_stage(Stage::Open))?
+                    .into_boxed_slice(),
+            ),
+        };
         Ok(Reader {
             src,
             header,
@@ -194,18 +251,26 @@ impl Reader {
     }
 
     /// The index entries.
-    pub fn index(&self) -> &[IndexEntry] {
-        &self.index
+    pub fn index(&self) -> Index<'_> {
+        let raw = match &self.index {
+            IndexBytes::InSource(range) => self
+                .src
+                .as_slice()
+                .and_then(|all| all.get(range.clone()))
+                .unwrap_or_default(),
+            IndexBytes::Read(raw) => raw,
+        };
+        Index { raw }
     }
 
     /// Number of samples.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.index().len()
     }
 
     /// True when the file holds no samples.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.index().is_empty()
     }
 
     /// The byte source.
@@ -219,14 +284,12 @@ impl Reader {
     }
 
     /// Index entry `i` (its cached width, height and format need no data read).
-    pub fn entry(&self, i: usize) -> Result<&IndexEntry> {
-        self.index.get(i).ok_or_else(|| {
+    pub fn entry(&self, i: usize) -> Result<IndexEntry> {
+        let index = self.index();
+        index.get(i).ok_or_else(|| {
             Error::new(
                 ErrorKind::IndexRange,
-                format!(
-                    "sample {i} does not exist (the file has {})",
-                    self.index.len()
-                ),
+                format!("sample {i} does not exist (the file has {})", index.len()),
             )
             .in_stage(Stage::ReadSample(i as u64))
         })
@@ -234,7 +297,7 @@ impl Reader {
 
     /// Checks entry `i`'s stored range; returns it.
     fn stored_range(&self, i: usize) -> Result<(IndexEntry, u64)> {
-        let e = *self.entry(i)?;
+        let e = self.entry(i)?;
         let stage = Stage::ReadSample(i as u64);
         let end = e.offset.checked_add(u64::from(e.size)).ok_or_else(|| {
             Error::new(
@@ -484,7 +547,7 @@ impl Reader {
     /// The metadata of sample `i`, TurboLoader's way: only when the sample's
     /// HAS_METADATA bit is set, the first block in file order naming it.
     pub fn read_metadata(&self, i: usize) -> Result<Option<(MetadataType, Cow<'_, [u8]>)>> {
-        let e = *self.index.get(i).ok_or_else(|| {
+        let e = self.index().get(i).ok_or_else(|| {
             Error::new(ErrorKind::IndexRange, format!("sample {i} does not exist"))
                 .in_stage(Stage::Metadata)
         })?;
@@ -525,12 +588,13 @@ impl Reader {
         let mut releasing =
             dataformats_core::progress::Releasing::new(&self.src, progress).in_file_order();
         let progress: &mut dyn dataformats_core::Progress = &mut releasing;
-        let total: u64 = self.index.iter().map(|e| u64::from(e.size)).sum();
+        let index = self.index();
+        let total: u64 = index.iter().map(|e| u64::from(e.size)).sum();
         // Runs of samples read (decompressed, CRC checked) on every core
         // for data of a few MB; the first failure in index order.
         const RUN: usize = 256;
         let threads = dataformats_core::parallel::threads_for(total, 0);
-        let mut runs = (0..self.index.len()).step_by(RUN);
+        let mut runs = (0..index.len()).step_by(RUN);
         let mut done = 0u64;
         dataformats_core::parallel::ordered(
             threads,
@@ -538,7 +602,7 @@ impl Reader {
             |first| -> Result<u64> {
                 let mut buf = Vec::new();
                 let mut bytes = 0;
-                for i in first..(first + RUN).min(self.index.len()) {
+                for i in first..(first + RUN).min(index.len()) {
                     self.read_sample_into(i, &mut buf)?;
                     bytes += buf.len() as u64;
                 }
@@ -556,11 +620,43 @@ impl Reader {
     /// Indices of the samples whose cached dimensions are `width` × `height`
     /// (reads only the index).
     pub fn filter_by_dimensions(&self, width: u16, height: u16) -> Vec<usize> {
-        self.index
+        self.index()
             .iter()
             .enumerate()
             .filter(|(_, e)| e.width == width && e.height == height)
             .map(|(i, _)| i)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::{Compression, SampleInfo, Writer};
+
+    /// A file in memory keeps its index where it lies (the entries are
+    /// decoded from the file's own bytes); a file read by positioned reads
+    /// has it read once.
+    #[test]
+    fn an_index_in_memory_is_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("i.tbl");
+        let mut w = Writer::create(&p, Compression::None).unwrap();
+        let info = SampleInfo {
+            format: crate::format::SampleFormat(1),
+            width: 1,
+            height: 1,
+        };
+        for i in 0..100u8 {
+            w.add_sample(&[i; 5], info).unwrap();
+        }
+        w.finish().unwrap();
+        let r = Reader::from_bytes(std::fs::read(&p).unwrap()).unwrap();
+        assert!(matches!(r.index, IndexBytes::InSource(ref range) if *range == (64..64 + 2400)));
+        let all = r.source().as_slice().unwrap().as_ptr_range();
+        assert!(all.contains(&r.index().raw.as_ptr()));
+        let f = Reader::open(&p).unwrap();
+        assert!(matches!(f.index, IndexBytes::Read(ref raw) if raw.len() == 2400));
+        assert_eq!(f.index().to_vec(), r.index().to_vec());
     }
 }

@@ -25,7 +25,7 @@ fn every_proper_prefix_of_every_vector_table_is_truncated() {
             let at = HEADER_SIZE + ENTRY_SIZE * k as u64;
             let e = &b[at as usize..(at + ENTRY_SIZE) as usize];
             let entry = assert_prefixes_truncated(e, at, parse::index_entry, &name);
-            assert_eq!(&entry, r.entry(k).unwrap(), "{name}: entry {k}");
+            assert_eq!(entry, r.entry(k).unwrap(), "{name}: entry {k}");
         }
         for block in r.metadata_blocks().unwrap().iter().take(8) {
             let at = block.offset - BLOCK_HEADER_SIZE;

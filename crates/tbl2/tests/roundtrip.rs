@@ -513,3 +513,63 @@ fn a_tar_file_is_scanned_by_seeking_and_converted_in_place() {
         );
     }
 }
+
+/// The index reads the same from a file read by positioned reads (its
+/// bytes read once), from memory and from a mapping (decoded where they
+/// lie): every entry as written, by `entry`, `index().get` and
+/// `index().iter`; nothing past the last one.
+#[test]
+fn the_index_reads_the_same_from_every_source() {
+    let p = tmp("index-sources.tbl");
+    let mut w = Writer::create(&p, Compression::Lz4).unwrap();
+    let n = 1_000usize;
+    for i in 0..n {
+        let data = vec![(i % 251) as u8; 10 + i % 97];
+        let info = SampleInfo {
+            format: SampleFormat((i % 9) as u8),
+            width: i as u16,
+            height: (n - i) as u16,
+        };
+        w.add_sample(&data, info).unwrap();
+    }
+    w.add_metadata(7, b"seven", MetadataType(2)).unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    let sources = [
+        Source::open(&p).unwrap(),
+        Source::from_vec(bytes.clone()),
+        // SAFETY: the file is not changed while mapped.
+        unsafe { Source::map(&p).unwrap() },
+    ];
+    let mut seen = Vec::new();
+    for src in sources {
+        let r = Reader::with_options(src, ReadOptions::default()).unwrap();
+        let index = r.index();
+        assert_eq!((index.len(), index.is_empty()), (n, false));
+        let all = index.to_vec();
+        assert_eq!(all.len(), n);
+        for (i, e) in all.iter().enumerate() {
+            // As the bytes at its place in the file say.
+            let at = 64 + 24 * i;
+            assert_eq!(e.to_bytes()[8..], bytes[at + 8..at + 24]);
+            assert_eq!(
+                e.offset,
+                u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+            );
+            assert_eq!(
+                (e.width, e.height, e.format.0),
+                (i as u16, (n - i) as u16, (i % 9) as u8)
+            );
+            assert_eq!(e.has_metadata(), i == 7);
+            assert_eq!(index.get(i), Some(*e));
+            assert_eq!(r.entry(i).unwrap(), *e);
+            assert_eq!(r.read_sample(i).unwrap().len(), 10 + i % 97);
+        }
+        assert_eq!(index.get(n), None);
+        assert_eq!(r.entry(n).unwrap_err().kind(), ErrorKind::IndexRange);
+        assert_eq!(r.filter_by_dimensions(5, (n - 5) as u16), [5]);
+        r.validate().unwrap();
+        seen.push(all);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+}

@@ -127,7 +127,7 @@ fn summary(r: &Reader) -> Result<Value, dataformats::tbl2::Error> {
 fn samples(r: &Reader) -> Result<Value, dataformats::tbl2::Error> {
     let mut out = Vec::new();
     for i in 0..r.len() {
-        let e = *r.entry(i)?;
+        let e = r.entry(i)?;
         let data = r.read_sample(i)?;
         out.push(json!({
             "format": e.format.name(), "width": e.width, "height": e.height, "size": data.len(),

@@ -33,7 +33,7 @@ pub(super) fn inspect(path: &Path, all: bool) -> Result<Description, Error> {
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     let (mut stored, mut decoded, mut lz4, mut with_dims) = (0u64, 0u64, 0u64, 0u64);
     let mut dims: Option<((u16, u16), (u16, u16))> = None;
-    for e in index {
+    for e in index.iter() {
         *formats.entry(e.format.name()).or_default() += 1;
         stored += u64::from(e.size);
         decoded += u64::from(e.uncompressed_size);
@@ -171,7 +171,7 @@ pub(super) fn dump(
     let range = opts.clamp(r.len() as u64);
     let mut list = Listing::new(out, as_json)?;
     for i in range {
-        let e = *r.entry(i as usize).map_err(Error::Tbl2)?;
+        let e = r.entry(i as usize).map_err(Error::Tbl2)?;
         let meta = r.read_metadata(i as usize).map_err(Error::Tbl2)?;
         let meta =
             meta.map(|(k, d)| json!({"type": k.name(), "text": String::from_utf8_lossy(&d)}));
