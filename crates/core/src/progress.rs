@@ -45,6 +45,9 @@ pub struct Releasing<'a> {
     /// Whether the pass reads the source front to back: only what lies
     /// behind it goes back then.
     in_order: bool,
+    /// The bytes of the source the pass goes through (all of them unless
+    /// [`Releasing::over`] says otherwise).
+    span: std::ops::Range<u64>,
     /// The `total` last reported, and the `done` from which the pass will
     /// have gone a step past the last release (a report before it costs
     /// one comparison).
@@ -69,6 +72,7 @@ impl<'a> Releasing<'a> {
             step: step.max(1),
             released_at: 0,
             in_order: false,
+            span: 0..src.len(),
             total: 0,
             next: 0,
         }
@@ -79,6 +83,18 @@ impl<'a> Releasing<'a> {
     /// pass, so those other threads are reading just ahead stay. (A pass
     /// that is not in order would keep what lies ahead of its estimate.)
     pub fn in_file_order(mut self) -> Self {
+        self.in_order = true;
+        self
+    }
+
+    /// For a pass through the bytes `span` of the source only, front to
+    /// back ([`Releasing::in_file_order`]): its place is estimated within
+    /// them, and what lies before them (an index the pass keeps reading,
+    /// say) is not given back behind it.
+    pub fn over(mut self, span: std::ops::Range<u64>) -> Self {
+        let end = span.end.min(self.src.len());
+        self.span = span.start.min(end)..end;
+        self.released_at = self.span.start;
         self.in_order = true;
         self
     }
@@ -97,8 +113,9 @@ impl Progress for Releasing<'_> {
         if done < self.next {
             return;
         }
-        let at = u128::from(self.src.len()) * u128::from(done.min(total)) / u128::from(total);
-        let at = u64::try_from(at).unwrap_or(u64::MAX);
+        let len = self.span.end - self.span.start;
+        let at = u128::from(len) * u128::from(done.min(total)) / u128::from(total);
+        let at = self.span.start + u64::try_from(at).unwrap_or(len).min(len);
         if at.saturating_sub(self.released_at) >= self.step {
             if self.in_order {
                 self.src.release_range(self.released_at..at);
@@ -112,15 +129,15 @@ impl Progress for Releasing<'_> {
 }
 
 impl Releasing<'_> {
-    /// The least `done` (of `self.total`) whose estimated place,
-    /// `len * done / total` rounded down, is a step past the last release:
-    /// `ceil((released_at + step) * total / len)`.
+    /// The least `done` (of `self.total`) whose estimated place in the
+    /// span, `len * done / total` rounded down, is a step past the last
+    /// release: `ceil((released_at - start + step) * total / len)`.
     fn first_done_past_step(&self) -> u64 {
-        let len = u128::from(self.src.len());
+        let len = u128::from(self.span.end - self.span.start);
         if len == 0 {
             return u64::MAX;
         }
-        let past = u128::from(self.released_at) + u128::from(self.step);
+        let past = u128::from(self.released_at - self.span.start) + u128::from(self.step);
         past.checked_mul(u128::from(self.total))
             .and_then(|p| u64::try_from(p.div_ceil(len)).ok())
             .unwrap_or(u64::MAX)
@@ -132,7 +149,8 @@ mod tests {
     use super::*;
 
     /// The `done` a pass must reach before its next release is exactly
-    /// where the estimated place gets a step past the last release.
+    /// where the estimated place (in the source, or in the span it goes
+    /// through) gets a step past the last release.
     #[test]
     fn the_next_release_is_where_the_estimate_passes_a_step() {
         let mut rng = crate::rng::SplitMix64::new(7);
@@ -141,16 +159,24 @@ mod tests {
             let src = crate::Source::from_vec(vec![0; len as usize]);
             let mut quiet = none();
             let step = 1 + rng.below(len + 10);
+            // The whole source, or a span of it (`over`).
+            let start = match rng.below(2) {
+                0 => 0,
+                _ => rng.below(len),
+            };
             let mut r = Releasing::with_step(&src, &mut quiet, step);
+            if start > 0 {
+                r = r.over(start..len);
+            }
             r.total = 1 + rng.below(3000);
-            r.released_at = rng.below(len + 1);
+            r.released_at = start + rng.below(len - start + 1);
             let next = r.first_done_past_step();
             for done in 0..=r.total {
-                let at = len * done / r.total;
+                let at = start + (len - start) * done / r.total;
                 assert_eq!(
                     done >= next,
                     at >= r.released_at + step,
-                    "len {len} total {} step {step} at {} done {done}",
+                    "len {len} span from {start} total {} step {step} at {} done {done}",
                     r.total,
                     r.released_at
                 );

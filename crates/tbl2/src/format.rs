@@ -229,6 +229,28 @@ impl IndexEntry {
         self.flags & SAMPLE_HAS_METADATA != 0
     }
 
+    /// Decodes 24 bytes (any 24 bytes are an entry; the inverse of
+    /// [`IndexEntry::to_bytes`]).
+    pub fn from_bytes(b: &[u8; 24]) -> Self {
+        let (offset, b) = split::<8>(b);
+        let (size, b) = split::<4>(b);
+        let (uncompressed_size, b) = split::<4>(b);
+        let (width, b) = split::<2>(b);
+        let (height, b) = split::<2>(b);
+        let ([format, flags], b) = split::<2>(b);
+        let (checksum, _) = split::<2>(b);
+        IndexEntry {
+            offset: u64::from_le_bytes(offset),
+            size: u32::from_le_bytes(size),
+            uncompressed_size: u32::from_le_bytes(uncompressed_size),
+            width: u16::from_le_bytes(width),
+            height: u16::from_le_bytes(height),
+            format: SampleFormat(format),
+            flags,
+            checksum: u16::from_le_bytes(checksum),
+        }
+    }
+
     /// Encodes 24 bytes.
     pub fn to_bytes(&self) -> [u8; 24] {
         let mut b = [0u8; 24];
@@ -250,6 +272,15 @@ impl IndexEntry {
             at += p.len();
         }
         b
+    }
+}
+
+/// The first `N` bytes of `b` and the rest (zeros past its end, which the
+/// fixed layout above never reaches).
+fn split<const N: usize>(b: &[u8]) -> ([u8; N], &[u8]) {
+    match b.split_first_chunk::<N>() {
+        Some((head, rest)) => (*head, rest),
+        None => ([0; N], &[]),
     }
 }
 

@@ -4,10 +4,10 @@
 //! makes the offset absolute). Only the layout is read here; what the values
 //! must be is checked by the reader, in the order the format notes give.
 
-use dataformats_core::parse::{PResult, array, le_u8, le_u16, le_u32, le_u64, take};
+use dataformats_core::parse::{PResult, array, le_u16, le_u32, le_u64, take};
 use nom::Parser;
 
-use crate::format::{Header, IndexEntry, MetadataType, SampleFormat};
+use crate::format::{Header, IndexEntry, MetadataType};
 
 /// The 64-byte header, magic included (taken, not checked: the reader
 /// names a wrong magic itself).
@@ -32,23 +32,10 @@ pub fn header(i: &[u8]) -> PResult<'_, Header> {
     ))
 }
 
-/// One 24-byte index entry.
+/// One 24-byte index entry ([`IndexEntry::from_bytes`]).
 pub fn index_entry(i: &[u8]) -> PResult<'_, IndexEntry> {
-    let (i, (offset, size, uncompressed_size, width, height, format, flags, checksum)) =
-        (le_u64, le_u32, le_u32, le_u16, le_u16, le_u8, le_u8, le_u16).parse(i)?;
-    Ok((
-        i,
-        IndexEntry {
-            offset,
-            size,
-            uncompressed_size,
-            width,
-            height,
-            format: SampleFormat(format),
-            flags,
-            checksum,
-        },
-    ))
+    let (i, b) = array::<24>(i)?;
+    Ok((i, IndexEntry::from_bytes(&b)))
 }
 
 /// A metadata block's 16-byte header: the sample it names, its payload's
@@ -61,7 +48,7 @@ pub fn block_header(i: &[u8]) -> PResult<'_, (u64, u32, MetadataType)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{BLOCK_HEADER_SIZE, ENTRY_SIZE, HEADER_SIZE};
+    use crate::format::{BLOCK_HEADER_SIZE, ENTRY_SIZE, HEADER_SIZE, SampleFormat};
     use dataformats_core::parse::run;
     use dataformats_core::testing::assert_prefixes_truncated;
 
@@ -99,6 +86,7 @@ mod tests {
         );
         assert_eq!((e.format, e.flags), (SampleFormat(20), 21));
         assert_eq!(e.checksum, u16::from_le_bytes([22, 23]));
+        assert_eq!(e.to_bytes()[..], b[..24]);
         let (sample, size, kind) = run(&b, 0, block_header).unwrap();
         assert_eq!(sample, u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]));
         assert_eq!(size, u32::from_le_bytes([8, 9, 10, 11]));

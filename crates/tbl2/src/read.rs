@@ -114,24 +114,21 @@ impl<'a> Index<'a> {
     /// Entry `i`, if the file has it.
     pub fn get(self, i: usize) -> Option<IndexEntry> {
         let at = i.checked_mul(ENTRY)?;
-        let b = self.raw.get(at..at.checked_add(ENTRY)?)?;
-        decode_entry(b)
+        let b = self.raw.get(at..)?.first_chunk::<ENTRY>()?;
+        Some(IndexEntry::from_bytes(b))
     }
 
     /// Every entry, in order.
     pub fn iter(self) -> impl Iterator<Item = IndexEntry> + 'a {
-        self.raw.chunks_exact(ENTRY).filter_map(decode_entry)
+        self.raw
+            .chunks_exact(ENTRY)
+            .filter_map(|b| b.first_chunk::<ENTRY>().map(IndexEntry::from_bytes))
     }
 
     /// Every entry, decoded.
     pub fn to_vec(self) -> Vec<IndexEntry> {
         self.iter().collect()
     }
-}
-
-/// The entry in the 24 bytes `b` (any 24 bytes are one).
-fn decode_entry(b: &[u8]) -> Option<IndexEntry> {
-    parse::run(b, 0, crate::parse::index_entry).ok()
 }
 
 /// Parses the header (the first 64 bytes of `b`) without checking its
@@ -585,8 +582,10 @@ impl Reader {
     pub fn validate_with(&self, progress: &mut dyn dataformats_core::Progress) -> Result<()> {
         // Mapped pages go back as the pass goes on: a file of gigabytes
         // checked with tens of megabytes resident.
-        let mut releasing =
-            dataformats_core::progress::Releasing::new(&self.src, progress).in_file_order();
+        // The index stays: every sample's check reads its entry.
+        let data_start = HEADER_SIZE + ENTRY_SIZE * self.index().len() as u64;
+        let mut releasing = dataformats_core::progress::Releasing::new(&self.src, progress)
+            .over(data_start..self.src.len());
         let progress: &mut dyn dataformats_core::Progress = &mut releasing;
         let index = self.index();
         let total: u64 = index.iter().map(|e| u64::from(e.size)).sum();
