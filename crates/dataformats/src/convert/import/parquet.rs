@@ -38,6 +38,8 @@ use crate::convert::{ConvertOptions, Input};
 use crate::core::Limits;
 use crate::dataset::Error;
 
+mod delta;
+
 /// Decoded bytes a run of records is cut to, when its row group can be
 /// cut (the columns' uncompressed sizes say how many records that is).
 const PART_BYTES: u64 = 16 << 20;
@@ -212,10 +214,10 @@ struct Sizes {
     widest: u64,
     /// Whether a selected column chunk of byte arrays may decode to far
     /// more than its pages and [`decoded_bytes`] say: without its values'
-    /// bytes in its metadata, encoded as differences from the value
-    /// before (`DELTA_BYTE_ARRAY`: a value's bytes can be repeated from
-    /// the one before in a few bits) or with a dictionary that could not
-    /// be read.
+    /// bytes in its metadata, with a dictionary that could not be read.
+    /// (Byte arrays stored as differences from the value before, whose
+    /// bytes can repeat most of the one before in a few bits, have their
+    /// pages walked instead: [`delta::walk_chunk`].)
     open_ended: bool,
 }
 
@@ -226,26 +228,34 @@ impl Sizes {
     }
 }
 
-/// The [`Sizes`] of the leaf columns `leaves` of `md`, the widest record
-/// of the groups (starting at `starts`) holding records of `range`. A
-/// column chunk of byte arrays with a dictionary whose metadata does not
-/// give its values' bytes has its dictionary read first ([`longest_in_dictionary`]): its pages say
+/// The [`Sizes`] of the leaf columns `leaves` of `md` (read from the
+/// file at `path`), the widest record of the groups (starting at
+/// `starts`) holding records of `range`. A column chunk of byte arrays
+/// with a dictionary whose metadata does not give its values' bytes has
+/// its dictionary read first ([`longest_in_dictionary`]): its pages say
 /// nothing of what a record decodes to, and a few long values repeated
 /// would make batches of thousands of them (a 116 KB file of four
-/// 100,000-byte values: 1.6 GB resident).
+/// 100,000-byte values: 1.6 GB resident). A column chunk of byte arrays
+/// stored as lengths or as differences has its pages walked
+/// ([`delta::walk_chunk`]): their counts checked before the decoder
+/// allocates by them (an error naming the page when one counts more than
+/// its values), and what they decode to added up where the metadata does
+/// not give it.
 fn sizes(
     input: &Positioned,
     md: &ParquetMetaData,
     leaves: &[usize],
     starts: &[u64],
     range: std::ops::Range<u64>,
-) -> Sizes {
+    path: &Path,
+) -> Result<Sizes, Error> {
     let mut sizes = Sizes {
         bytes: 0,
         rows: 0,
         widest: 0,
         open_ended: false,
     };
+    let descr = md.file_metadata().schema_descr();
     for (k, g) in md.row_groups().iter().enumerate() {
         let rows = u64::try_from(g.num_rows()).unwrap_or(0);
         sizes.bytes = sizes.bytes.saturating_add(chunk_bytes(g, leaves));
@@ -255,24 +265,45 @@ fn sizes(
         if !selected || rows == 0 {
             continue;
         }
-        let decoded = leaves
+        let mut decoded = 0u64;
+        for (c, col) in leaves
             .iter()
-            .filter_map(|&c| g.columns().get(c))
-            .fold(0u64, |sum, col| {
-                let longest = match dictionary_unsized(col) {
-                    true => {
-                        let longest = longest_in_dictionary(input, col, rows);
-                        sizes.open_ended |= longest.is_none();
-                        longest
-                    }
-                    false => None,
-                };
-                sizes.open_ended |= delta_unsized(col);
-                sum.saturating_add(decoded_bytes(col, rows, longest))
-            });
+            .filter_map(|&c| Some((c, g.columns().get(c)?)))
+        {
+            let longest = match dictionary_unsized(col) {
+                true => {
+                    let longest = longest_in_dictionary(input, col, rows);
+                    sizes.open_ended |= longest.is_none();
+                    longest
+                }
+                false => None,
+            };
+            let walked = match delta::stored_as_differences(col) && c < descr.num_columns() {
+                true => {
+                    let leaf = descr.column(c);
+                    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+                    let (def, rep) = (leaf.max_def_level(), leaf.max_rep_level());
+                    let bytes = delta::walk_chunk(input, col, rows, def, rep).map_err(|bad| {
+                        Error::Data {
+                            format: None,
+                            message: format!(
+                                "{}: row group {k}, column {c} ({}), data page {}: {}",
+                                path.display(),
+                                col.column_path(),
+                                bad.page,
+                                bad.why
+                            ),
+                        }
+                    })?;
+                    Some(bytes)
+                }
+                false => None,
+            };
+            decoded = decoded.saturating_add(decoded_bytes(col, rows, longest, walked));
+        }
         sizes.widest = sizes.widest.max(decoded.div_ceil(rows));
     }
-    sizes
+    Ok(sizes)
 }
 
 /// The bytes of the leaf columns `leaves` in row group `g`: each column
@@ -315,21 +346,18 @@ fn dictionary_unsized(c: &ColumnChunkMetaData) -> bool {
         && c.unencoded_byte_array_data_bytes().is_none()
 }
 
-/// Whether column chunk `c` holds byte arrays as differences from the
-/// value before (`DELTA_BYTE_ARRAY`) and its metadata does not give the
-/// bytes of their values.
-fn delta_unsized(c: &ColumnChunkMetaData) -> bool {
-    c.encodings()
-        .any(|e| e == parquet::basic::Encoding::DELTA_BYTE_ARRAY)
-        && c.unencoded_byte_array_data_bytes().is_none()
-}
-
 /// What column chunk `c` (of a row group of `rows` records) decodes to at
 /// least: each value's width (a bit for a boolean, an offset of 4 bytes
 /// for a byte array), and a byte array's bytes: as its metadata gives
 /// them, or, with `longest` (the longest value of its dictionary), that
-/// many for each value.
-fn decoded_bytes(c: &ColumnChunkMetaData, rows: u64, longest: Option<u64>) -> u64 {
+/// many for each value, or, with `walked`, what its pages were found to
+/// decode to ([`delta::walk_chunk`]), whichever is most.
+fn decoded_bytes(
+    c: &ColumnChunkMetaData,
+    rows: u64,
+    longest: Option<u64>,
+    walked: Option<u64>,
+) -> u64 {
     use parquet::basic::Type;
     let values = u64::try_from(c.num_values()).unwrap_or(0);
     let width = match c.column_type() {
@@ -345,7 +373,7 @@ fn decoded_bytes(c: &ColumnChunkMetaData, rows: u64, longest: Option<u64>) -> u6
     };
     let each = width.saturating_add(longest.unwrap_or(0));
     each.saturating_mul(values)
-        .saturating_add(value_bytes(c, rows))
+        .saturating_add(value_bytes(c, rows).max(walked.unwrap_or(0)))
         .saturating_add(bits)
 }
 
@@ -1305,7 +1333,7 @@ fn open_unguarded(
     let starts = group_starts(&md, path)?;
     let rows = starts.last().copied().unwrap_or(0);
     let range = opts.record_range(rows);
-    let sizes = sizes(&input, &md, &leaves, &starts, range.clone());
+    let sizes = sizes(&input, &md, &leaves, &starts, range.clone(), path)?;
     let batch = batch_records(&sizes, &projected, opts);
     let total = range.end - range.start;
     let window = Window {
@@ -1747,7 +1775,7 @@ mod tests {
         };
         let starts = super::group_starts(&md, path).unwrap();
         let all = 0..starts.last().copied().unwrap();
-        let sizes = super::sizes(&input, &md, &leaves, &starts, all);
+        let sizes = super::sizes(&input, &md, &leaves, &starts, all, path).unwrap();
         (sizes, md, leaves)
     }
 
@@ -1898,6 +1926,270 @@ mod tests {
         assert_eq!(super::longest_plain(&page, 5), None);
         assert_eq!(super::longest_plain(&page[..page.len() - 1], 4), None);
         assert_eq!(super::longest_plain(&page[..2], 1), None);
+    }
+
+    /// `t` written with its byte arrays stored as `encoding` (no
+    /// dictionary, no statistics: the metadata gives no values' bytes),
+    /// pages of 300 records compressed by `codec`, as `version` pages, in
+    /// row groups of 2,000 records.
+    fn write_delta(
+        path: &std::path::Path,
+        t: &RecordBatch,
+        encoding: parquet::basic::Encoding,
+        codec: parquet::basic::Compression,
+        version: parquet::file::properties::WriterVersion,
+    ) {
+        use parquet::file::properties::EnabledStatistics;
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(EnabledStatistics::None)
+            .set_dictionary_enabled(false)
+            .set_encoding(encoding)
+            .set_compression(codec)
+            .set_writer_version(version)
+            .set_data_page_row_count_limit(300)
+            .set_write_batch_size(300)
+            .set_max_row_group_row_count(Some(2_000))
+            .build();
+        let file = std::fs::File::create(path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+        w.write(t).unwrap();
+        w.close().unwrap();
+    }
+
+    /// Text of 5,000 records, every seventh null, each a long run of one
+    /// letter and a number (so that each shares most of its bytes with the
+    /// one before), of 1 to 3,000 bytes; and lists of 0 to 3 such texts.
+    fn texts() -> RecordBatch {
+        let text = |i: usize| format!("{}{}", "a".repeat(i * 7919 % 3_000), i);
+        let s = StringArray::from_iter((0..5_000).map(|i| (i % 7 != 3).then(|| text(i))));
+        let mut l = ListBuilder::new(arrow_array::builder::StringBuilder::new());
+        for i in 0..5_000 {
+            for j in 0..i % 4 {
+                l.values().append_value(text(i + j));
+            }
+            l.append(true);
+        }
+        RecordBatch::try_from_iter([
+            ("s", Arc::new(s) as ArrayRef),
+            ("l", Arc::new(l.finish()) as ArrayRef),
+        ])
+        .unwrap()
+    }
+
+    /// The walk of pages of byte arrays stored as differences from the
+    /// value before finds what they decode to, byte for byte, whatever
+    /// their nulls, lists, pages (versions 1 and 2) and compression; a
+    /// batch of such records holds about its size of them (not 4,096
+    /// records of a few bytes of pages each); the records read are the
+    /// table's. Stored as lengths, the pages are walked too and read back.
+    #[test]
+    fn byte_arrays_stored_as_differences_are_sized_by_what_they_decode_to() {
+        use arrow_array::{Array, ListArray};
+        use parquet::basic::{Compression, Encoding};
+        use parquet::file::properties::WriterVersion;
+        let dir = tempfile::tempdir().unwrap();
+        let t = texts();
+        let s = t.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+        let l = t.column(1).as_any().downcast_ref::<ListArray>().unwrap();
+        let l = l.values().as_any().downcast_ref::<StringArray>().unwrap();
+        let bytes = |a: &StringArray| (a.value_offsets()[a.len()] - a.value_offsets()[0]) as u64;
+        let path = dir.path().join("d.parquet");
+        for encoding in [
+            Encoding::DELTA_BYTE_ARRAY,
+            Encoding::DELTA_LENGTH_BYTE_ARRAY,
+        ] {
+            for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
+                for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+                    let case = format!("{encoding:?} {codec:?} {version:?}");
+                    write_delta(&path, &t, encoding, codec, version);
+                    let (md, _) = leaves_of(&path, &[0, 1]);
+                    let input = super::Positioned {
+                        src: crate::core::Source::from_file(std::fs::File::open(&path).unwrap())
+                            .unwrap(),
+                        limits: crate::core::Limits::default(),
+                    };
+                    let descr = md.file_metadata().schema_descr();
+                    let mut walked = [0u64; 2];
+                    for g in md.row_groups() {
+                        for (c, sum) in walked.iter_mut().enumerate() {
+                            let col = &g.columns()[c];
+                            assert!(super::delta::stored_as_differences(col), "{case}");
+                            let leaf = descr.column(c);
+                            *sum += super::delta::walk_chunk(
+                                &input,
+                                col,
+                                g.num_rows() as usize,
+                                leaf.max_def_level(),
+                                leaf.max_rep_level(),
+                            )
+                            .unwrap();
+                        }
+                    }
+                    match encoding {
+                        // Exactly what the values decode to.
+                        Encoding::DELTA_BYTE_ARRAY => {
+                            assert_eq!(walked, [bytes(s), bytes(l)], "{case}")
+                        }
+                        // At least the values' bytes (the pages hold them).
+                        _ => assert!(walked[0] >= bytes(s) && walked[1] >= bytes(l), "{case}"),
+                    }
+                    let (found, _, _) = sizes_of(&path, &[0]);
+                    assert!(!found.open_ended, "{case}");
+                    let opts = ConvertOptions::default();
+                    let batch = super::batch_records(&found, &t.schema(), &opts);
+                    // About 1,500 bytes a record: batches of about 11,000,
+                    // at most the library's 4,096.
+                    assert!(found.widest >= bytes(s) / 5_000, "{case}: {found:?}");
+                    assert!(batch <= 4_096, "{case}");
+                    let (serial, parallel) = both_ways(&path, &opts, 1 << 20);
+                    let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+                    let parallel: Vec<RecordBatch> =
+                        parallel.into_iter().map(Result::unwrap).collect();
+                    assert_eq!(serial, parallel, "{case}");
+                    let all = arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap();
+                    assert_eq!(all, t, "{case}");
+                }
+            }
+        }
+    }
+
+    /// Values that repeat nearly all of the one before are found to decode
+    /// to far more than their pages hold: 2,000 values of 100,000 bytes
+    /// (a file of 700 KB: a page of 300 holds its first whole) are read
+    /// about 167 a batch, not 4,096 (400 MB).
+    #[test]
+    fn values_repeating_the_one_before_make_small_batches() {
+        use arrow_array::BinaryArray;
+        use parquet::basic::{Compression, Encoding};
+        use parquet::file::properties::WriterVersion;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.parquet");
+        let long = vec![9u8; 100_000];
+        let b = BinaryArray::from_iter_values((0..2_000u32).map(|i| {
+            let mut v = long.clone();
+            v.extend_from_slice(&i.to_le_bytes());
+            v
+        }));
+        let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
+        write_delta(
+            &path,
+            &t,
+            Encoding::DELTA_BYTE_ARRAY,
+            Compression::UNCOMPRESSED,
+            WriterVersion::PARQUET_1_0,
+        );
+        // A page stores its first value whole and the rest in a few bytes.
+        assert!(std::fs::metadata(&path).unwrap().len() < 1_000_000);
+        let (found, _, _) = sizes_of(&path, &[0]);
+        assert_eq!(found.widest, 100_004 + 4, "{found:?}");
+        let batch = super::batch_records(&found, &t.schema(), &ConvertOptions::default());
+        assert_eq!(batch, crate::convert::BATCH_BYTES / 100_008);
+        let (serial, _) = both_ways(&path, &ConvertOptions::default(), 4 << 20);
+        let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+        assert!(serial.iter().all(|b| b.num_rows() as u64 <= batch));
+        assert_eq!(
+            arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap(),
+            t
+        );
+    }
+
+    /// A page whose lengths are counted as more than it has values (the
+    /// decoder sets aside four bytes for each before reading any: 2^36 of
+    /// them, 256 GiB, ended the process) is refused at open with an error
+    /// naming its row group, column and page; so is a count within the
+    /// page's values beyond the caller's limits, and a page of lengths cut
+    /// short. Counts of 2^36, 2^61 and one more than the values, in either
+    /// encoding.
+    #[test]
+    fn pages_counting_more_lengths_than_values_are_refused() {
+        use arrow_array::BinaryArray;
+        use parquet::basic::{Compression, Encoding};
+        use parquet::file::properties::WriterVersion;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.parquet");
+        let b = BinaryArray::from_iter_values(
+            (0..1_000u32).map(|i| format!("value{}", i * 7_919 % 1_000)),
+        );
+        let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
+        let opts = ConvertOptions::default();
+        for encoding in [
+            Encoding::DELTA_LENGTH_BYTE_ARRAY,
+            Encoding::DELTA_BYTE_ARRAY,
+        ] {
+            let props = WriterProperties::builder()
+                .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+                .set_dictionary_enabled(false)
+                .set_encoding(encoding)
+                .set_compression(Compression::UNCOMPRESSED)
+                .set_writer_version(WriterVersion::PARQUET_1_0)
+                .build();
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+            w.write(&t).unwrap();
+            w.close().unwrap();
+            let good = std::fs::read(&path).unwrap();
+            // Blocks of 128 in 4 miniblocks, 1,000 values: the header of
+            // the first run of lengths.
+            let header = [0x80u8, 0x01, 0x04, 0xE8, 0x07];
+            let at = good.windows(5).position(|w| w == header).unwrap() + 3;
+            // The count is followed by the first length (a byte): ten
+            // bytes rewritten keep the page's size.
+            let counts: [(&[u8], &str); 3] = [
+                (&[0x80, 0x80, 0x80, 0x80, 0x80, 0x02, 0x00], "68719476736"),
+                (
+                    &[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x00],
+                    "2305843009213693952",
+                ),
+                (&[0xE9, 0x07, 0x00], "1001"),
+            ];
+            for (count, said) in counts {
+                let mut bad = good.clone();
+                bad[at..at + count.len()].copy_from_slice(count);
+                std::fs::write(&path, &bad).unwrap();
+                let Err(e) = super::open_in_runs(&path, &opts, 1 << 20) else {
+                    panic!("{encoding:?}: a count of {said} opened");
+                };
+                let e = e.to_string();
+                assert!(
+                    e.contains("row group 0, column 0 (\"b\"), data page 0")
+                        && e.contains(&format!("counted as {said}, more than its 1000 values")),
+                    "{encoding:?}: {e}"
+                );
+            }
+            // Within the values, beyond the caller's limits.
+            std::fs::write(&path, &good).unwrap();
+            let tight = ConvertOptions {
+                open: crate::dataset::OpenOptions::with_limits(
+                    crate::core::Limits::default().with_max_alloc(1_000),
+                ),
+                ..Default::default()
+            };
+            let Err(e) = super::open_in_runs(&path, &tight, 1 << 20) else {
+                panic!("{encoding:?}: opened beyond the limits");
+            };
+            assert!(e.to_string().contains("data page 0"), "{e}");
+            // A block of 128 lengths in 3 miniblocks.
+            let mut bad = good.clone();
+            bad[at - 1] = 3;
+            std::fs::write(&path, &bad).unwrap();
+            let Err(e) = super::open_in_runs(&path, &opts, 1 << 20) else {
+                panic!("{encoding:?}: miniblocks that do not divide a block opened");
+            };
+            assert!(
+                e.to_string()
+                    .contains("data page 0: its lengths come in blocks of 128 in 3 miniblocks"),
+                "{e}"
+            );
+            // The file unchanged opens and reads.
+            std::fs::write(&path, &good).unwrap();
+            let (serial, _) = both_ways(&path, &opts, 1 << 20);
+            let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+            assert_eq!(
+                arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap(),
+                t
+            );
+        }
     }
 
     /// Runs end at the first batch boundary from a row group's start when
