@@ -248,6 +248,7 @@ fn sizes(
     starts: &[u64],
     range: std::ops::Range<u64>,
     path: &Path,
+    threads: usize,
 ) -> Result<Sizes, Error> {
     let mut sizes = Sizes {
         bytes: 0,
@@ -256,6 +257,8 @@ fn sizes(
         open_ended: false,
     };
     let descr = md.file_metadata().schema_descr();
+    let walked = walk_all(input, md, leaves, starts, range.clone(), path, threads)?;
+    let mut walks = walked.iter();
     for (k, g) in md.row_groups().iter().enumerate() {
         let rows = u64::try_from(g.num_rows()).unwrap_or(0);
         sizes.bytes = sizes.bytes.saturating_add(chunk_bytes(g, leaves));
@@ -279,24 +282,7 @@ fn sizes(
                 false => None,
             };
             let walked = match delta::stored_as_differences(col) && c < descr.num_columns() {
-                true => {
-                    let leaf = descr.column(c);
-                    let rows = usize::try_from(rows).unwrap_or(usize::MAX);
-                    let (def, rep) = (leaf.max_def_level(), leaf.max_rep_level());
-                    let bytes = delta::walk_chunk(input, col, rows, def, rep).map_err(|bad| {
-                        Error::Data {
-                            format: None,
-                            message: format!(
-                                "{}: row group {k}, column {c} ({}), data page {}: {}",
-                                path.display(),
-                                col.column_path(),
-                                bad.page,
-                                bad.why
-                            ),
-                        }
-                    })?;
-                    Some(bytes)
-                }
+                true => walks.next().copied(),
                 false => None,
             };
             decoded = decoded.saturating_add(decoded_bytes(col, rows, longest, walked));
@@ -304,6 +290,73 @@ fn sizes(
         sizes.widest = sizes.widest.max(decoded.div_ceil(rows));
     }
     Ok(sizes)
+}
+
+/// What the column chunks of the leaf columns `leaves` of `md` that store
+/// byte arrays as lengths or differences ([`delta::stored_as_differences`])
+/// decode to, in the row groups (starting at `starts`) holding records of
+/// `range`: their pages walked ([`delta::walk_chunk`]) on up to `threads`
+/// threads (one for a few megabytes), in the order of the groups and of
+/// their columns. A page that cannot be decoded is an error naming its row
+/// group, column and page.
+fn walk_all(
+    input: &Positioned,
+    md: &ParquetMetaData,
+    leaves: &[usize],
+    starts: &[u64],
+    range: std::ops::Range<u64>,
+    path: &Path,
+    threads: usize,
+) -> Result<Vec<u64>, Error> {
+    let descr = md.file_metadata().schema_descr();
+    let mut chunks = Vec::new();
+    for (k, g) in md.row_groups().iter().enumerate() {
+        let rows = u64::try_from(g.num_rows()).unwrap_or(0);
+        let first = starts.get(k).copied().unwrap_or(0);
+        let selected = first < range.end && first.saturating_add(rows) > range.start;
+        if !selected || rows == 0 {
+            continue;
+        }
+        for (c, col) in leaves
+            .iter()
+            .filter_map(|&c| Some((c, g.columns().get(c)?)))
+        {
+            if delta::stored_as_differences(col) && c < descr.num_columns() {
+                chunks.push((k, c, col, usize::try_from(rows).unwrap_or(usize::MAX)));
+            }
+        }
+    }
+    let bytes = chunks.iter().fold(0u64, |sum, (_, _, col, _)| {
+        sum.saturating_add(u64::try_from(col.uncompressed_size()).unwrap_or(0))
+    });
+    let threads = crate::core::parallel::threads_for(bytes, threads).min(chunks.len().max(1));
+    let mut next = chunks.iter();
+    let mut walked = Vec::with_capacity(chunks.len());
+    crate::core::parallel::ordered(
+        threads,
+        || Ok::<_, Error>(next.next()),
+        |&(k, c, col, rows)| {
+            let leaf = descr.column(c);
+            let (def, rep) = (leaf.max_def_level(), leaf.max_rep_level());
+            // What the values decode to only where the metadata does not say.
+            let decode = col.unencoded_byte_array_data_bytes().is_none();
+            delta::walk_chunk(input, col, rows, def, rep, decode).map_err(|bad| Error::Data {
+                format: None,
+                message: format!(
+                    "{}: row group {k}, column {c} ({}), data page {}: {}",
+                    path.display(),
+                    col.column_path(),
+                    bad.page,
+                    bad.why
+                ),
+            })
+        },
+        |bytes| {
+            walked.push(bytes?);
+            Ok(())
+        },
+    )?;
+    Ok(walked)
 }
 
 /// The bytes of the leaf columns `leaves` in row group `g`: each column
@@ -1333,7 +1386,15 @@ fn open_unguarded(
     let starts = group_starts(&md, path)?;
     let rows = starts.last().copied().unwrap_or(0);
     let range = opts.record_range(rows);
-    let sizes = sizes(&input, &md, &leaves, &starts, range.clone(), path)?;
+    let sizes = sizes(
+        &input,
+        &md,
+        &leaves,
+        &starts,
+        range.clone(),
+        path,
+        opts.threads,
+    )?;
     let batch = batch_records(&sizes, &projected, opts);
     let total = range.end - range.start;
     let window = Window {
@@ -1775,7 +1836,7 @@ mod tests {
         };
         let starts = super::group_starts(&md, path).unwrap();
         let all = 0..starts.last().copied().unwrap();
-        let sizes = super::sizes(&input, &md, &leaves, &starts, all, path).unwrap();
+        let sizes = super::sizes(&input, &md, &leaves, &starts, all, path, 0).unwrap();
         (sizes, md, leaves)
     }
 
@@ -2021,6 +2082,7 @@ mod tests {
                                 g.num_rows() as usize,
                                 leaf.max_def_level(),
                                 leaf.max_rep_level(),
+                                true,
                             )
                             .unwrap();
                         }
@@ -2097,9 +2159,10 @@ mod tests {
     /// decoder sets aside four bytes for each before reading any: 2^36 of
     /// them, 256 GiB, ended the process) is refused at open with an error
     /// naming its row group, column and page; so is a count within the
-    /// page's values beyond the caller's limits, and a page of lengths cut
-    /// short. Counts of 2^36, 2^61 and one more than the values, in either
-    /// encoding.
+    /// page's values beyond the caller's limits, and blocks of lengths that
+    /// miniblocks do not divide. Counts of 2^36, 2^61 and one more than the values, in either
+    /// encoding, with and without the values' bytes in the metadata (the
+    /// lengths then counted, not read).
     #[test]
     fn pages_counting_more_lengths_than_values_are_refused() {
         use arrow_array::BinaryArray;
@@ -2112,12 +2175,16 @@ mod tests {
         );
         let t = RecordBatch::try_from_iter([("b", Arc::new(b) as ArrayRef)]).unwrap();
         let opts = ConvertOptions::default();
-        for encoding in [
+        use parquet::file::properties::EnabledStatistics;
+        let cases = [
             Encoding::DELTA_LENGTH_BYTE_ARRAY,
             Encoding::DELTA_BYTE_ARRAY,
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|e| [(e, EnabledStatistics::None), (e, EnabledStatistics::Chunk)]);
+        for (encoding, stats) in cases {
             let props = WriterProperties::builder()
-                .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+                .set_statistics_enabled(stats)
                 .set_dictionary_enabled(false)
                 .set_encoding(encoding)
                 .set_compression(Compression::UNCOMPRESSED)

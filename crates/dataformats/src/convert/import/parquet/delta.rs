@@ -53,9 +53,11 @@ pub(super) fn stored_as_differences(c: &ColumnChunkMetaData) -> bool {
 /// are `def` and `rep`) that store byte arrays as lengths or differences:
 /// each integer count checked against the page's values and against
 /// `limits` (four bytes an integer), the integers read as the decoder
-/// reads them. Gives the bytes the chunk's values decode to, all its pages
-/// counted (a page in another encoding counts its stored bytes: its
-/// values lie in it), or why a page cannot be decoded. A chunk whose
+/// reads them where `decode` asks for what the values decode to (else
+/// only counted, their bits stepped over). Gives the bytes the chunk's
+/// values decode to (without `decode`, or in pages of another encoding,
+/// the bytes of the pages' values: not less where they lie whole in them),
+/// or why a page cannot be decoded. A chunk whose
 /// pages cannot be read gives the reader's error as the first page's.
 pub(super) fn walk_chunk(
     input: &Positioned,
@@ -63,6 +65,7 @@ pub(super) fn walk_chunk(
     rows: usize,
     def: i16,
     rep: i16,
+    decode: bool,
 ) -> Result<u64, Bad> {
     let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
         Arc::new(input.clone()),
@@ -120,11 +123,19 @@ pub(super) fn walk_chunk(
         let most = u64::from(count);
         let decoded = match encoding {
             Encoding::DELTA_LENGTH_BYTE_ARRAY => {
-                packed(&values, most, &input.limits, |_| {}).map_err(bad)?;
+                counted(&values, most, &input.limits).map_err(bad)?;
                 len_u64(values.len())
             }
-            Encoding::DELTA_BYTE_ARRAY => {
+            Encoding::DELTA_BYTE_ARRAY if decode => {
                 differences(&values, most, &input.limits, &mut prefixes).map_err(bad)?
+            }
+            Encoding::DELTA_BYTE_ARRAY => {
+                let (_, end) = counted(&values, most, &input.limits).map_err(bad)?;
+                let suffixes = values
+                    .get(end..)
+                    .ok_or_else(|| bad("its prefix lengths run past its end".into()))?;
+                counted(suffixes, most, &input.limits).map_err(bad)?;
+                len_u64(values.len())
             }
             _ => len_u64(values.len()),
         };
@@ -181,7 +192,7 @@ fn differences(
     let suffixes = values
         .get(end..)
         .ok_or_else(|| "its prefix lengths run past its end".to_string())?;
-    let (m, end) = packed(suffixes, most, limits, |_| {})?;
+    let (m, end) = counted(suffixes, most, limits)?;
     if n != m {
         return Err(format!(
             "it holds {n} prefix lengths but {m} suffix lengths"
@@ -219,6 +230,22 @@ fn packed(
     limits: &Limits,
     mut each: impl FnMut(i32),
 ) -> Result<(u64, usize), String> {
+    run(data, most, limits, Some(&mut each))
+}
+
+/// [`packed`] without reading the integers: their count checked, their
+/// blocks' headers read and their bits stepped over (present, not read).
+fn counted(data: &[u8], most: u64, limits: &Limits) -> Result<(u64, usize), String> {
+    run(data, most, limits, None)
+}
+
+/// [`packed`], the integers given to `each` if any.
+fn run(
+    data: &[u8],
+    most: u64,
+    limits: &Limits,
+    mut each: Option<&mut dyn FnMut(i32)>,
+) -> Result<(u64, usize), String> {
     let mut at = 0usize;
     let short = || "its lengths run past its end".to_string();
     let block = uleb(data, &mut at).ok_or_else(short)?;
@@ -249,7 +276,9 @@ fn packed(
     }
     let mut last =
         i32::try_from(first).map_err(|_| format!("its first length {first} is not 32-bit"))?;
-    each(last);
+    if let Some(each) = each.as_mut() {
+        each(last);
+    }
     let mut left = count - 1;
     let minis = usize::try_from(minis).map_err(|_| short())?;
     while left > 0 {
@@ -273,10 +302,12 @@ fn packed(
             let needed =
                 usize::try_from((n * u64::from(width)).div_ceil(8)).map_err(|_| short())?;
             let bits = bits.get(..needed).ok_or_else(short)?;
-            unpack(bits, width, n, |v| {
-                last = last.wrapping_add(min).wrapping_add(v as i32);
-                each(last);
-            });
+            if let Some(each) = each.as_mut() {
+                unpack(bits, width, n, |v| {
+                    last = last.wrapping_add(min).wrapping_add(v as i32);
+                    each(last);
+                });
+            }
             let whole = usize::try_from(per_mini * u64::from(width) / 8).map_err(|_| short())?;
             at = at.checked_add(whole).ok_or_else(short)?;
             left -= n;
