@@ -2039,7 +2039,8 @@ mod tests {
 
     /// The walk of pages of byte arrays stored as differences from the
     /// value before finds what they decode to, byte for byte, whatever
-    /// their nulls, lists, pages (versions 1 and 2) and compression; a
+    /// their nulls, lists, pages (versions 1 and 2) and compression (and
+    /// their lengths' counts pass from the start of each page); a
     /// batch of such records holds about its size of them (not 4,096
     /// records of a few bytes of pages each); the records read are the
     /// table's. Stored as lengths, the pages are walked too and read back.
@@ -2059,7 +2060,8 @@ mod tests {
             Encoding::DELTA_BYTE_ARRAY,
             Encoding::DELTA_LENGTH_BYTE_ARRAY,
         ] {
-            for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
+            let zstd = Compression::ZSTD(parquet::basic::ZstdLevel::default());
+            for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY, zstd] {
                 for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
                     let case = format!("{encoding:?} {codec:?} {version:?}");
                     write_delta(&path, &t, encoding, codec, version);
@@ -2085,6 +2087,16 @@ mod tests {
                                 true,
                             )
                             .unwrap();
+                            // Counted only, from the start of each page.
+                            let counted = super::delta::walk_chunk(
+                                &input,
+                                col,
+                                g.num_rows() as usize,
+                                leaf.max_def_level(),
+                                leaf.max_rep_level(),
+                                false,
+                            );
+                            assert_eq!(counted, Ok(0), "{case}");
                         }
                     }
                     match encoding {

@@ -67,6 +67,14 @@ pub(super) fn walk_chunk(
     rep: i16,
     decode: bool,
 ) -> Result<u64, Bad> {
+    use parquet::basic::Compression;
+    let stored = matches!(
+        c.compression(),
+        Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_)
+    );
+    if !decode && stored {
+        return count_chunk(input, c, rows, def, rep);
+    }
     let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
         Arc::new(input.clone()),
         c,
@@ -130,11 +138,7 @@ pub(super) fn walk_chunk(
                 differences(&values, most, &input.limits, &mut prefixes).map_err(bad)?
             }
             Encoding::DELTA_BYTE_ARRAY => {
-                let (_, end) = counted(&values, most, &input.limits).map_err(bad)?;
-                let suffixes = values
-                    .get(end..)
-                    .ok_or_else(|| bad("its prefix lengths run past its end".into()))?;
-                counted(suffixes, most, &input.limits).map_err(bad)?;
+                count_runs(&values, encoding, most, &input.limits).map_err(bad)?;
                 len_u64(values.len())
             }
             _ => len_u64(values.len()),
@@ -142,6 +146,305 @@ pub(super) fn walk_chunk(
         bytes = bytes.saturating_add(decoded);
         page += 1;
     }
+}
+
+/// The runs of lengths of a page's values (`values`, decompressed, at
+/// least their start) stored as lengths or differences (`encoding`; other
+/// encodings have none) counted ([`counted`]): at most `most` each.
+fn count_runs(values: &[u8], encoding: Encoding, most: u64, limits: &Limits) -> Result<(), String> {
+    match encoding {
+        Encoding::DELTA_LENGTH_BYTE_ARRAY => counted(values, most, limits).map(|_| ()),
+        Encoding::DELTA_BYTE_ARRAY => {
+            let (_, end) = counted(values, most, limits)?;
+            let suffixes = values
+                .get(end..)
+                .ok_or_else(|| "its prefix lengths run past its end".to_string())?;
+            counted(suffixes, most, limits).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`walk_chunk`] without `decode`, for a chunk stored uncompressed or
+/// compressed by Snappy or Zstandard: its pages read as stored, and only
+/// the pages of lengths or differences decompressed, only as far as
+/// their runs of lengths go (a few kilobytes of a page, then twice
+/// as many until they are whole): their counts are all that is checked.
+/// Gives 0 (the metadata says what the values decode to).
+fn count_chunk(
+    input: &Positioned,
+    c: &ColumnChunkMetaData,
+    rows: usize,
+    def: i16,
+    rep: i16,
+) -> Result<u64, Bad> {
+    use parquet::basic::Compression;
+    let codec = c.compression();
+    let raw = c
+        .clone()
+        .into_builder()
+        .set_compression(Compression::UNCOMPRESSED)
+        .build()
+        .map_err(|e| Bad {
+            page: 0,
+            why: e.to_string(),
+        })?;
+    let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
+        Arc::new(input.clone()),
+        &raw,
+        rows,
+        None,
+    )
+    .map_err(|e| Bad {
+        page: 0,
+        why: e.to_string(),
+    })?;
+    let delta = |e: Encoding| {
+        matches!(
+            e,
+            Encoding::DELTA_BYTE_ARRAY | Encoding::DELTA_LENGTH_BYTE_ARRAY
+        )
+    };
+    let limits = &input.limits;
+    let mut zstd = None;
+    let mut page = 0usize;
+    loop {
+        let next = pages.get_next_page().map_err(|e| Bad {
+            page,
+            why: e.to_string(),
+        })?;
+        let checked = match next {
+            None => return Ok(0),
+            Some(Page::DictionaryPage { .. }) => continue,
+            Some(Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                ..
+            }) if delta(encoding) => {
+                let levels = [(rep, rep_level_encoding), (def, def_level_encoding)];
+                by_prefix(codec, &buf, true, &mut zstd, |body| {
+                    let at = levels_end(body, num_values, &levels).ok_or_else(|| {
+                        "its repetition and definition levels run past its end".to_string()
+                    })?;
+                    let values = body.get(at..).unwrap_or_default();
+                    count_runs(values, encoding, u64::from(num_values), limits)
+                })
+            }
+            Some(Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                ..
+            }) if delta(encoding) => {
+                let levels = u64::from(def_levels_byte_len) + u64::from(rep_levels_byte_len);
+                match usize::try_from(levels).ok().and_then(|at| buf.get(at..)) {
+                    Some(values) => by_prefix(codec, values, is_compressed, &mut zstd, |body| {
+                        count_runs(body, encoding, u64::from(num_values), limits)
+                    }),
+                    None => Err("its levels run past its end".to_string()),
+                }
+            }
+            Some(_) => Ok(()),
+        };
+        checked.map_err(|why| Bad { page, why })?;
+        page += 1;
+    }
+}
+
+/// Runs `check` on the start of the page body `stored` (compressed by
+/// `codec` when `compressed`) decompressed: 4 KiB of it, then twice
+/// as much while `check` fails and the body goes on (decompressing on
+/// from where it stopped), until it is whole; a Zstandard body with the
+/// decompression context in `zstd` (made at first, kept for the next
+/// page). The body's error when it does not decompress.
+fn by_prefix(
+    codec: parquet::basic::Compression,
+    stored: &[u8],
+    compressed: bool,
+    zstd: &mut Option<Zstd>,
+    check: impl Fn(&[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    use parquet::basic::Compression;
+    if !compressed || codec == Compression::UNCOMPRESSED {
+        return check(stored);
+    }
+    let mut body = match codec {
+        Compression::SNAPPY => Body::snappy(stored),
+        _ => Body::zstd(stored, zstd),
+    }
+    .ok_or_else(|| "its values do not decompress".to_string())?;
+    let mut want = 4usize << 10;
+    loop {
+        let whole = body
+            .to(want)
+            .ok_or_else(|| "its values do not decompress".to_string())?;
+        match check(&body.out) {
+            Err(_) if !whole => want = want.saturating_mul(2),
+            done => return done,
+        }
+    }
+}
+
+/// A page body being decompressed from its start, as far as asked.
+struct Body<'a> {
+    /// What is decompressed so far.
+    out: Vec<u8>,
+    /// The body as stored.
+    stored: &'a [u8],
+    /// How far into `stored` the decompression has read.
+    at: usize,
+    /// Whether it is all decompressed.
+    ended: bool,
+    /// How it is compressed.
+    codec: Codec<'a>,
+}
+
+/// The codecs a [`Body`] decompresses piece by piece.
+enum Codec<'a> {
+    /// A raw Snappy block, of the length it announces.
+    Snappy(usize),
+    /// A Zstandard frame, with its decompression's state.
+    Zstd(&'a mut zstd::stream::raw::Decoder<'static>),
+}
+
+/// A Zstandard decompression context, kept from page to page.
+type Zstd = Box<zstd::stream::raw::Decoder<'static>>;
+
+impl<'a> Body<'a> {
+    /// The raw Snappy block `stored`; `None` without its length.
+    fn snappy(stored: &'a [u8]) -> Option<Self> {
+        let mut at = 0;
+        let total = usize::try_from(uleb(stored, &mut at)?).ok()?;
+        Some(Body {
+            out: Vec::new(),
+            stored,
+            at,
+            ended: total == 0,
+            codec: Codec::Snappy(total),
+        })
+    }
+
+    /// The Zstandard frame `stored`, decompressed with the context in
+    /// `zstd` (made if there is none).
+    fn zstd(stored: &'a [u8], zstd: &'a mut Option<Zstd>) -> Option<Self> {
+        use zstd::stream::raw::Operation;
+        let d = match zstd {
+            Some(d) => {
+                d.reinit().ok()?;
+                d
+            }
+            None => zstd.insert(Box::new(zstd::stream::raw::Decoder::new().ok()?)),
+        };
+        Some(Body {
+            out: Vec::new(),
+            stored,
+            at: 0,
+            ended: false,
+            codec: Codec::Zstd(d),
+        })
+    }
+
+    /// Decompresses on until `want` bytes (or up to 64 more) are out or
+    /// the body ends; whether it ended. `None` when it is malformed: for
+    /// Snappy, an element past its end, a copy from before the start or
+    /// more than the length it announces; for Zstandard, an error of the
+    /// decoder or a frame cut short.
+    fn to(&mut self, want: usize) -> Option<bool> {
+        match &mut self.codec {
+            Codec::Snappy(total) => {
+                let total = *total;
+                snappy_more(self.stored, &mut self.at, &mut self.out, total, want)?;
+                self.ended = self.out.len() >= total;
+            }
+            Codec::Zstd(d) => {
+                use zstd::stream::raw::Operation;
+                while !self.ended && self.out.len() < want {
+                    let start = self.out.len();
+                    self.out.resize(want.max(start + 64), 0);
+                    let input = self.stored.get(self.at..)?;
+                    let status = d.run_on_buffers(input, self.out.get_mut(start..)?).ok()?;
+                    self.at += status.bytes_read;
+                    self.out.truncate(start + status.bytes_written);
+                    // The frame decoded and flushed whole.
+                    if status.remaining == 0 {
+                        self.ended = true;
+                    } else if status.bytes_read == 0 && status.bytes_written == 0 {
+                        // No progress: the frame is cut short.
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(self.ended)
+    }
+}
+
+/// Follows the elements of the raw Snappy block `stored` from `*at`
+/// (literals, and copies of what came before) onto `out`, until `want`
+/// bytes (or up to 64 more) of its `total` are out.
+fn snappy_more(
+    stored: &[u8],
+    at: &mut usize,
+    out: &mut Vec<u8>,
+    total: usize,
+    want: usize,
+) -> Option<()> {
+    let want = want.min(total);
+    let take = |n: usize, at: &mut usize| -> Option<usize> {
+        let bytes = stored.get(*at..)?.get(..n)?;
+        *at += n;
+        Some(
+            bytes
+                .iter()
+                .rev()
+                .fold(0usize, |v, &b| (v << 8) | usize::from(b)),
+        )
+    };
+    out.reserve(want.saturating_sub(out.len()).saturating_add(64));
+    while out.len() < want {
+        let tag = *stored.get(*at)?;
+        *at += 1;
+        let high = usize::from(tag >> 2);
+        let (len, offset) = match tag & 3 {
+            0 => {
+                let len = match high {
+                    0..=59 => high + 1,
+                    n => take(n - 59, at)?.checked_add(1)?,
+                };
+                let literal = stored.get(*at..)?.get(..len)?;
+                *at += len;
+                if out.len() + len > total {
+                    return None;
+                }
+                out.extend_from_slice(literal);
+                continue;
+            }
+            1 => (4 + (high & 7), ((high >> 3) << 8) | take(1, at)?),
+            2 => (high + 1, take(2, at)?),
+            _ => (high + 1, take(4, at)?),
+        };
+        if offset == 0 || offset > out.len() || out.len() + len > total {
+            return None;
+        }
+        let from = out.len() - offset;
+        match offset >= len {
+            true => out.extend_from_within(from..from + len),
+            // A copy of what it is writing: a pattern repeated.
+            false => {
+                for k in 0..len {
+                    let b = *out.get(from + k)?;
+                    out.push(b);
+                }
+            }
+        }
+    }
+    Some(())
 }
 
 /// `n` as a `u64`.
@@ -438,5 +741,170 @@ mod tests {
         assert_eq!(total(p.clone(), run(4, 4, 0, 0, &[]), 15), Ok(16));
         // As many prefixes as suffixes.
         assert!(total(p, run(3, 4, 0, 0, &[]), 16).is_err());
+    }
+
+    /// `count` integers in blocks of 128 in 4 miniblocks, every miniblock
+    /// `width` bits wide holding bytes of 0x55.
+    fn long_run(count: u32, width: u8) -> Vec<u8> {
+        let mut out = vec![0x80, 0x01, 0x04];
+        let mut n = count;
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out.push(0);
+        let mut left = count.saturating_sub(1);
+        while left > 0 {
+            out.extend([0, width, width, width, width]);
+            for _ in 0..4 {
+                if left == 0 {
+                    break;
+                }
+                out.extend(vec![0x55; 32 * usize::from(width) / 8]);
+                left = left.saturating_sub(32);
+            }
+        }
+        out
+    }
+
+    /// Runs of one byte and some noise: 100 KB that compress to less than
+    /// half.
+    fn body() -> Vec<u8> {
+        let mut x = 7u32;
+        (0..100_000u32)
+            .map(|i| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                match (i / 64) % 4 {
+                    0 => (x >> 24) as u8,
+                    _ => (i / 6_400) as u8,
+                }
+            })
+            .collect()
+    }
+
+    /// The first `want` bytes of `body` (or more), and whether that is all.
+    fn prefix(body: Option<super::Body<'_>>, want: usize) -> Option<(Vec<u8>, bool)> {
+        let mut body = body?;
+        let all = body.to(want)?;
+        Some((body.out, all))
+    }
+
+    /// The start of a Snappy block or a Zstandard frame decompressed is
+    /// the start of the whole, at least as long as asked for, and says
+    /// whether it is all, asked for at once or on from where it stopped; a
+    /// block cut short or copying from before its start is refused.
+    #[test]
+    fn prefixes_of_compressed_pages() {
+        let whole = body();
+        let snappy = snap::raw::Encoder::new().compress_vec(&whole).unwrap();
+        let zstd = zstd::bulk::compress(&whole, 3).unwrap();
+        assert!(snappy.len() < 50_000 && zstd.len() < 50_000);
+        for want in [0, 1, 100, 4_096, 50_000, 99_999, 100_000, 1 << 20] {
+            for (name, got) in [
+                ("snappy", prefix(super::Body::snappy(&snappy), want)),
+                ("zstd", prefix(super::Body::zstd(&zstd, &mut None), want)),
+            ] {
+                let (start, all) = got.unwrap();
+                assert!(start.len() >= want.min(whole.len()), "{name} {want}");
+                assert_eq!(
+                    start[..],
+                    whole[..start.len().min(whole.len())],
+                    "{name} {want}"
+                );
+                assert_eq!(all, start.len() >= whole.len(), "{name} {want}");
+                assert!(start.len() <= whole.len(), "{name} {want}");
+            }
+        }
+        // One context for frame after frame, the first left half done.
+        let mut context = None;
+        for _ in 0..3 {
+            let (start, _) = prefix(super::Body::zstd(&zstd, &mut context), 4_096).unwrap();
+            assert_eq!(start[..], whole[..start.len()]);
+        }
+        let again = prefix(super::Body::zstd(&zstd, &mut context), 1 << 20).unwrap();
+        assert_eq!((again.0, again.1), (whole.clone(), true));
+        // Decompressed on from where it stopped, in steps.
+        for mut body in [
+            super::Body::snappy(&snappy).unwrap(),
+            super::Body::zstd(&zstd, &mut None).unwrap(),
+        ] {
+            for want in [10, 5, 3_000, 70_000, 100_000, 200_000] {
+                let all = body.to(want).unwrap();
+                let got = body.out.len();
+                assert!(got >= want.min(whole.len()) && got <= whole.len());
+                assert_eq!(body.out[..], whole[..got]);
+                assert_eq!(all, got == whole.len());
+            }
+        }
+        let half = |b: &[u8]| b.len() / 2;
+        let cut = super::Body::snappy(&snappy[..half(&snappy)]);
+        assert_eq!(prefix(cut, 1 << 20), None);
+        let mut context = None;
+        let cut = super::Body::zstd(&zstd[..half(&zstd)], &mut context);
+        assert_eq!(prefix(cut, 1 << 20), None);
+        // Ten bytes announced; a copy of 4 from 5 back at the start.
+        let bad = [10, 0b0000_0010 | (3 << 2), 5, 0];
+        assert_eq!(prefix(super::Body::snappy(&bad), 10), None);
+        // A literal of 3 where 2 are announced.
+        let bad = [2, 2 << 2, 1, 2, 3];
+        assert_eq!(prefix(super::Body::snappy(&bad), 10), None);
+    }
+
+    /// The counts of a compressed page's runs of lengths are checked from
+    /// as much of it as they take: a run of 20,000 lengths (21 KB, more
+    /// than the first 4 KiB decompressed) passes within 20,000 values and
+    /// is refused within 19,999; a count beyond the values in a page's
+    /// first bytes is refused, in both encodings.
+    #[test]
+    fn counts_of_compressed_pages() {
+        use parquet::basic::{Compression, Encoding, ZstdLevel};
+        let limits = Limits::default();
+        let lengths = long_run(20_000, 8);
+        assert!(lengths.len() > 20_000);
+        let mut page = lengths.clone();
+        page.extend(body());
+        let mut differences = lengths.clone();
+        differences.extend(&lengths);
+        differences.extend(body());
+        for codec in [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())] {
+            let pack = |b: &[u8]| match codec {
+                Compression::SNAPPY => snap::raw::Encoder::new().compress_vec(b).unwrap(),
+                _ => zstd::bulk::compress(b, 3).unwrap(),
+            };
+            for (encoding, body) in [
+                (Encoding::DELTA_LENGTH_BYTE_ARRAY, &page),
+                (Encoding::DELTA_BYTE_ARRAY, &differences),
+            ] {
+                let stored = pack(body);
+                let count = |most| {
+                    super::by_prefix(codec, &stored, true, &mut None, |b| {
+                        super::count_runs(b, encoding, most, &limits)
+                    })
+                };
+                assert_eq!(count(20_000), Ok(()), "{codec:?} {encoding:?}");
+                let e = count(19_999).unwrap_err();
+                assert!(e.contains("counted as 20000, more than its 19999"), "{e}");
+                // Stored as it is.
+                let e = super::by_prefix(codec, body, false, &mut None, |b| {
+                    super::count_runs(b, encoding, 19_999, &limits)
+                })
+                .unwrap_err();
+                assert!(e.contains("counted as 20000"), "{e}");
+            }
+            // The suffixes' run is counted too.
+            let mut short = lengths.clone();
+            short.extend(long_run(20_001, 8));
+            let stored = pack(&short);
+            let e = super::by_prefix(codec, &stored, true, &mut None, |b| {
+                super::count_runs(b, Encoding::DELTA_BYTE_ARRAY, 20_000, &limits)
+            })
+            .unwrap_err();
+            assert!(e.contains("counted as 20001"), "{e}");
+            // A page that does not decompress.
+            let e =
+                super::by_prefix(codec, &stored[..10], true, &mut None, |_| Ok(())).unwrap_err();
+            assert!(e.contains("do not decompress"), "{e}");
+        }
     }
 }
