@@ -2130,7 +2130,7 @@ mod tests {
     /// Values that repeat nearly all of the one before are found to decode
     /// to far more than their pages hold: 2,000 values of 100,000 bytes
     /// (a file of 700 KB: a page of 300 holds its first whole) are read
-    /// about 167 a batch, not 4,096 (400 MB).
+    /// ten a batch (a batch holds about 1 MiB), not 4,096 (400 MB).
     #[test]
     fn values_repeating_the_one_before_make_small_batches() {
         use arrow_array::BinaryArray;
