@@ -256,9 +256,7 @@ fn sizes(
         widest: 0,
         open_ended: false,
     };
-    let descr = md.file_metadata().schema_descr();
     let walked = walk_all(input, md, leaves, starts, range.clone(), path, threads)?;
-    let mut walks = walked.iter();
     for (k, g) in md.row_groups().iter().enumerate() {
         let rows = u64::try_from(g.num_rows()).unwrap_or(0);
         sizes.bytes = sizes.bytes.saturating_add(chunk_bytes(g, leaves));
@@ -281,10 +279,7 @@ fn sizes(
                 }
                 false => None,
             };
-            let walked = match delta::stored_as_differences(col) && c < descr.num_columns() {
-                true => walks.next().copied(),
-                false => None,
-            };
+            let walked = walked.get(&(k, c)).copied();
             decoded = decoded.saturating_add(decoded_bytes(col, rows, longest, walked));
         }
         sizes.widest = sizes.widest.max(decoded.div_ceil(rows));
@@ -293,12 +288,14 @@ fn sizes(
 }
 
 /// What the column chunks of the leaf columns `leaves` of `md` that store
-/// byte arrays as lengths or differences ([`delta::stored_as_differences`])
-/// decode to, in the row groups (starting at `starts`) holding records of
-/// `range`: their pages walked ([`delta::walk_chunk`]) on up to `threads`
-/// threads (one for a few megabytes), in the order of the groups and of
-/// their columns. A page that cannot be decoded is an error naming its row
-/// group, column and page.
+/// byte arrays as lengths or differences decode to, by row group and leaf
+/// column, in the row groups (starting at `starts`) holding records of
+/// `range`: chunks whose metadata lists those encodings
+/// ([`delta::stored_as_differences`]), or whose page headers say them
+/// ([`delta::pages_store_differences`]: the metadata need not list what
+/// the decoder follows), have their pages walked ([`delta::walk_chunk`]),
+/// on up to `threads` threads (one for a few megabytes). A page that
+/// cannot be decoded is an error naming its row group, column and page.
 fn walk_all(
     input: &Positioned,
     md: &ParquetMetaData,
@@ -307,7 +304,7 @@ fn walk_all(
     range: std::ops::Range<u64>,
     path: &Path,
     threads: usize,
-) -> Result<Vec<u64>, Error> {
+) -> Result<std::collections::HashMap<(usize, usize), u64>, Error> {
     let descr = md.file_metadata().schema_descr();
     let mut chunks = Vec::new();
     for (k, g) in md.row_groups().iter().enumerate() {
@@ -321,7 +318,12 @@ fn walk_all(
             .iter()
             .filter_map(|&c| Some((c, g.columns().get(c)?)))
         {
-            if delta::stored_as_differences(col) && c < descr.num_columns() {
+            use parquet::basic::Type;
+            let arrays = matches!(
+                col.column_type(),
+                Type::BYTE_ARRAY | Type::FIXED_LEN_BYTE_ARRAY
+            );
+            if arrays && c < descr.num_columns() {
                 chunks.push((k, c, col, usize::try_from(rows).unwrap_or(usize::MAX)));
             }
         }
@@ -331,28 +333,36 @@ fn walk_all(
     });
     let threads = crate::core::parallel::threads_for(bytes, threads).min(chunks.len().max(1));
     let mut next = chunks.iter();
-    let mut walked = Vec::with_capacity(chunks.len());
+    let mut walked = std::collections::HashMap::new();
     crate::core::parallel::ordered(
         threads,
         || Ok::<_, Error>(next.next()),
         |&(k, c, col, rows)| {
+            // The pages' encodings, where the metadata lists neither.
+            let walk =
+                delta::stored_as_differences(col) || delta::pages_store_differences(input, col);
+            if !walk {
+                return Ok(None);
+            }
             let leaf = descr.column(c);
             let (def, rep) = (leaf.max_def_level(), leaf.max_rep_level());
             // What the values decode to only where the metadata does not say.
             let decode = col.unencoded_byte_array_data_bytes().is_none();
-            delta::walk_chunk(input, col, rows, def, rep, decode).map_err(|bad| Error::Data {
-                format: None,
-                message: format!(
-                    "{}: row group {k}, column {c} ({}), data page {}: {}",
-                    path.display(),
-                    col.column_path(),
-                    bad.page,
-                    bad.why
-                ),
-            })
+            delta::walk_chunk(input, col, rows, def, rep, decode)
+                .map_err(|bad| Error::Data {
+                    format: None,
+                    message: format!(
+                        "{}: row group {k}, column {c} ({}), data page {}: {}",
+                        path.display(),
+                        col.column_path(),
+                        bad.page,
+                        bad.why
+                    ),
+                })
+                .map(|bytes| Some(((k, c), bytes)))
         },
         |bytes| {
-            walked.push(bytes?);
+            walked.extend(bytes?);
             Ok(())
         },
     )?;
@@ -2167,6 +2177,123 @@ mod tests {
         );
     }
 
+    /// The Parquet file `bytes` with its footer rewritten to list only
+    /// plain values and levels as its column chunks' encodings, whatever
+    /// their pages hold.
+    fn unlisted(bytes: &[u8]) -> Vec<u8> {
+        use parquet::basic::Encoding;
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(bytes.to_vec()))
+            .unwrap();
+        let n = bytes.len();
+        let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        let mut builder = md.into_builder();
+        let groups = builder
+            .take_row_groups()
+            .into_iter()
+            .map(|g| {
+                let cols = g
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        let c = c.clone().into_builder();
+                        c.set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
+                            .build()
+                            .unwrap()
+                    })
+                    .collect();
+                g.into_builder().set_column_metadata(cols).build().unwrap()
+            })
+            .collect();
+        let md = builder.set_row_groups(groups).build();
+        let mut out = bytes[..n - 8 - footer].to_vec();
+        parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &md)
+            .finish()
+            .unwrap();
+        let listed = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(out.clone()))
+            .unwrap();
+        let col = listed.row_group(0).column(0);
+        assert!(!super::delta::stored_as_differences(col));
+        out
+    }
+
+    /// The page headers of column chunks read in turn: as many as the
+    /// page reader finds, their encodings (`None` for a dictionary page),
+    /// ending where the chunk ends; with statistics in the headers, and
+    /// in version 1 and 2 pages (whose byte arrays are stored as
+    /// differences without a dictionary: found from the headers).
+    #[test]
+    fn page_headers_are_read_in_turn() {
+        use parquet::column::page::PageReader;
+        use parquet::file::properties::{EnabledStatistics, WriterVersion};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.parquet");
+        let t = texts();
+        // Chunks with and without pages of differences.
+        let mut seen = [false; 2];
+        for (version, stats, dictionary) in [
+            (WriterVersion::PARQUET_1_0, EnabledStatistics::Page, true),
+            (WriterVersion::PARQUET_2_0, EnabledStatistics::Page, false),
+            (WriterVersion::PARQUET_2_0, EnabledStatistics::None, true),
+        ] {
+            let props = WriterProperties::builder()
+                .set_statistics_enabled(stats)
+                .set_write_page_header_statistics(true)
+                .set_dictionary_enabled(dictionary)
+                .set_writer_version(version)
+                .set_data_page_row_count_limit(300)
+                .set_write_batch_size(300)
+                .set_max_row_group_row_count(Some(2_000))
+                .build();
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w =
+                parquet::arrow::ArrowWriter::try_new(file, t.schema(), Some(props)).unwrap();
+            w.write(&t).unwrap();
+            w.close().unwrap();
+            let (md, _) = leaves_of(&path, &[0, 1]);
+            let input = super::Positioned {
+                src: crate::core::Source::from_file(std::fs::File::open(&path).unwrap()).unwrap(),
+                limits: crate::core::Limits::default(),
+            };
+            for g in md.row_groups() {
+                for col in g.columns() {
+                    let chunk = super::chunk_range(col).unwrap();
+                    let mut at = chunk.start;
+                    let mut found = Vec::new();
+                    while at < chunk.end {
+                        let h = super::delta::page_header(&input, at, chunk.end).unwrap();
+                        found.push(h.encoding);
+                        at += h.len + h.body;
+                    }
+                    assert_eq!(at, chunk.end);
+                    let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
+                        Arc::new(input.clone()),
+                        col,
+                        g.num_rows() as usize,
+                        None,
+                    )
+                    .unwrap();
+                    let mut want = Vec::new();
+                    while let Some(p) = pages.get_next_page().unwrap() {
+                        want.push(match p.page_type() {
+                            parquet::basic::PageType::DICTIONARY_PAGE => None,
+                            _ => Some(p.encoding() as i32),
+                        });
+                    }
+                    assert_eq!(found, want, "{version:?} {stats:?}");
+                    let differences = found.iter().any(|e| matches!(e, Some(6 | 7)));
+                    assert_eq!(
+                        super::delta::pages_store_differences(&input, col),
+                        differences
+                    );
+                    seen[usize::from(differences)] = true;
+                }
+            }
+        }
+        assert_eq!(seen, [true, true]);
+    }
+
     /// A page whose lengths are counted as more than it has values (the
     /// decoder sets aside four bytes for each before reading any: 2^36 of
     /// them, 256 GiB, ended the process) is refused at open with an error
@@ -2222,20 +2349,34 @@ mod tests {
                 ),
                 (&[0xE9, 0x07, 0x00], "1001"),
             ];
-            for (count, said) in counts {
+            for ((count, said), listed) in counts.into_iter().flat_map(|c| [(c, true), (c, false)])
+            {
                 let mut bad = good.clone();
                 bad[at..at + count.len()].copy_from_slice(count);
+                // The metadata listing only plain values: the pages' own
+                // encodings are what the decoder follows.
+                if !listed {
+                    bad = unlisted(&bad);
+                }
                 std::fs::write(&path, &bad).unwrap();
                 let Err(e) = super::open_in_runs(&path, &opts, 1 << 20) else {
-                    panic!("{encoding:?}: a count of {said} opened");
+                    panic!("{encoding:?} {listed}: a count of {said} opened");
                 };
                 let e = e.to_string();
                 assert!(
                     e.contains("row group 0, column 0 (\"b\"), data page 0")
                         && e.contains(&format!("counted as {said}, more than its 1000 values")),
-                    "{encoding:?}: {e}"
+                    "{encoding:?} {listed}: {e}"
                 );
             }
+            // Unlisted, unchanged: read.
+            std::fs::write(&path, unlisted(&good)).unwrap();
+            let (serial, _) = both_ways(&path, &opts, 1 << 20);
+            let serial: Vec<RecordBatch> = serial.into_iter().map(Result::unwrap).collect();
+            assert_eq!(
+                arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap(),
+                t
+            );
             // Within the values, beyond the caller's limits.
             std::fs::write(&path, &good).unwrap();
             let tight = ConvertOptions {

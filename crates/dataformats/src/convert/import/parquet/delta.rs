@@ -48,6 +48,209 @@ pub(super) fn stored_as_differences(c: &ColumnChunkMetaData) -> bool {
     })
 }
 
+/// Whether some data page of column chunk `c` (of byte arrays whose
+/// metadata lists neither encoding) stores its values as lengths or as
+/// differences all the same: the page headers read from the file in turn
+/// ([`page_header`]), the pages themselves stepped over. A chunk's
+/// metadata need not list its pages' encodings, and the decoder follows
+/// the pages'. Headers that cannot be read say nothing (the decoder fails
+/// on them).
+pub(super) fn pages_store_differences(input: &Positioned, c: &ColumnChunkMetaData) -> bool {
+    use parquet::basic::Type;
+    if !matches!(
+        c.column_type(),
+        Type::BYTE_ARRAY | Type::FIXED_LEN_BYTE_ARRAY
+    ) {
+        return false;
+    }
+    let Some(chunk) = super::chunk_range(c) else {
+        return false;
+    };
+    let mut at = chunk.start;
+    while at < chunk.end {
+        let Some(h) = page_header(input, at, chunk.end) else {
+            return false;
+        };
+        if h.encoding.is_some_and(|e| e == 6 || e == 7) {
+            return true;
+        }
+        match at.checked_add(h.len).and_then(|a| a.checked_add(h.body)) {
+            Some(next) if next > at => at = next,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// What [`page_header`] reads of a page header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Header {
+    /// The header's own bytes.
+    pub(super) len: u64,
+    /// The bytes of the page after it, as stored.
+    pub(super) body: u64,
+    /// A data page's encoding (its number in the format: 6 lengths, 7
+    /// differences), `None` for other pages.
+    pub(super) encoding: Option<i32>,
+}
+
+/// The page header at `at` (before `end`) in `input`, in the Thrift
+/// compact protocol: 256 bytes read, then four times as many while the
+/// header goes on (up to 16 MiB: statistics can be long). `None` when it
+/// cannot be read.
+pub(super) fn page_header(input: &Positioned, at: u64, end: u64) -> Option<Header> {
+    use parquet::file::reader::ChunkReader;
+    let mut want = 256u64;
+    loop {
+        let n = want.min(end.checked_sub(at)?);
+        let bytes = input.get_bytes(at, usize::try_from(n).ok()?).ok()?;
+        let mut r = Compact {
+            bytes: &bytes,
+            at: 0,
+        };
+        match r.page_header() {
+            Some(h) => return Some(h),
+            None if r.at < bytes.len() || n < want || want >= 16 << 20 => return None,
+            None => want *= 4,
+        }
+    }
+}
+
+/// A reader of the Thrift compact protocol over `bytes`; `at` ends past
+/// them when they run short.
+struct Compact<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Compact<'_> {
+    /// The next byte; `at` past the end when there is none.
+    fn byte(&mut self) -> Option<u8> {
+        let b = self.bytes.get(self.at).copied();
+        self.at = self.at.saturating_add(1);
+        b
+    }
+
+    /// An unsigned varint.
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// A zigzag varint that fits 32 bits.
+    fn int(&mut self) -> Option<i32> {
+        let v = self.varint()?;
+        i32::try_from(((v >> 1) as i64) ^ -((v & 1) as i64)).ok()
+    }
+
+    /// The fields of a struct, each given to `field` with its id and type
+    /// (which reads it, or returns `false` to have it skipped), to the
+    /// stop byte.
+    fn fields(
+        &mut self,
+        depth: u32,
+        mut field: impl FnMut(&mut Self, i16, u8) -> Option<bool>,
+    ) -> Option<()> {
+        let mut id = 0i16;
+        loop {
+            let b = self.byte()?;
+            if b == 0 {
+                return Some(());
+            }
+            let kind = b & 0x0f;
+            id = match b >> 4 {
+                0 => i16::try_from(self.int()?).ok()?,
+                delta => id.checked_add(i16::from(delta))?,
+            };
+            if !field(self, id, kind)? {
+                self.skip(kind, depth)?;
+            }
+        }
+    }
+
+    /// Steps over a value of compact type `kind`, nested at most 32 deep.
+    fn skip(&mut self, kind: u8, depth: u32) -> Option<()> {
+        if depth > 32 {
+            return None;
+        }
+        match kind {
+            1 | 2 => {}
+            3 => {
+                self.byte()?;
+            }
+            4..=6 => {
+                self.varint()?;
+            }
+            7 => self.at = self.at.checked_add(8)?,
+            8 => {
+                let n = usize::try_from(self.varint()?).ok()?;
+                self.at = self.at.checked_add(n)?;
+            }
+            9 | 10 => {
+                let h = self.byte()?;
+                let n = match h >> 4 {
+                    15 => self.varint()?,
+                    n => u64::from(n),
+                };
+                for _ in 0..n {
+                    self.skip(h & 0x0f, depth + 1)?;
+                }
+            }
+            11 => {
+                let n = self.varint()?;
+                if n > 0 {
+                    let kv = self.byte()?;
+                    for _ in 0..n {
+                        self.skip(kv >> 4, depth + 1)?;
+                        self.skip(kv & 0x0f, depth + 1)?;
+                    }
+                }
+            }
+            12 => self.fields(depth + 1, |_, _, _| Some(false))?,
+            _ => return None,
+        }
+        (self.at <= self.bytes.len()).then_some(())
+    }
+
+    /// A page header: its compressed size (field 3) and, for a data page
+    /// of version 1 or 2 (fields 5 and 8), its encoding (field 2 of the
+    /// one, 4 of the other).
+    fn page_header(&mut self) -> Option<Header> {
+        let (mut body, mut encoding) = (None, None);
+        self.fields(0, |r, id, kind| match (id, kind) {
+            (3, 5) => {
+                body = Some(u64::try_from(r.int()?).ok()?);
+                Some(true)
+            }
+            (5 | 8, 12) => {
+                let wanted = if id == 5 { 2 } else { 4 };
+                r.fields(1, |r, id, kind| match (id == wanted, kind) {
+                    (true, 5) => {
+                        encoding = Some(r.int()?);
+                        Some(true)
+                    }
+                    _ => Some(false),
+                })?;
+                Some(true)
+            }
+            _ => Some(false),
+        })?;
+        (self.at <= self.bytes.len()).then_some(())?;
+        Some(Header {
+            len: u64::try_from(self.at).ok()?,
+            body: body?,
+            encoding,
+        })
+    }
+}
+
 /// Walks the data pages of column chunk `c` (of a row group of `rows`
 /// records, in a column whose greatest definition and repetition levels
 /// are `def` and `rep`) that store byte arrays as lengths or differences:
