@@ -12,7 +12,9 @@
 //! differences can repeat most of the one before in a few bits, so a page
 //! can decode to far more than it holds. The walk checks every count
 //! against the page's values and the caller's limits, and adds up what
-//! the values decode to, as the decoder would build them.
+//! the values decode to, as the decoder would build them. Which chunks
+//! are walked: those whose metadata lists either encoding, and those whose
+//! page headers use one (the decoder follows the pages, not the list).
 
 use std::sync::Arc;
 
