@@ -193,7 +193,16 @@ fn main() -> ExitCode {
                 eprintln!("{v}");
             } else {
                 match &f.path {
-                    Some(p) => eprintln!("error: {}: {}", p.display(), f.message),
+                    // The path once, where the message starts with it too.
+                    Some(p) => {
+                        let path = p.display().to_string();
+                        let message = f
+                            .message
+                            .strip_prefix(&path)
+                            .and_then(|m| m.strip_prefix(": "))
+                            .unwrap_or(&f.message);
+                        eprintln!("error: {path}: {message}")
+                    }
                     None => eprintln!("error: {}", f.message),
                 }
             }

@@ -1173,3 +1173,27 @@ fn idv_mldf_idv_round_trip() {
         text(&refused.stderr)
     );
 }
+
+/// A Parquet page of a few bytes counting 2^36 lengths (the decoder
+/// allocated 256 GiB for them and the process aborted): an error naming
+/// the file once, its row group, column and page; no output left.
+#[test]
+fn parquet_pages_counting_too_many_lengths_are_an_error() {
+    let dir = scratch("delta-count");
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus/facade_import/regressions/parquet-delta-lengths-counted-2-pow-36");
+    // The fuzz input's first byte picks the kind of table.
+    let bytes = std::fs::read(seed).unwrap();
+    let input = dir.join("in.parquet");
+    std::fs::write(&input, &bytes[1..]).unwrap();
+    let output = dir.join("out.arrow");
+    let out = run(&["convert", input.to_str().unwrap(), output.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("row group 0, column 0 (\"b\"), data page 0: its lengths are counted as 68719476736, more than its 1000 values"),
+        "{err}"
+    );
+    assert_eq!(err.matches("in.parquet").count(), 1, "{err}");
+    assert!(!output.exists());
+}
