@@ -346,9 +346,7 @@ fn walk_all(
             }
             let leaf = descr.column(c);
             let (def, rep) = (leaf.max_def_level(), leaf.max_rep_level());
-            // What the values decode to only where the metadata does not say.
-            let decode = col.unencoded_byte_array_data_bytes().is_none();
-            delta::walk_chunk(input, col, rows, def, rep, decode)
+            delta::walk_chunk(input, col, rows, def, rep)
                 .map_err(|bad| Error::Data {
                     format: None,
                     message: format!(
@@ -2049,8 +2047,8 @@ mod tests {
 
     /// The walk of pages of byte arrays stored as differences from the
     /// value before finds what they decode to, byte for byte, whatever
-    /// their nulls, lists, pages (versions 1 and 2) and compression (and
-    /// their lengths' counts pass from the start of each page); a
+    /// their nulls, lists, pages (versions 1 and 2) and compression (read
+    /// from the start of each page, or from whole pages); a
     /// batch of such records holds about its size of them (not 4,096
     /// records of a few bytes of pages each); the records read are the
     /// table's. Stored as lengths, the pages are walked too and read back.
@@ -2094,29 +2092,12 @@ mod tests {
                                 g.num_rows() as usize,
                                 leaf.max_def_level(),
                                 leaf.max_rep_level(),
-                                true,
                             )
                             .unwrap();
-                            // Counted only, from the start of each page.
-                            let counted = super::delta::walk_chunk(
-                                &input,
-                                col,
-                                g.num_rows() as usize,
-                                leaf.max_def_level(),
-                                leaf.max_rep_level(),
-                                false,
-                            );
-                            assert_eq!(counted, Ok(0), "{case}");
                         }
                     }
-                    match encoding {
-                        // Exactly what the values decode to.
-                        Encoding::DELTA_BYTE_ARRAY => {
-                            assert_eq!(walked, [bytes(s), bytes(l)], "{case}")
-                        }
-                        // At least the values' bytes (the pages hold them).
-                        _ => assert!(walked[0] >= bytes(s) && walked[1] >= bytes(l), "{case}"),
-                    }
+                    // Exactly what the values decode to.
+                    assert_eq!(walked, [bytes(s), bytes(l)], "{case}");
                     let (found, _, _) = sizes_of(&path, &[0]);
                     assert!(!found.open_ended, "{case}");
                     let opts = ConvertOptions::default();
@@ -2140,7 +2121,8 @@ mod tests {
     /// Values that repeat nearly all of the one before are found to decode
     /// to far more than their pages hold: 2,000 values of 100,000 bytes
     /// (a file of 700 KB: a page of 300 holds its first whole) are read
-    /// ten a batch (a batch holds about 1 MiB), not 4,096 (400 MB).
+    /// ten a batch (a batch holds about 1 MiB), not 4,096 (400 MB); and so
+    /// when the footer says they take 10 bytes in all.
     #[test]
     fn values_repeating_the_one_before_make_small_batches() {
         use arrow_array::BinaryArray;
@@ -2175,13 +2157,27 @@ mod tests {
             arrow_select::concat::concat_batches(&t.schema(), &serial).unwrap(),
             t
         );
+        // A footer saying the values take 10 bytes in all is not believed.
+        let lying = rewritten(&std::fs::read(&path).unwrap(), |c| {
+            c.set_unencoded_byte_array_data_bytes(Some(10))
+        });
+        std::fs::write(&path, lying).unwrap();
+        let (found, md, _) = sizes_of(&path, &[0]);
+        assert_eq!(
+            md.row_group(0).column(0).unencoded_byte_array_data_bytes(),
+            Some(10)
+        );
+        assert_eq!(found.widest, 100_004 + 4, "{found:?}");
     }
 
-    /// The Parquet file `bytes` with its footer rewritten to list only
-    /// plain values and levels as its column chunks' encodings, whatever
-    /// their pages hold.
-    fn unlisted(bytes: &[u8]) -> Vec<u8> {
-        use parquet::basic::Encoding;
+    /// The Parquet file `bytes` with its footer rewritten: each column
+    /// chunk's metadata through `change`.
+    fn rewritten(
+        bytes: &[u8],
+        change: impl Fn(
+            parquet::file::metadata::ColumnChunkMetaDataBuilder,
+        ) -> parquet::file::metadata::ColumnChunkMetaDataBuilder,
+    ) -> Vec<u8> {
         let md = parquet::file::metadata::ParquetMetaDataReader::new()
             .parse_and_finish(&bytes::Bytes::from(bytes.to_vec()))
             .unwrap();
@@ -2195,12 +2191,7 @@ mod tests {
                 let cols = g
                     .columns()
                     .iter()
-                    .map(|c| {
-                        let c = c.clone().into_builder();
-                        c.set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
-                            .build()
-                            .unwrap()
-                    })
+                    .map(|c| change(c.clone().into_builder()).build().unwrap())
                     .collect();
                 g.into_builder().set_column_metadata(cols).build().unwrap()
             })
@@ -2210,6 +2201,17 @@ mod tests {
         parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &md)
             .finish()
             .unwrap();
+        out
+    }
+
+    /// The Parquet file `bytes` with its footer rewritten to list only
+    /// plain values and levels as its column chunks' encodings, whatever
+    /// their pages hold.
+    fn unlisted(bytes: &[u8]) -> Vec<u8> {
+        use parquet::basic::Encoding;
+        let out = rewritten(bytes, |c| {
+            c.set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
+        });
         let listed = parquet::file::metadata::ParquetMetaDataReader::new()
             .parse_and_finish(&bytes::Bytes::from(out.clone()))
             .unwrap();

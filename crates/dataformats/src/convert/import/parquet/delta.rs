@@ -257,28 +257,30 @@ impl Compact<'_> {
 /// records, in a column whose greatest definition and repetition levels
 /// are `def` and `rep`) that store byte arrays as lengths or differences:
 /// each integer count checked against the page's values and against
-/// `limits` (four bytes an integer), the integers read as the decoder
-/// reads them where `decode` asks for what the values decode to (else
-/// only counted, their bits stepped over). Gives the bytes the chunk's
-/// values decode to (without `decode`, or in pages of another encoding,
-/// the bytes of the pages' values: not less where they lie whole in them),
-/// or why a page cannot be decoded. A chunk whose
-/// pages cannot be read gives the reader's error as the first page's.
+/// `limits` (four bytes an integer), the lengths read as the decoder
+/// reads them. Gives what the chunk's values stored as lengths or
+/// differences decode to (whatever the metadata says: it may say less),
+/// or why a page cannot be decoded; values stored otherwise lie whole in
+/// their pages, which the metadata's sizes count. A chunk stored
+/// uncompressed or by Snappy or Zstandard has its pages read as stored
+/// and only as much of each page of lengths or differences decompressed
+/// as its runs of lengths take ([`page_start`]); other codecs decompress
+/// whole pages. A chunk whose pages cannot be read gives the reader's
+/// error as the first page's.
 pub(super) fn walk_chunk(
     input: &Positioned,
     c: &ColumnChunkMetaData,
     rows: usize,
     def: i16,
     rep: i16,
-    decode: bool,
 ) -> Result<u64, Bad> {
     use parquet::basic::Compression;
     let stored = matches!(
         c.compression(),
         Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_)
     );
-    if !decode && stored {
-        return count_chunk(input, c, rows, def, rep);
+    if stored {
+        return by_page_starts(input, c, rows, def, rep);
     }
     let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
         Arc::new(input.clone()),
@@ -334,49 +336,44 @@ pub(super) fn walk_chunk(
             }
         };
         let most = u64::from(count);
-        let decoded = match encoding {
-            Encoding::DELTA_LENGTH_BYTE_ARRAY => {
-                counted(&values, most, &input.limits).map_err(bad)?;
-                len_u64(values.len())
-            }
-            Encoding::DELTA_BYTE_ARRAY if decode => {
-                differences(&values, most, &input.limits, &mut prefixes).map_err(bad)?
-            }
-            Encoding::DELTA_BYTE_ARRAY => {
-                count_runs(&values, encoding, most, &input.limits).map_err(bad)?;
-                len_u64(values.len())
-            }
-            _ => len_u64(values.len()),
-        };
+        let decoded = page_values(&values, encoding, most, &input.limits, &mut prefixes, true)
+            .map_err(bad)?;
         bytes = bytes.saturating_add(decoded);
         page += 1;
     }
 }
 
-/// The runs of lengths of a page's values (`values`, decompressed, at
-/// least their start) stored as lengths or differences (`encoding`; other
-/// encodings have none) counted ([`counted`]): at most `most` each.
-fn count_runs(values: &[u8], encoding: Encoding, most: u64, limits: &Limits) -> Result<(), String> {
+/// What the values of a page (`values`, decompressed: all of them when
+/// `whole`, else at least their runs of lengths) stored as `encoding`
+/// decode to, as far as [`walk_chunk`] counts them: those stored as
+/// differences ([`differences`]) or as lengths (their lengths) added up,
+/// each run of lengths at most `most` long; others 0.
+fn page_values(
+    values: &[u8],
+    encoding: Encoding,
+    most: u64,
+    limits: &Limits,
+    prefixes: &mut Vec<i32>,
+    whole: bool,
+) -> Result<u64, String> {
     match encoding {
-        Encoding::DELTA_LENGTH_BYTE_ARRAY => counted(values, most, limits).map(|_| ()),
-        Encoding::DELTA_BYTE_ARRAY => {
-            let (_, end) = counted(values, most, limits)?;
-            let suffixes = values
-                .get(end..)
-                .ok_or_else(|| "its prefix lengths run past its end".to_string())?;
-            counted(suffixes, most, limits).map(|_| ())
+        Encoding::DELTA_LENGTH_BYTE_ARRAY => {
+            let mut sum = 0u64;
+            packed(values, most, limits, |l| {
+                sum = sum.saturating_add(u64::try_from(l).unwrap_or(0))
+            })?;
+            Ok(sum)
         }
-        _ => Ok(()),
+        Encoding::DELTA_BYTE_ARRAY => differences(values, most, limits, prefixes, whole),
+        _ => Ok(0),
     }
 }
 
-/// [`walk_chunk`] without `decode`, for a chunk stored uncompressed or
-/// compressed by Snappy or Zstandard: its pages read as stored, and only
-/// the pages of lengths or differences decompressed, only as far as
-/// their runs of lengths go (a few kilobytes of a page, then twice
-/// as many until they are whole): their counts are all that is checked.
-/// Gives 0 (the metadata says what the values decode to).
-fn count_chunk(
+/// [`walk_chunk`] for a chunk stored uncompressed or compressed by Snappy
+/// or Zstandard: its pages read as stored, and only the pages of lengths
+/// or differences decompressed, only as far as their runs of lengths go
+/// ([`page_start`]).
+fn by_page_starts(
     input: &Positioned,
     c: &ColumnChunkMetaData,
     rows: usize,
@@ -412,6 +409,8 @@ fn count_chunk(
     };
     let limits = &input.limits;
     let mut zstd = None;
+    let mut prefixes = Vec::new();
+    let mut bytes = 0u64;
     let mut page = 0usize;
     loop {
         let next = pages.get_next_page().map_err(|e| Bad {
@@ -419,7 +418,7 @@ fn count_chunk(
             why: e.to_string(),
         })?;
         let checked = match next {
-            None => return Ok(0),
+            None => return Ok(bytes),
             Some(Page::DictionaryPage { .. }) => continue,
             Some(Page::DataPage {
                 buf,
@@ -430,12 +429,13 @@ fn count_chunk(
                 ..
             }) if delta(encoding) => {
                 let levels = [(rep, rep_level_encoding), (def, def_level_encoding)];
-                by_prefix(codec, &buf, true, &mut zstd, |body| {
+                page_start(codec, &buf, true, &mut zstd, |body, whole| {
                     let at = levels_end(body, num_values, &levels).ok_or_else(|| {
                         "its repetition and definition levels run past its end".to_string()
                     })?;
                     let values = body.get(at..).unwrap_or_default();
-                    count_runs(values, encoding, u64::from(num_values), limits)
+                    let most = u64::from(num_values);
+                    page_values(values, encoding, most, limits, &mut prefixes, whole)
                 })
             }
             Some(Page::DataPageV2 {
@@ -449,35 +449,41 @@ fn count_chunk(
             }) if delta(encoding) => {
                 let levels = u64::from(def_levels_byte_len) + u64::from(rep_levels_byte_len);
                 match usize::try_from(levels).ok().and_then(|at| buf.get(at..)) {
-                    Some(values) => by_prefix(codec, values, is_compressed, &mut zstd, |body| {
-                        count_runs(body, encoding, u64::from(num_values), limits)
-                    }),
+                    Some(values) => {
+                        page_start(codec, values, is_compressed, &mut zstd, |body, whole| {
+                            let most = u64::from(num_values);
+                            page_values(body, encoding, most, limits, &mut prefixes, whole)
+                        })
+                    }
                     None => Err("its levels run past its end".to_string()),
                 }
             }
-            Some(_) => Ok(()),
+            Some(_) => Ok(0),
         };
-        checked.map_err(|why| Bad { page, why })?;
+        let decoded = checked.map_err(|why| Bad { page, why })?;
+        bytes = bytes.saturating_add(decoded);
         page += 1;
     }
 }
 
 /// Runs `check` on the start of the page body `stored` (compressed by
-/// `codec` when `compressed`) decompressed: 4 KiB of it, then twice
-/// as much while `check` fails and the body goes on (decompressing on
-/// from where it stopped), until it is whole; a Zstandard body with the
-/// decompression context in `zstd` (made at first, kept for the next
-/// page). The body's error when it does not decompress.
-fn by_prefix(
+/// `codec` when `compressed`) decompressed, with whether it is whole:
+/// 4 KiB of it, then twice as much while `check` fails and the body goes
+/// on (decompressing on from where it stopped), until it is whole; a
+/// Zstandard body with the decompression context in `zstd` (made at
+/// first, kept for the next page). Gives what `check` gives of the first
+/// start it takes, or of the whole body; the body's error when it does
+/// not decompress.
+fn page_start(
     codec: parquet::basic::Compression,
     stored: &[u8],
     compressed: bool,
     zstd: &mut Option<Zstd>,
-    check: impl Fn(&[u8]) -> Result<(), String>,
-) -> Result<(), String> {
+    mut check: impl FnMut(&[u8], bool) -> Result<u64, String>,
+) -> Result<u64, String> {
     use parquet::basic::Compression;
     if !compressed || codec == Compression::UNCOMPRESSED {
-        return check(stored);
+        return check(stored, true);
     }
     let mut body = match codec {
         Compression::SNAPPY => Body::snappy(stored),
@@ -489,7 +495,7 @@ fn by_prefix(
         let whole = body
             .to(want)
             .ok_or_else(|| "its values do not decompress".to_string())?;
-        match check(&body.out) {
+        match check(&body.out, whole) {
             Err(_) if !whole => want = want.saturating_mul(2),
             done => return done,
         }
@@ -688,12 +694,15 @@ fn levels_end(buf: &[u8], count: u32, levels: &[(i16, Encoding)]) -> Option<usiz
 /// length, its suffix added, as the decoder builds it (a prefix longer
 /// than the value before, or negative, keeps all of it). The prefix
 /// lengths go to `prefixes` (kept between pages). Counting stops at a
-/// suffix the page does not hold: the decoder fails there.
+/// suffix the page does not hold (the decoder fails there), when `whole`
+/// says `values` holds all the page's values (else only the lengths are
+/// known to be there).
 fn differences(
     values: &[u8],
     most: u64,
     limits: &Limits,
     prefixes: &mut Vec<i32>,
+    whole: bool,
 ) -> Result<u64, String> {
     prefixes.clear();
     let (n, end) = packed(values, most, limits, |p| prefixes.push(p))?;
@@ -707,7 +716,10 @@ fn differences(
         ));
     }
     // The suffixes' bytes follow both runs of lengths.
-    let mut left = len_u64(suffixes.len()).saturating_sub(len_u64(end));
+    let mut left = match whole {
+        true => len_u64(suffixes.len()).saturating_sub(len_u64(end)),
+        false => u64::MAX,
+    };
     let mut last = 0u64;
     let mut total = 0u64;
     let mut stopped = false;
@@ -926,7 +938,7 @@ mod tests {
             let mut page = prefixes;
             page.extend(suffixes);
             page.extend(vec![b'x'; data]);
-            super::differences(&page, 100, &Limits::default(), &mut Vec::new())
+            super::differences(&page, 100, &Limits::default(), &mut Vec::new(), true)
         };
         // Prefixes 0, 5, 10, 15 (longer than the value before from the
         // second on), suffixes of 3: values of 3, 6, 9 and 12 bytes.
@@ -1083,16 +1095,16 @@ mod tests {
             ] {
                 let stored = pack(body);
                 let count = |most| {
-                    super::by_prefix(codec, &stored, true, &mut None, |b| {
-                        super::count_runs(b, encoding, most, &limits)
+                    super::page_start(codec, &stored, true, &mut None, |b, whole| {
+                        super::page_values(b, encoding, most, &limits, &mut Vec::new(), whole)
                     })
                 };
-                assert_eq!(count(20_000), Ok(()), "{codec:?} {encoding:?}");
+                assert!(count(20_000).unwrap() > 0, "{codec:?} {encoding:?}");
                 let e = count(19_999).unwrap_err();
                 assert!(e.contains("counted as 20000, more than its 19999"), "{e}");
                 // Stored as it is.
-                let e = super::by_prefix(codec, body, false, &mut None, |b| {
-                    super::count_runs(b, encoding, 19_999, &limits)
+                let e = super::page_start(codec, body, false, &mut None, |b, whole| {
+                    super::page_values(b, encoding, 19_999, &limits, &mut Vec::new(), whole)
                 })
                 .unwrap_err();
                 assert!(e.contains("counted as 20000"), "{e}");
@@ -1101,14 +1113,15 @@ mod tests {
             let mut short = lengths.clone();
             short.extend(long_run(20_001, 8));
             let stored = pack(&short);
-            let e = super::by_prefix(codec, &stored, true, &mut None, |b| {
-                super::count_runs(b, Encoding::DELTA_BYTE_ARRAY, 20_000, &limits)
+            let e = super::page_start(codec, &stored, true, &mut None, |b, whole| {
+                let e = Encoding::DELTA_BYTE_ARRAY;
+                super::page_values(b, e, 20_000, &limits, &mut Vec::new(), whole)
             })
             .unwrap_err();
             assert!(e.contains("counted as 20001"), "{e}");
             // A page that does not decompress.
             let e =
-                super::by_prefix(codec, &stored[..10], true, &mut None, |_| Ok(())).unwrap_err();
+                super::page_start(codec, &stored[..10], true, &mut None, |_, _| Ok(0)).unwrap_err();
             assert!(e.contains("do not decompress"), "{e}");
         }
     }
