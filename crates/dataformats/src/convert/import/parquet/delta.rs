@@ -257,11 +257,12 @@ impl Compact<'_> {
 /// records, in a column whose greatest definition and repetition levels
 /// are `def` and `rep`) that store byte arrays as lengths or differences:
 /// each integer count checked against the page's values and against
-/// `limits` (four bytes an integer), the lengths read as the decoder
-/// reads them. Gives what the chunk's values stored as lengths or
-/// differences decode to (whatever the metadata says: it may say less),
-/// or why a page cannot be decoded; values stored otherwise lie whole in
-/// their pages, which the metadata's sizes count. A chunk stored
+/// `limits` (four bytes an integer); with `decode` (for a chunk whose
+/// metadata does not say what its values decode to), the lengths read as
+/// the decoder reads them, else only counted. Gives what the chunk's
+/// values stored as lengths or differences decode to (0 without
+/// `decode`), or why a page cannot be decoded; values stored otherwise
+/// lie whole in their pages, which the metadata's sizes count. A chunk stored
 /// uncompressed or by Snappy or Zstandard has its pages read as stored
 /// and only as much of each page of lengths or differences decompressed
 /// as its runs of lengths take ([`page_start`]); other codecs decompress
@@ -273,6 +274,7 @@ pub(super) fn walk_chunk(
     rows: usize,
     def: i16,
     rep: i16,
+    decode: bool,
 ) -> Result<u64, Bad> {
     use parquet::basic::Compression;
     let stored = matches!(
@@ -280,7 +282,7 @@ pub(super) fn walk_chunk(
         Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_)
     );
     if stored {
-        return by_page_starts(input, c, rows, def, rep);
+        return by_page_starts(input, c, rows, def, rep, decode);
     }
     let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
         Arc::new(input.clone()),
@@ -336,18 +338,41 @@ pub(super) fn walk_chunk(
             }
         };
         let most = u64::from(count);
-        let decoded = page_values(&values, encoding, most, &input.limits, &mut prefixes, true)
-            .map_err(bad)?;
+        let decoded = page_values(
+            &values,
+            encoding,
+            most,
+            &input.limits,
+            &mut prefixes,
+            true,
+            decode,
+        )
+        .map_err(bad)?;
         bytes = bytes.saturating_add(decoded);
         page += 1;
     }
 }
 
+/// The runs of lengths of a page's values (`values`, decompressed, at
+/// least their start) stored as `encoding` counted ([`counted`]: their
+/// blocks' headers read, not their bits): at most `most` each.
+fn count_runs(values: &[u8], encoding: Encoding, most: u64, limits: &Limits) -> Result<(), String> {
+    let (_, end) = counted(values, most, limits)?;
+    if encoding == Encoding::DELTA_BYTE_ARRAY {
+        let suffixes = values
+            .get(end..)
+            .ok_or_else(|| "its prefix lengths run past its end".to_string())?;
+        counted(suffixes, most, limits)?;
+    }
+    Ok(())
+}
+
 /// What the values of a page (`values`, decompressed: all of them when
 /// `whole`, else at least their runs of lengths) stored as `encoding`
-/// decode to, as far as [`walk_chunk`] counts them: those stored as
-/// differences ([`differences`]) or as lengths (their lengths) added up,
-/// each run of lengths at most `most` long; others 0.
+/// decode to, as far as [`walk_chunk`] counts them: with `decode`, those
+/// stored as differences ([`differences`]) or as lengths (their lengths)
+/// added up; without, 0. Each run of lengths is at most `most` long;
+/// other encodings give 0.
 fn page_values(
     values: &[u8],
     encoding: Encoding,
@@ -355,8 +380,12 @@ fn page_values(
     limits: &Limits,
     prefixes: &mut Vec<i32>,
     whole: bool,
+    decode: bool,
 ) -> Result<u64, String> {
     match encoding {
+        Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY if !decode => {
+            count_runs(values, encoding, most, limits).map(|()| 0)
+        }
         Encoding::DELTA_LENGTH_BYTE_ARRAY => {
             let mut sum = 0u64;
             packed(values, most, limits, |l| {
@@ -364,7 +393,12 @@ fn page_values(
             })?;
             Ok(sum)
         }
-        Encoding::DELTA_BYTE_ARRAY => differences(values, most, limits, prefixes, whole),
+        Encoding::DELTA_BYTE_ARRAY => {
+            // Both runs there before either is read: a page's start is
+            // tried again and again until they are.
+            count_runs(values, encoding, most, limits)?;
+            differences(values, most, limits, prefixes, whole)
+        }
         _ => Ok(0),
     }
 }
@@ -379,6 +413,7 @@ fn by_page_starts(
     rows: usize,
     def: i16,
     rep: i16,
+    decode: bool,
 ) -> Result<u64, Bad> {
     use parquet::basic::Compression;
     let codec = c.compression();
@@ -435,7 +470,7 @@ fn by_page_starts(
                     })?;
                     let values = body.get(at..).unwrap_or_default();
                     let most = u64::from(num_values);
-                    page_values(values, encoding, most, limits, &mut prefixes, whole)
+                    page_values(values, encoding, most, limits, &mut prefixes, whole, decode)
                 })
             }
             Some(Page::DataPageV2 {
@@ -452,7 +487,7 @@ fn by_page_starts(
                     Some(values) => {
                         page_start(codec, values, is_compressed, &mut zstd, |body, whole| {
                             let most = u64::from(num_values);
-                            page_values(body, encoding, most, limits, &mut prefixes, whole)
+                            page_values(body, encoding, most, limits, &mut prefixes, whole, decode)
                         })
                     }
                     None => Err("its levels run past its end".to_string()),
@@ -756,15 +791,15 @@ fn packed(
 /// [`packed`] without reading the integers: their count checked, their
 /// blocks' headers read and their bits stepped over (present, not read).
 fn counted(data: &[u8], most: u64, limits: &Limits) -> Result<(u64, usize), String> {
-    run(data, most, limits, None)
+    run::<fn(i32)>(data, most, limits, None)
 }
 
 /// [`packed`], the integers given to `each` if any.
-fn run(
+fn run<F: FnMut(i32)>(
     data: &[u8],
     most: u64,
     limits: &Limits,
-    mut each: Option<&mut dyn FnMut(i32)>,
+    mut each: Option<&mut F>,
 ) -> Result<(u64, usize), String> {
     let mut at = 0usize;
     let short = || "its lengths run past its end".to_string();
@@ -839,22 +874,27 @@ fn run(
 /// Gives `each` the `n` integers of `width` bits packed from the least
 /// significant bit of `bits` up (which holds them all).
 fn unpack(bits: &[u8], width: u8, n: u64, mut each: impl FnMut(u32)) {
+    let width = u64::from(width);
     let mask = match width {
         32 => u64::from(u32::MAX),
         w => (1u64 << w) - 1,
     };
     for k in 0..n {
-        let bit = k * u64::from(width);
+        let bit = k * width;
         let byte = usize::try_from(bit / 8).unwrap_or(usize::MAX);
-        let mut word = [0u8; 8];
-        if let Some(from) = bits.get(byte..) {
-            let take = from.len().min(8);
-            if let (Some(to), Some(from)) = (word.get_mut(..take), from.get(..take)) {
-                to.copy_from_slice(from);
+        // Eight bytes from the value's first (fewer, padded, at the end).
+        let word = match bits.get(byte..).and_then(|b| b.first_chunk::<8>()) {
+            Some(word) => u64::from_le_bytes(*word),
+            None => {
+                let mut word = [0u8; 8];
+                let tail = bits.get(byte..).unwrap_or_default();
+                for (to, from) in word.iter_mut().zip(tail) {
+                    *to = *from;
+                }
+                u64::from_le_bytes(word)
             }
-        }
-        let v = (u64::from_le_bytes(word) >> (bit % 8)) & mask;
-        each(v as u32);
+        };
+        each(((word >> (bit % 8)) & mask) as u32);
     }
 }
 
@@ -1096,7 +1136,7 @@ mod tests {
                 let stored = pack(body);
                 let count = |most| {
                     super::page_start(codec, &stored, true, &mut None, |b, whole| {
-                        super::page_values(b, encoding, most, &limits, &mut Vec::new(), whole)
+                        super::page_values(b, encoding, most, &limits, &mut Vec::new(), whole, true)
                     })
                 };
                 assert!(count(20_000).unwrap() > 0, "{codec:?} {encoding:?}");
@@ -1104,7 +1144,7 @@ mod tests {
                 assert!(e.contains("counted as 20000, more than its 19999"), "{e}");
                 // Stored as it is.
                 let e = super::page_start(codec, body, false, &mut None, |b, whole| {
-                    super::page_values(b, encoding, 19_999, &limits, &mut Vec::new(), whole)
+                    super::page_values(b, encoding, 19_999, &limits, &mut Vec::new(), whole, true)
                 })
                 .unwrap_err();
                 assert!(e.contains("counted as 20000"), "{e}");
@@ -1115,7 +1155,7 @@ mod tests {
             let stored = pack(&short);
             let e = super::page_start(codec, &stored, true, &mut None, |b, whole| {
                 let e = Encoding::DELTA_BYTE_ARRAY;
-                super::page_values(b, e, 20_000, &limits, &mut Vec::new(), whole)
+                super::page_values(b, e, 20_000, &limits, &mut Vec::new(), whole, true)
             })
             .unwrap_err();
             assert!(e.contains("counted as 20001"), "{e}");
