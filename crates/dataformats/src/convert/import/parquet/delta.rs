@@ -201,17 +201,19 @@ impl Compact<'_> {
                     15 => self.varint()?,
                     n => u64::from(n),
                 };
+                self.room(n)?;
                 for _ in 0..n {
-                    self.skip(h & 0x0f, depth + 1)?;
+                    self.element(h & 0x0f, depth + 1)?;
                 }
             }
             11 => {
                 let n = self.varint()?;
                 if n > 0 {
                     let kv = self.byte()?;
+                    self.room(n.saturating_mul(2))?;
                     for _ in 0..n {
-                        self.skip(kv >> 4, depth + 1)?;
-                        self.skip(kv & 0x0f, depth + 1)?;
+                        self.element(kv >> 4, depth + 1)?;
+                        self.element(kv & 0x0f, depth + 1)?;
                     }
                 }
             }
@@ -219,6 +221,30 @@ impl Compact<'_> {
             _ => return None,
         }
         (self.at <= self.bytes.len()).then_some(())
+    }
+
+    /// Steps over an element of a list, set or map of compact type
+    /// `kind`: a boolean there takes a byte (in a struct, its field
+    /// header holds it), anything else as in a struct. Every element
+    /// takes a byte at least.
+    fn element(&mut self, kind: u8, depth: u32) -> Option<()> {
+        match kind {
+            1 | 2 => self.skip(3, depth),
+            _ => self.skip(kind, depth),
+        }
+    }
+
+    /// Whether `n` more bytes can follow in what was read; when not,
+    /// `at` is moved past the end (the bytes ran short: a longer read may
+    /// hold them) and `None` given, so that a count of 2^60 elements is
+    /// not stepped through one by one.
+    fn room(&mut self, n: u64) -> Option<()> {
+        let left = self.bytes.len().saturating_sub(self.at);
+        if n > u64::try_from(left).unwrap_or(u64::MAX) {
+            self.at = self.bytes.len().saturating_add(1);
+            return None;
+        }
+        Some(())
     }
 
     /// A page header: its compressed size (field 3) and, for a data page
@@ -1163,6 +1189,57 @@ mod tests {
             let e =
                 super::page_start(codec, &stored[..10], true, &mut None, |_, _| Ok(0)).unwrap_err();
             assert!(e.contains("do not decompress"), "{e}");
+        }
+    }
+
+    /// Page headers in the Thrift compact protocol: the compressed size
+    /// and a data page's encoding (version 1 and 2) read, other fields
+    /// (a list of booleans, a map, a nested struct) stepped over; a list
+    /// counting 2^60 elements (each takes a byte) ends the read at once
+    /// (it was stepped through element by element: a hang), as do headers
+    /// cut short.
+    #[test]
+    fn compact_page_headers() {
+        let read = |bytes: &[u8]| {
+            let mut r = super::Compact { bytes, at: 0 };
+            (r.page_header(), r.at)
+        };
+        // type 0 (i32 0), size 2 (i32 100), compressed 3 (i32 40), a list
+        // (field 4) of three booleans, data page header 5 { num_values
+        // (i32 7), encoding (i32 6) }, stop.
+        let v1 = [
+            0x15, 0x00, 0x15, 0xC8, 0x01, 0x15, 0x50, 0x19, 0x31, 1, 2, 1, 0x1C, 0x15, 0x0E, 0x15,
+            0x0C, 0x00, 0x00,
+        ];
+        let (h, at) = read(&v1);
+        assert_eq!(at, v1.len());
+        assert_eq!(
+            h,
+            Some(super::Header {
+                len: v1.len() as u64,
+                body: 40,
+                encoding: Some(6)
+            })
+        );
+        // A version-2 header (field 8, its id written out: it comes after
+        // field 9): encoding is its field 4; a map (field 9: two i32 ->
+        // binary entries) before it.
+        let v2 = [
+            0x15, 0x06, 0x15, 0x20, 0x15, 0x20, 0x6B, 0x02, 0x58, 0x02, 0x01, b'a', 0x04, 0x02,
+            b'b', b'c', 0x0C, 0x10, 0x15, 0x02, 0x15, 0x00, 0x15, 0x02, 0x15, 0x0E, 0x00, 0x00,
+        ];
+        let (h, _) = read(&v2);
+        assert_eq!(h.map(|h| (h.body, h.encoding)), Some((16, Some(7))));
+        // A list of 2^60 booleans in 20 bytes: short at once.
+        let mut huge = vec![0x15, 0x00, 0x15, 0x10, 0x19, 0xF1];
+        huge.extend([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]);
+        huge.extend([0u8; 5]);
+        let (h, at) = read(&huge);
+        assert!(h.is_none() && at > huge.len());
+        // Cut short anywhere: nothing read, and marked short.
+        for cut in 0..v1.len() {
+            let (h, at) = read(&v1[..cut]);
+            assert!(h.is_none() && at > cut, "{cut}");
         }
     }
 }
