@@ -261,8 +261,7 @@ fn sizes(
         let rows = u64::try_from(g.num_rows()).unwrap_or(0);
         sizes.bytes = sizes.bytes.saturating_add(chunk_bytes(g, leaves));
         sizes.rows = sizes.rows.saturating_add(rows);
-        let first = starts.get(k).copied().unwrap_or(0);
-        let selected = first < range.end && first.saturating_add(rows) > range.start;
+        let selected = holds(starts, k, rows, &range);
         if !selected || rows == 0 {
             continue;
         }
@@ -309,8 +308,7 @@ fn walk_all(
     let mut chunks = Vec::new();
     for (k, g) in md.row_groups().iter().enumerate() {
         let rows = u64::try_from(g.num_rows()).unwrap_or(0);
-        let first = starts.get(k).copied().unwrap_or(0);
-        let selected = first < range.end && first.saturating_add(rows) > range.start;
+        let selected = holds(starts, k, rows, &range);
         if !selected || rows == 0 {
             continue;
         }
@@ -367,6 +365,13 @@ fn walk_all(
         },
     )?;
     Ok(walked)
+}
+
+/// Whether row group `k` (of `rows` records, the groups starting at
+/// `starts`) holds records of `range`.
+fn holds(starts: &[u64], k: usize, rows: u64, range: &std::ops::Range<u64>) -> bool {
+    let first = starts.get(k).copied().unwrap_or(0);
+    first < range.end && first.saturating_add(rows) > range.start
 }
 
 /// The bytes of the leaf columns `leaves` in row group `g`: each column

@@ -310,24 +310,12 @@ pub(super) fn walk_chunk(
     if stored {
         return by_page_starts(input, c, rows, def, rep, decode);
     }
-    let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
-        Arc::new(input.clone()),
-        c,
-        rows,
-        None,
-    )
-    .map_err(|e| Bad {
-        page: 0,
-        why: e.to_string(),
-    })?;
+    let mut pages = Pages::of(input, c, rows, false)?;
     let mut prefixes = Vec::new();
     let mut bytes = 0u64;
     let mut page = 0usize;
     loop {
-        let next = pages.get_next_page().map_err(|e| Bad {
-            page,
-            why: e.to_string(),
-        })?;
+        let next = pages.next(page)?;
         let bad = |why: String| Bad { page, why };
         let (values, count, encoding) = match next {
             None => return Ok(bytes),
@@ -441,27 +429,8 @@ fn by_page_starts(
     rep: i16,
     decode: bool,
 ) -> Result<u64, Bad> {
-    use parquet::basic::Compression;
     let codec = c.compression();
-    let raw = c
-        .clone()
-        .into_builder()
-        .set_compression(Compression::UNCOMPRESSED)
-        .build()
-        .map_err(|e| Bad {
-            page: 0,
-            why: e.to_string(),
-        })?;
-    let mut pages = parquet::file::serialized_reader::SerializedPageReader::new(
-        Arc::new(input.clone()),
-        &raw,
-        rows,
-        None,
-    )
-    .map_err(|e| Bad {
-        page: 0,
-        why: e.to_string(),
-    })?;
+    let mut pages = Pages::of(input, c, rows, true)?;
     let delta = |e: Encoding| {
         matches!(
             e,
@@ -474,11 +443,7 @@ fn by_page_starts(
     let mut bytes = 0u64;
     let mut page = 0usize;
     loop {
-        let next = pages.get_next_page().map_err(|e| Bad {
-            page,
-            why: e.to_string(),
-        })?;
-        let checked = match next {
+        let checked = match pages.next(page)? {
             None => return Ok(bytes),
             Some(Page::DictionaryPage { .. }) => continue,
             Some(Page::DataPage {
@@ -717,6 +682,53 @@ fn snappy_more(
         }
     }
     Some(())
+}
+
+/// The pages of a column chunk, read in turn.
+struct Pages(parquet::file::serialized_reader::SerializedPageReader<Positioned>);
+
+impl Pages {
+    /// The pages of column chunk `c` (of a row group of `rows` records)
+    /// in `input`: as stored when `stored`, else decompressed.
+    fn of(
+        input: &Positioned,
+        c: &ColumnChunkMetaData,
+        rows: usize,
+        stored: bool,
+    ) -> Result<Self, Bad> {
+        use parquet::basic::Compression;
+        let why = |e: parquet::errors::ParquetError| Bad {
+            page: 0,
+            why: e.to_string(),
+        };
+        let raw;
+        let c = match stored {
+            true => {
+                let b = c.clone().into_builder();
+                raw = b
+                    .set_compression(Compression::UNCOMPRESSED)
+                    .build()
+                    .map_err(why)?;
+                &raw
+            }
+            false => c,
+        };
+        let reader = parquet::file::serialized_reader::SerializedPageReader::new(
+            Arc::new(input.clone()),
+            c,
+            rows,
+            None,
+        );
+        reader.map(Pages).map_err(why)
+    }
+
+    /// The next page, its reader's error as page `page`'s.
+    fn next(&mut self, page: usize) -> Result<Option<Page>, Bad> {
+        self.0.get_next_page().map_err(|e| Bad {
+            page,
+            why: e.to_string(),
+        })
+    }
 }
 
 /// `n` as a `u64`.
