@@ -11,8 +11,10 @@
 //! allocation of 256 GiB that fails aborts it); and a value stored as
 //! differences can repeat most of the one before in a few bits, so a page
 //! can decode to far more than it holds. The walk checks every count
-//! against the page's values and the caller's limits, and adds up what
-//! the values decode to, as the decoder would build them. Which chunks
+//! against the page's values and the caller's limits and, where the
+//! metadata does not say what the values decode to, adds that up as the
+//! decoder would build them (a footer that says less is believed: reading
+//! every length cost 0.91 to 0.94x on 5 million strings). Which chunks
 //! are walked: those whose metadata lists either encoding, and those whose
 //! page headers use one (the decoder follows the pages, not the list).
 
