@@ -22,18 +22,24 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// A failure of `kind` with exit code `code`.
+    /// A failure of `kind` with exit code `code`; a message that starts
+    /// with `path` has it taken off (the path is said once).
     pub fn new(
         code: u8,
         kind: &'static str,
         path: Option<&Path>,
         message: impl Into<String>,
     ) -> Self {
+        let mut message = message.into();
+        let named = path.map(|p| format!("{}: ", p.display()));
+        if let Some(n) = named.filter(|n| message.starts_with(n.as_str())) {
+            message.drain(..n.len());
+        }
         Failure {
             code,
             kind,
             path: path.map(Path::to_path_buf),
-            message: message.into(),
+            message,
         }
     }
 }

@@ -192,19 +192,7 @@ fn main() -> ExitCode {
                 });
                 eprintln!("{v}");
             } else {
-                match &f.path {
-                    // The path once, where the message starts with it too.
-                    Some(p) => {
-                        let path = p.display().to_string();
-                        let message = f
-                            .message
-                            .strip_prefix(&path)
-                            .and_then(|m| m.strip_prefix(": "))
-                            .unwrap_or(&f.message);
-                        eprintln!("error: {path}: {message}")
-                    }
-                    None => eprintln!("error: {}", f.message),
-                }
+                eprintln!("error: {f}");
             }
             ExitCode::from(f.code)
         }
